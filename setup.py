@@ -1,0 +1,46 @@
+"""oltsim: a simulated OpenOLT optical line terminal, a Twisted application."""
+import re
+from pathlib import Path
+
+from setuptools import setup
+
+VERSION = re.search(r'__version__ = "([^"]+)"', Path("oltsim/__init__.py").read_text()).group(1)
+
+setup(
+    name="oltsim",
+    version=VERSION,
+    description="Simulated OLT speaking OpenOLT gRPC, with BBSim-compatible control APIs",
+    python_requires=">=3.11",
+    packages=[
+        "oltsim",
+        "oltsim.model",
+        "oltsim.api",
+        "oltsim.api.v1",
+        "oltsim.api.v0",
+        "oltsim.southbound",
+        "oltsim._proto",
+        # Twisted discovers plugins in twisted.plugins; named explicitly because
+        # twisted/ and twisted/plugins/ deliberately have no __init__.py.
+        "twisted.plugins",
+    ],
+    package_data={"twisted": ["plugins/oltsim_plugin.py"], "oltsim": ["data/*.yaml"]},
+    install_requires=[
+        "Twisted>=24.7",
+        "klein>=24.8",
+        "grpcio==1.85.1",
+        "protobuf==7.36.2",
+        "voltha-protos==5.7.10",
+        "PyYAML>=6",
+        "service-identity>=24.1",
+        "pyOpenSSL>=24",
+    ],
+    extras_require={
+        "test": [
+            "pytest>=8",
+            "pytest-twisted>=1.14",
+            "treq>=24.9",
+            "grpcio-tools==1.85.1",
+        ],
+    },
+    entry_points={},
+)
