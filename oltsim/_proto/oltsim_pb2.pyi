@@ -1,0 +1,64 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Empty(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class VersionDetails(_message.Message):
+    __slots__ = ("version", "python_version", "grpc_version", "protobuf_version", "twisted_version")
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    PYTHON_VERSION_FIELD_NUMBER: _ClassVar[int]
+    GRPC_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROTOBUF_VERSION_FIELD_NUMBER: _ClassVar[int]
+    TWISTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    version: str
+    python_version: str
+    grpc_version: str
+    protobuf_version: str
+    twisted_version: str
+    def __init__(self, version: _Optional[str] = ..., python_version: _Optional[str] = ..., grpc_version: _Optional[str] = ..., protobuf_version: _Optional[str] = ..., twisted_version: _Optional[str] = ...) -> None: ...
+
+class EventFilter(_message.Message):
+    __slots__ = ("types", "onu_serial")
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    ONU_SERIAL_FIELD_NUMBER: _ClassVar[int]
+    types: _containers.RepeatedScalarFieldContainer[str]
+    onu_serial: str
+    def __init__(self, types: _Optional[_Iterable[str]] = ..., onu_serial: _Optional[str] = ...) -> None: ...
+
+class Event(_message.Message):
+    __slots__ = ("type", "time", "olt_id", "pon_id", "onu_id", "onu_serial", "uni_id", "details", "sequence", "dropped")
+    class DetailsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    TIME_FIELD_NUMBER: _ClassVar[int]
+    OLT_ID_FIELD_NUMBER: _ClassVar[int]
+    PON_ID_FIELD_NUMBER: _ClassVar[int]
+    ONU_ID_FIELD_NUMBER: _ClassVar[int]
+    ONU_SERIAL_FIELD_NUMBER: _ClassVar[int]
+    UNI_ID_FIELD_NUMBER: _ClassVar[int]
+    DETAILS_FIELD_NUMBER: _ClassVar[int]
+    SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    type: str
+    time: float
+    olt_id: int
+    pon_id: int
+    onu_id: int
+    onu_serial: str
+    uni_id: int
+    details: _containers.ScalarMap[str, str]
+    sequence: int
+    dropped: int
+    def __init__(self, type: _Optional[str] = ..., time: _Optional[float] = ..., olt_id: _Optional[int] = ..., pon_id: _Optional[int] = ..., onu_id: _Optional[int] = ..., onu_serial: _Optional[str] = ..., uni_id: _Optional[int] = ..., details: _Optional[_Mapping[str, str]] = ..., sequence: _Optional[int] = ..., dropped: _Optional[int] = ...) -> None: ...

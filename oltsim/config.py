@@ -1,0 +1,925 @@
+"""Settings of one simulated OLT: built-in defaults < YAML file < options given on the command line.
+
+The YAML file uses BBSim's keys (``bbsim:`` and ``olt:`` sections), its services file schema and its PON ranges
+file, so existing BBSim configurations load unchanged. Unlike BBSim, every key in the file is honoured, only the
+options the user actually typed override the file, zero is a value like any other, and a configuration that
+cannot be built is refused with one :class:`ConfigError` whose message a person can act on.
+
+This module is pure: it reads files and builds frozen values, nothing else (no reactor, no sockets).
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, fields
+from importlib import resources
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+
+TAG_ALLOCATIONS = ("shared", "unique")
+PON_TECHNOLOGIES = ("GPON", "XGS-PON")
+CONTROLLED_ACTIVATIONS = ("default", "only-onu", "only-pon", "both")
+API_REVISIONS = ("extended", "base")
+BP_FORMATS = ("mef", "ietf")
+LOG_LEVELS = ("trace", "debug", "info", "warn", "warning", "error", "critical")
+BUILTIN_SERVICES = ("att", "dt", "dt-fttb", "tt")
+
+# Tags are 12-bit VLAN ids; 4096 is the "any" wildcard used by DT's uni_tag_match and c_tag.
+MAX_TAG = 4096
+MAX_PRIORITY = 7
+MAX_PONS = 256
+# The ONU serial has one byte for the ONU index and oltsim puts its high bits in the byte before it.
+MAX_ONUS_PER_PON = 65535
+MAX_UNI_AND_POTS = 15
+MAX_NNIS = 16
+MAX_OLT_ID = 2**31 - 1
+
+# Resource ranges BBSim derives when there is no PON ranges file (options.go getDefaultPonsConfig).
+DEFAULT_ONU_ID_START = 1
+DEFAULT_ALLOC_ID_START = 1024
+DEFAULT_GEMPORT_ID_START = 1024
+GEMPORTS_PER_ALLOC_ID = 8
+
+LISTENER_FIELDS = ("openolt", "grpc_v1", "rest_v1", "grpc_v0", "rest_v0", "sadis")
+
+# Server endpoint types that Twisted (and the usual plugins) understand; a value starting with one of these and a
+# colon is already an endpoint string, anything else is read as a BBSim "host:port" address.
+_ENDPOINT_TYPES = frozenset({"tcp", "tcp6", "ssl", "unix", "systemd", "onion", "le", "lets"})
+
+
+class ConfigError(Exception):
+    """A configuration that cannot be used, with one message for the person who wrote it.
+
+    ``setting`` names the Settings field at fault when there is one, so that the loader can say which file key or
+    option set it.
+    """
+
+    def __init__(self, message: str, setting: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.setting = setting
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServiceSpec:
+    """One entry of a services file: a service instantiated on every UNI (BBSim's ``ServiceYaml``).
+
+    Keyword-only; ``name`` and both tag allocations (``shared`` or ``unique``) are required, as in BBSim.
+    """
+
+    name: str
+    c_tag: int = 0
+    c_tag_allocation: str
+    s_tag: int = 0
+    s_tag_allocation: str
+    needs_eapol: bool = False
+    needs_dhcp: bool = False
+    needs_igmp: bool = False
+    needs_pppoe: bool = False
+    tp_id: int = 0
+    uni_tag_match: int = 0
+    configure_mac_address: bool = False
+    enable_mac_learning: bool = False
+    us_pon_c_tag_priority: int = 0
+    us_pon_s_tag_priority: int = 0
+    ds_pon_c_tag_priority: int = 0
+    ds_pon_s_tag_priority: int = 0
+
+
+@dataclass(frozen=True)
+class PonRange:
+    """Technology and resource id ranges shared by the PON ports ``pon_start..pon_end`` (both inclusive)."""
+
+    pon_start: int
+    pon_end: int
+    technology: str
+    onu_id_start: int
+    onu_id_end: int
+    alloc_id_start: int
+    alloc_id_end: int
+    gemport_id_start: int
+    gemport_id_end: int
+
+    def covers(self, pon_id: int) -> bool:
+        """Whether PON port ``pon_id`` belongs to this range."""
+        return self.pon_start <= pon_id <= self.pon_end
+
+    def describe_pons(self) -> str:
+        """The PON ports of this range as a person reads them: ``PON 0`` or ``PONs 0-3``."""
+        if self.pon_start == self.pon_end:
+            return f"PON {self.pon_start}"
+        return f"PONs {self.pon_start}-{self.pon_end}"
+
+
+@dataclass(frozen=True)
+class ServicesFile:
+    """What a services file (or built-in services name) holds, and where it was read from."""
+
+    workflow: str
+    services: tuple[ServiceSpec, ...]
+    path: str
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PonRangesFile:
+    """What a PON ranges file holds, already checked to define every PON ``0..num_pon_ports-1`` exactly once."""
+
+    num_pon_ports: int
+    ranges: tuple[PonRange, ...]
+    path: str
+    warnings: tuple[str, ...] = ()
+
+
+ATT_SERVICES = (
+    ServiceSpec(
+        name="hsia",
+        c_tag=900,
+        c_tag_allocation="unique",
+        s_tag=900,
+        s_tag_allocation="shared",
+        needs_eapol=True,
+        needs_dhcp=True,
+        tp_id=64,
+    ),
+)
+
+
+class _DerivedRanges(tuple):
+    """Marks default PON ranges so that a Settings copied with other sizes derives them again."""
+
+
+def default_pon_ranges(pon: int, onu: int, uni: int, service_count: int) -> tuple[PonRange, ...]:
+    """BBSim's ranges when no PON ranges file is given: one XGS-PON range for all PONs.
+
+    ONU ids ``1..onu``; one alloc id per ONU, UNI and service from 1024; eight GEM ports per alloc id from 1024.
+    Zero PONs, ONUs or UNIs count as one so that the ranges stay well formed.
+    """
+    pons, onus, unis = max(pon, 1), max(onu, 1), max(uni, 1)
+    alloc_ids = onus * unis * max(service_count, 1)
+    return _DerivedRanges((
+        PonRange(
+            pon_start=0,
+            pon_end=pons - 1,
+            technology="XGS-PON",
+            onu_id_start=DEFAULT_ONU_ID_START,
+            onu_id_end=DEFAULT_ONU_ID_START + onus - 1,
+            alloc_id_start=DEFAULT_ALLOC_ID_START,
+            alloc_id_end=DEFAULT_ALLOC_ID_START + alloc_ids,
+            gemport_id_start=DEFAULT_GEMPORT_ID_START,
+            gemport_id_end=DEFAULT_GEMPORT_ID_START + alloc_ids * GEMPORTS_PER_ALLOC_ID,
+        ),
+    ))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Everything one oltsim process needs to build its OLT and listeners; build it with :func:`load_settings`.
+
+    ``device_id`` is kept as configured (empty means "derive it"); read :attr:`device_id_effective` for the id to
+    report, which derives from the effective ``olt_id`` and so stays right under ``dataclasses.replace``.
+    ``pon_ranges`` left empty is filled at construction with :func:`default_pon_ranges`, and derived again when
+    such a value is copied with ``dataclasses.replace`` (so new ``pon``/``onu``/``uni``/``services`` apply).
+    Listener fields are Twisted server endpoint strings. Time values are seconds unless named ``_ms``.
+    """
+
+    olt_id: int = 0
+    pon: int = 1
+    onu: int = 1
+    uni: int = 4
+    pots: int = 0
+    nni: int = 1
+    nni_speed: int = 10000
+    delay_ms: int = 200
+    reboot_delay: int = 60
+    reboot_grace: float = 5.0
+    rediscovery_delay: float = 5.0
+    discovery_retry: float = 60.0
+    controlled_activation: str = "default"
+    api_revision: str = "extended"
+    model: str = "asfvolt16"
+    vendor: str = "BBSim"
+    hardware_version: str = "emulated"
+    firmware_version: str = ""
+    device_id: str = ""
+    port_stats_interval: int = 20
+    omci_response_rate: int = 10
+    nni_dhcp_trap_vid: int = 0
+    dhcp_retry: bool = False
+    auth_retry: bool = False
+    eapol_timeout: float = 60.0
+    dhcp_timeout: float = 60.0
+    omcc_version: int = 163
+    inject_omci_unknown_me: bool = False
+    inject_omci_unknown_attributes: bool = False
+    bp_format: str = "mef"
+    sadis_server: bool = True
+    sadis_host: str = "bbsim"
+    log_level: str = "info"
+    openolt: str = "tcp:50060"
+    grpc_v1: str = "tcp:50070"
+    rest_v1: str = "tcp:50071"
+    grpc_v0: str = "tcp:50072"
+    rest_v0: str = "tcp:50073"
+    sadis: str = "tcp:50074"
+    services: tuple[ServiceSpec, ...] = ATT_SERVICES
+    workflow: str = "att"
+    pon_ranges: tuple[PonRange, ...] = ()
+    config_path: str | None = None
+    services_path: str | None = None
+    pon_ranges_path: str | None = None
+    warnings: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # Frozen: the derived default is written once, here, so every reader sees the same tuple.
+        if not self.pon_ranges or isinstance(self.pon_ranges, _DerivedRanges):
+            ranges = default_pon_ranges(self.pon, self.onu, self.uni, len(self.services))
+            object.__setattr__(self, "pon_ranges", ranges)
+
+    @property
+    def device_id_effective(self) -> str:
+        """The configured device id, or ``0a:0a:0a:0a:0a:<olt_id % 256 in hex>`` when none was configured."""
+        return self.device_id or "0a:0a:0a:0a:0a:%02x" % (self.olt_id % 256)
+
+    def pon_range_for(self, pon_id: int) -> PonRange:
+        """The range holding PON port ``pon_id``; KeyError if none does (validated settings cover every PON)."""
+        for pon_range in self.pon_ranges:
+            if pon_range.covers(pon_id):
+                return pon_range
+        raise KeyError(pon_id)
+
+
+# Settings fields a caller may set through ``given`` or the YAML file, by scalar kind.
+_SCALAR_KINDS: dict[str, str] = {
+    f.name: f.type for f in fields(Settings) if f.type in ("int", "float", "bool", "str")
+}
+
+# YAML key -> Settings field.
+_BBSIM_KEYS = {
+    "dhcp_retry": "dhcp_retry",
+    "auth_retry": "auth_retry",
+    "log_level": "log_level",
+    "delay": "delay_ms",
+    "openolt_address": "openolt",
+    "api_address": "grpc_v1",
+    "rest_api_address": "rest_v1",
+    "legacy_api_address": "grpc_v0",
+    "legacy_rest_api_address": "rest_v0",
+    "sadis_rest_address": "sadis",
+    "sadis_server": "sadis_server",
+    "controlled_activation": "controlled_activation",
+    "bp_format": "bp_format",
+    "omcc_version": "omcc_version",
+    "inject_omci_unknown_me": "inject_omci_unknown_me",
+    "inject_omci_unknown_attributes": "inject_omci_unknown_attributes",
+    # oltsim's own keys
+    "api_revision": "api_revision",
+    "services": "services",
+    "pon_port_config_file": "pon_ranges_path",
+    "sadis_host": "sadis_host",
+    "eapol_timeout": "eapol_timeout",
+    "dhcp_timeout": "dhcp_timeout",
+}
+_OLT_KEYS = {
+    "model": "model",
+    "vendor": "vendor",
+    "hardware_version": "hardware_version",
+    "firmware_version": "firmware_version",
+    "device_id": "device_id",
+    "pon_ports": "pon",
+    "nni_ports": "nni",
+    "nni_speed": "nni_speed",
+    "onus_per_port": "onu",
+    "id": "olt_id",
+    "reboot_delay": "reboot_delay",
+    "port_stats_interval": "port_stats_interval",
+    "omci_response_rate": "omci_response_rate",
+    "uni_ports": "uni",
+    "pots_ports": "pots",
+    "nni_dhcp_trap_vid": "nni_dhcp_trap_vid",
+    # oltsim's own keys
+    "reboot_grace": "reboot_grace",
+    "rediscovery_delay": "rediscovery_delay",
+    "discovery_retry": "discovery_retry",
+}
+# BBSim keys for features oltsim does not have (Kafka events, profiling, DMI, ...): accepted so that BBSim files
+# load, and reported so that nobody expects them to work.
+_IGNORED_BBSIM_KEYS = frozenset({
+    "enable_perf", "enable_events", "kafka_address", "kafka_event_topic", "cpu_profile", "log_caller",
+    "dmi_server_address", "enable_igmp", "enable_dhcp", "enable_auth", "sadis_format",
+})
+_IGNORED_OLT_KEYS = frozenset({"device_serial_number"})
+
+_SERVICE_FIELD_KINDS: dict[str, str] = {f.name: f.type for f in fields(ServiceSpec)}
+_SERVICE_TAG_FIELDS = ("c_tag", "s_tag", "uni_tag_match")
+_SERVICE_PRIORITY_FIELDS = (
+    "us_pon_c_tag_priority", "us_pon_s_tag_priority", "ds_pon_c_tag_priority", "ds_pon_s_tag_priority",
+)
+_RANGE_KEYS = {
+    "pon_id_range": ("pon_start", "pon_end"),
+    "onu_id_range": ("onu_id_start", "onu_id_end"),
+    "alloc_id_range": ("alloc_id_start", "alloc_id_end"),
+    "gemport_id_range": ("gemport_id_start", "gemport_id_end"),
+}
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Loading
+
+
+def load_settings(given: Mapping[str, object], config_path: str | os.PathLike[str] | None) -> Settings:
+    """Build validated Settings from built-in defaults, then the YAML file at ``config_path``, then ``given``.
+
+    ``given`` holds only the options the user actually typed, keyed by Settings field names; values may be typed
+    or strings to coerce, and ``None`` counts as not given. ``services`` may be a built-in name (``att``, ``dt``,
+    ``dt-fttb``, ``tt``), a services file path or a sequence of ServiceSpec; ``services_path`` is accepted as a
+    synonym for a name or path. ``pon_ranges`` may be a sequence of PonRange, ``pon_ranges_path`` a PON ranges
+    file. Relative paths given here are relative to the working directory; in the YAML file, relative to the
+    file's directory. Raises ConfigError, with a message naming the key or option at fault.
+    """
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    warnings: list[str] = []
+    services_ref: tuple[str, str] | None = None  # (name or path, directory that relative paths start from)
+    services_given: tuple[ServiceSpec, ...] | None = None
+    pon_ranges_given: tuple[PonRange, ...] | None = None
+    pon_ranges_ref: tuple[str, str] | None = None
+
+    if config_path is not None:
+        config_path = os.path.expanduser(os.fspath(config_path))
+        file_values, file_origins, file_warnings = _read_config_file(config_path)
+        base_dir = os.path.dirname(config_path)
+        services_value = file_values.pop("services", None)
+        if services_value:
+            services_ref = (services_value, base_dir)
+        ranges_value = file_values.pop("pon_ranges_path", None)
+        if ranges_value:
+            pon_ranges_ref = (ranges_value, base_dir)
+        values.update(file_values)
+        origins.update(file_origins)
+        warnings.extend(file_warnings)
+
+    for key, raw in given.items():
+        if raw is None:
+            continue
+        if key in ("services", "services_path"):
+            if isinstance(raw, (str, os.PathLike)):
+                services_ref, services_given = (_path_option(raw, key), ""), None
+            else:
+                services_given, services_ref = _service_sequence(raw), None
+        elif key == "pon_ranges_path":
+            pon_ranges_ref, pon_ranges_given = (_path_option(raw, key), ""), None
+        elif key == "pon_ranges":
+            if isinstance(raw, (str, os.PathLike)):
+                pon_ranges_ref, pon_ranges_given = (_path_option(raw, key), ""), None
+            else:
+                pon_ranges_given, pon_ranges_ref = _pon_range_sequence(raw), None
+        elif key == "workflow":
+            values["workflow"] = _coerce("str", raw, "workflow")
+            origins.pop("workflow", None)
+        elif key in _SCALAR_KINDS:
+            values[key] = _coerce_setting(key, raw, key)
+            origins.pop(key, None)
+        else:
+            raise ConfigError(f"unknown option {key!r}")
+
+    services: tuple[ServiceSpec, ...] = ATT_SERVICES
+    services_path: str | None = None
+    workflow = "att"
+    if services_given is not None:
+        services, workflow = services_given, ""
+    elif services_ref is not None:
+        loaded = load_services(*services_ref)
+        services, services_path, workflow = loaded.services, loaded.path, loaded.workflow
+        warnings.extend(loaded.warnings)
+    values.setdefault("workflow", workflow)
+
+    ranges_file: PonRangesFile | None = None
+    pon_ranges: tuple[PonRange, ...] = ()
+    if pon_ranges_given is not None:
+        pon_ranges = pon_ranges_given
+    elif pon_ranges_ref is not None:
+        ranges_file = load_pon_ranges(*pon_ranges_ref)
+        pon_ranges = ranges_file.ranges
+        warnings.extend(ranges_file.warnings)
+
+    settings = Settings(
+        **values,
+        services=services,
+        pon_ranges=pon_ranges,
+        config_path=config_path,
+        services_path=services_path,
+        pon_ranges_path=ranges_file.path if ranges_file else None,
+        warnings=tuple(warnings),
+    )
+    try:
+        _between("pon", settings.pon, 0, MAX_PONS)
+        if ranges_file is not None and settings.pon > ranges_file.num_pon_ports:
+            raise ConfigError(
+                f"PON ranges file {ranges_file.path}: pon ({settings.pon}) exceeds num_pon_ports "
+                f"({ranges_file.num_pon_ports})",
+                setting="pon",
+            )
+        validate(settings)
+    except ConfigError as error:
+        origin = origins.get(error.setting or "")
+        if origin:
+            raise ConfigError(f"{error.message} (set by {origin})", error.setting) from None
+        raise
+    return settings
+
+
+def _read_config_file(path: str) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """Settings values, their origins ("olt.pon_ports in /x.yaml") and warnings from one BBSim-style YAML file."""
+    where = f"config file {path}"
+    document = _load_yaml_file(path, where)
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    warnings: list[str] = []
+    if document is None:
+        return values, origins, warnings
+    if not isinstance(document, dict):
+        raise ConfigError(f"{where}: expected a mapping with bbsim: and olt: sections, got {_kind(document)}")
+    sections = (("bbsim", _BBSIM_KEYS, _IGNORED_BBSIM_KEYS), ("olt", _OLT_KEYS, _IGNORED_OLT_KEYS))
+    for section in document:
+        if section not in ("bbsim", "olt", "bbr"):
+            warnings.append(f"{where}: unknown section {section!r} ignored")
+    for section, keys, ignored in sections:
+        body = document.get(section)
+        if body is None:
+            continue
+        if not isinstance(body, dict):
+            raise ConfigError(f"{where}: section {section}: must be a mapping, got {_kind(body)}")
+        for key, raw in body.items():
+            label = f"{section}.{key}"
+            if key in ignored:
+                warnings.append(f"{where}: {label} is not supported by oltsim and is ignored")
+                continue
+            if key not in keys:
+                warnings.append(f"{where}: unknown key {label} ignored")
+                continue
+            if raw is None:  # "key:" with no value leaves the default, as if the line were commented out
+                continue
+            setting = keys[key]
+            if setting in ("services", "pon_ranges_path"):
+                if not isinstance(raw, str):
+                    raise ConfigError(f"{where}: {label} must be a file name (got {raw!r})", setting)
+                values[setting] = os.path.expanduser(raw)
+            else:
+                values[setting] = _coerce_setting(setting, raw, f"{label}", where)
+            origins[setting] = f"{label} in {path}"
+    return values, origins, warnings
+
+
+def load_services(ref: str, base_dir: str = "") -> ServicesFile:
+    """Read the services named ``ref``: a built-in name (``att``, ``dt``, ``dt-fttb``, ``tt``) or a file path.
+
+    A value exactly equal to a built-in name is the built-in (write ``./att`` for a file called ``att``). A relative
+    path starts from ``base_dir``. Every service is checked (see :func:`validate_service`); raises ConfigError.
+    """
+    if ref in BUILTIN_SERVICES:
+        resource = resources.files("oltsim").joinpath("data", f"{ref}-services.yaml")
+        path, where = str(resource), f"built-in services {ref!r}"
+        document = _parse_yaml(resource.read_text(encoding="utf-8"), where)
+    else:
+        path = os.path.join(base_dir, os.path.expanduser(ref)) if base_dir else os.path.expanduser(ref)
+        where = f"services file {path}"
+        document = _load_yaml_file(path, where)
+    if not isinstance(document, dict):
+        raise ConfigError(f"{where}: expected a mapping with workflow: and services:, got {_kind(document)}")
+    warnings = [f"{where}: unknown key {key!r} ignored" for key in document if key not in ("workflow", "services")]
+    workflow = document.get("workflow")
+    if workflow is None:
+        workflow = ""
+    elif not isinstance(workflow, str):
+        raise ConfigError(f"{where}: workflow must be a string (got {workflow!r})")
+    entries = document.get("services")
+    if not entries:
+        raise ConfigError(f"{where}: at least one service is required")
+    if not isinstance(entries, list):
+        raise ConfigError(f"{where}: services must be a list (got {_kind(entries)})")
+    services = []
+    for index, entry in enumerate(entries, start=1):
+        spec, entry_warnings = _parse_service(entry, index, where)
+        services.append(spec)
+        warnings.extend(entry_warnings)
+    try:
+        _validate_services(services)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error.message}", "services") from None
+    return ServicesFile(workflow=workflow, services=tuple(services), path=path, warnings=tuple(warnings))
+
+
+def _parse_service(entry: object, index: int, where: str) -> tuple[ServiceSpec, list[str]]:
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: service #{index} must be a mapping (got {_kind(entry)})")
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"{where}: service #{index} has no name")
+    missing = [key for key in ("c_tag_allocation", "s_tag_allocation") if entry.get(key) in (None, "")]
+    if missing:
+        raise ConfigError(f"{where}: service {name!r} is missing {' and '.join(missing)}")
+    warnings = []
+    kwargs: dict[str, Any] = {}
+    for key, raw in entry.items():
+        if key not in _SERVICE_FIELD_KINDS:
+            warnings.append(f"{where}: service {name!r}: unknown key {key!r} ignored")
+        elif raw is not None:
+            kwargs[key] = _coerce(_SERVICE_FIELD_KINDS[key], raw, f"service {name!r}: {key}", where)
+    spec = ServiceSpec(**kwargs)
+    try:
+        validate_service(spec)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error.message}", "services") from None
+    return spec, warnings
+
+
+def load_pon_ranges(path: str, base_dir: str = "") -> PonRangesFile:
+    """Read a PON ranges file (BBSim's ``pon_port_config_file``) and check that it defines every PON once.
+
+    The file has ``num_pon_ports`` and ``ranges[]`` of ``pon_id_range``, ``tech``, ``onu_id_range``,
+    ``alloc_id_range`` and ``gemport_id_range`` (each ``{start, end}``, inclusive). A relative path starts from
+    ``base_dir``. Raises ConfigError.
+    """
+    path = os.path.join(base_dir, os.path.expanduser(path)) if base_dir else os.path.expanduser(path)
+    where = f"PON ranges file {path}"
+    document = _load_yaml_file(path, where)
+    if not isinstance(document, dict):
+        raise ConfigError(f"{where}: expected a mapping with num_pon_ports: and ranges:, got {_kind(document)}")
+    warnings = [f"{where}: unknown key {key!r} ignored" for key in document if key not in ("num_pon_ports", "ranges")]
+    if document.get("num_pon_ports") is None:
+        raise ConfigError(f"{where}: num_pon_ports is missing")
+    number = _coerce("int", document["num_pon_ports"], "num_pon_ports", where)
+    if not 1 <= number <= MAX_PONS:
+        raise ConfigError(f"{where}: num_pon_ports must be between 1 and {MAX_PONS} (got {number})")
+    entries = document.get("ranges")
+    if not entries:
+        raise ConfigError(f"{where}: at least one range is required")
+    if not isinstance(entries, list):
+        raise ConfigError(f"{where}: ranges must be a list (got {_kind(entries)})")
+    ranges = []
+    for index, entry in enumerate(entries, start=1):
+        pon_range, entry_warnings = _parse_pon_range(entry, index, where)
+        ranges.append(pon_range)
+        warnings.extend(entry_warnings)
+    try:
+        _check_pon_ranges(ranges, number)
+    except ConfigError as error:
+        raise ConfigError(f"{where}: {error.message}", "pon_ranges") from None
+    return PonRangesFile(num_pon_ports=number, ranges=tuple(ranges), path=path, warnings=tuple(warnings))
+
+
+def _parse_pon_range(entry: object, index: int, where: str) -> tuple[PonRange, list[str]]:
+    label = f"range #{index}"
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: {label} must be a mapping (got {_kind(entry)})")
+    warnings = [f"{where}: {label}: unknown key {key!r} ignored"
+                for key in entry if key not in _RANGE_KEYS and key != "tech"]
+    tech = entry.get("tech")
+    if tech is None:
+        raise ConfigError(f"{where}: {label} is missing tech")
+    kwargs: dict[str, Any] = {"technology": tech}
+    for key, (start_field, end_field) in _RANGE_KEYS.items():
+        bounds = entry.get(key)
+        if not isinstance(bounds, dict):
+            raise ConfigError(f"{where}: {label} is missing {key} (a mapping with start: and end:)")
+        for bound, field_name in (("start", start_field), ("end", end_field)):
+            if bounds.get(bound) is None:
+                raise ConfigError(f"{where}: {label}: {key} is missing {bound}")
+            kwargs[field_name] = _coerce("int", bounds[bound], f"{label}: {key}.{bound}", where)
+    return PonRange(**kwargs), warnings
+
+
+def _load_yaml_file(path: str, where: str) -> Any:
+    try:
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+    except FileNotFoundError:
+        raise ConfigError(f"{where} does not exist") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{where} is a directory, not a file") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{where} is not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except OSError as error:
+        raise ConfigError(f"{where} cannot be read: {error.strerror or error}") from None
+    return _parse_yaml(text, where)
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses duplicate mapping keys, which plain PyYAML resolves silently to the last one."""
+
+
+def _construct_unique_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    loader.flatten_mapping(node)
+    seen: set = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in seen
+            seen.add(key)
+        except TypeError:  # unhashable key: let construct_mapping report it
+            continue
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique_mapping)
+
+
+def _parse_yaml(text: str, where: str) -> Any:
+    try:
+        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - _StrictLoader is a SafeLoader
+    except yaml.MarkedYAMLError as error:
+        mark = error.problem_mark or error.context_mark
+        position = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = error.problem or error.context or "syntax error"
+        raise ConfigError(f"{where}: invalid YAML{position}: {problem}") from None
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{where}: invalid YAML: {error}") from None
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Values
+
+
+def endpoint_from_address(value: object) -> str:
+    """A Twisted server endpoint string for a listener, from an endpoint string or a BBSim-style address.
+
+    ``tcp:...``, ``ssl:...``, ``unix:...`` (and the other endpoint types) pass unchanged. Addresses become TCP
+    endpoints: ``":50060"``, ``"0.0.0.0:50060"``, ``"50060"`` and the integer 50060 give ``tcp:50060`` (all
+    interfaces); ``"host:50060"`` gives ``tcp:50060:interface=host``; ``"[::]:50060"`` gives ``tcp6:50060`` and
+    ``"[::1]:50060"`` gives ``tcp6:50060:interface=\\:\\:1``. Raises ConfigError for anything else.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"tcp:{_port(value, value)}"
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{value!r} is not a listening address (e.g. :50060) or endpoint (e.g. tcp:50060)")
+    text = value.strip()
+    prefix = text.split(":", 1)[0]
+    if ":" in text and prefix.lower() in _ENDPOINT_TYPES:
+        return text
+    if text.isdigit():
+        return f"tcp:{_port(text, value)}"
+    match = re.fullmatch(r"\[([0-9A-Fa-f:.%\w]*)\]:(\d+)", text)
+    if match:
+        host, port = match.group(1), _port(match.group(2), value)
+        if host in ("", "::"):
+            return f"tcp6:{port}"
+        return f"tcp6:{port}:interface={_escape(host)}"
+    match = re.fullmatch(r"([^:\s\[\]]*):(\d+)", text)
+    if match:
+        host, port = match.group(1), _port(match.group(2), value)
+        if host in ("", "0.0.0.0"):
+            return f"tcp:{port}"
+        return f"tcp:{port}:interface={_escape(host)}"
+    raise ConfigError(f"{value!r} is not a listening address (e.g. :50060) or endpoint (e.g. tcp:50060)")
+
+
+def _port(text: object, value: object) -> int:
+    port = int(text)  # callers pass digits or an int
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"{value!r}: port must be between 0 and 65535 (got {port})")
+    return port
+
+
+def _escape(text: str) -> str:
+    # Endpoint strings separate arguments with ":" and keys from values with "=".
+    return text.replace("\\", "\\\\").replace(":", "\\:").replace("=", "\\=")
+
+
+def _coerce_setting(setting: str, raw: object, label: str, where: str = "") -> Any:
+    if setting in LISTENER_FIELDS:
+        try:
+            return endpoint_from_address(raw)
+        except ConfigError as error:
+            raise ConfigError(f"{where + ': ' if where else ''}{label}: {error.message}", setting) from None
+    value = _coerce(_SCALAR_KINDS[setting], raw, label, where)
+    if setting in ("log_level", "controlled_activation", "api_revision", "bp_format"):
+        value = value.lower()
+    return value
+
+
+_TRUE = frozenset({"true", "yes", "on", "1"})
+_FALSE = frozenset({"false", "no", "off", "0"})
+
+
+def _coerce(kind: str, raw: object, label: str, where: str = "") -> Any:
+    """``raw`` as an int, float, bool or str, or a ConfigError naming ``label`` (and ``where`` when known)."""
+    prefix = f"{where}: " if where else ""
+    if kind == "int":
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str):
+            try:
+                return int(raw.strip())
+            except ValueError:
+                pass
+        raise ConfigError(f"{prefix}{label} must be an integer (got {raw!r})", label)
+    if kind == "float":
+        value: float | None = None
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            value = float(raw)
+        elif isinstance(raw, str):
+            try:
+                value = float(raw.strip())
+            except ValueError:
+                pass
+        if value is None or not math.isfinite(value):
+            raise ConfigError(f"{prefix}{label} must be a number (got {raw!r})", label)
+        return value
+    if kind == "bool":
+        if isinstance(raw, bool):
+            return raw
+        if isinstance(raw, str) and raw.strip().lower() in _TRUE | _FALSE:
+            return raw.strip().lower() in _TRUE
+        raise ConfigError(f"{prefix}{label} must be true or false (got {raw!r})", label)
+    if isinstance(raw, str):
+        return raw
+    # YAML reads unquoted 1.0 as a float and 10:10:10 as a base-60 integer: refuse rather than guess.
+    raise ConfigError(f"{prefix}{label} must be a string (got {raw!r}; quote it in YAML)", label)
+
+
+def _path_option(raw: object, key: str) -> str:
+    path = os.path.expanduser(os.fspath(raw))  # type: ignore[arg-type]
+    if not path:
+        raise ConfigError(f"{key} must name a file")
+    return path
+
+
+def _service_sequence(raw: object) -> tuple[ServiceSpec, ...]:
+    items = tuple(raw) if isinstance(raw, Iterable) else ()
+    if not items or not all(isinstance(item, ServiceSpec) for item in items):
+        raise ConfigError("services must be a built-in name, a file path or a sequence of ServiceSpec", "services")
+    return items
+
+
+def _pon_range_sequence(raw: object) -> tuple[PonRange, ...]:
+    items = tuple(raw) if isinstance(raw, Iterable) else ()
+    if not items or not all(isinstance(item, PonRange) for item in items):
+        raise ConfigError("pon_ranges must be a file path or a sequence of PonRange", "pon_ranges")
+    return items
+
+
+def _kind(value: object) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", type(None): "nothing"}.get(
+        type(value), type(value).__name__)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Validation
+
+
+def validate(settings: Settings) -> None:
+    """Raise ConfigError (with ``setting`` naming the field) if ``settings`` cannot build a working OLT."""
+    s = settings
+    _between("pon", s.pon, 0, MAX_PONS)
+    _between("onu", s.onu, 0, MAX_ONUS_PER_PON)
+    _between("uni", s.uni, 0, MAX_UNI_AND_POTS)
+    _between("pots", s.pots, 0, MAX_UNI_AND_POTS)
+    if s.uni + s.pots > MAX_UNI_AND_POTS:
+        raise ConfigError(
+            f"uni + pots must be at most {MAX_UNI_AND_POTS} (got {s.uni} + {s.pots})", "uni")
+    _between("nni", s.nni, 1, MAX_NNIS)
+    _at_least("nni_speed", s.nni_speed, 1, "greater than 0")
+    _at_least("delay_ms", s.delay_ms, 0)
+    _at_least("reboot_delay", s.reboot_delay, 0)
+    _at_least("reboot_grace", s.reboot_grace, 0)
+    _at_least("rediscovery_delay", s.rediscovery_delay, 0)
+    _positive("discovery_retry", s.discovery_retry)
+    _positive("eapol_timeout", s.eapol_timeout)
+    _positive("dhcp_timeout", s.dhcp_timeout)
+    _between("olt_id", s.olt_id, 0, MAX_OLT_ID)
+    _at_least("port_stats_interval", s.port_stats_interval, 1, "greater than 0")
+    _between("omci_response_rate", s.omci_response_rate, 0, 10)
+    _between("nni_dhcp_trap_vid", s.nni_dhcp_trap_vid, 0, 4095)
+    _between("omcc_version", s.omcc_version, 0, 255)
+    _one_of("controlled_activation", s.controlled_activation, CONTROLLED_ACTIVATIONS)
+    _one_of("api_revision", s.api_revision, API_REVISIONS)
+    _one_of("bp_format", s.bp_format, BP_FORMATS)
+    _one_of("log_level", s.log_level, LOG_LEVELS)
+    if not s.sadis_host:
+        raise ConfigError("sadis_host must not be empty", "sadis_host")
+    _validate_listeners(s)
+    _validate_services(s.services)
+    _validate_pon_ranges(s)
+
+
+def validate_service(spec: ServiceSpec) -> None:
+    """Raise ConfigError if one service has an invalid allocation, tag, priority or technology profile id."""
+    where = f"service {spec.name!r}"
+    if not spec.name:
+        raise ConfigError("every service needs a name", "services")
+    for key in ("c_tag_allocation", "s_tag_allocation"):
+        value = getattr(spec, key)
+        if value not in TAG_ALLOCATIONS:
+            raise ConfigError(f"{where}: {key} must be shared or unique (got {value!r})", "services")
+    for key in _SERVICE_TAG_FIELDS:
+        _between(f"{where}: {key}", getattr(spec, key), 0, MAX_TAG, "services")
+    for key in _SERVICE_PRIORITY_FIELDS:
+        _between(f"{where}: {key}", getattr(spec, key), 0, MAX_PRIORITY, "services")
+    _between(f"{where}: tp_id", spec.tp_id, 0, 65535, "services")
+
+
+def _validate_services(services: tuple[ServiceSpec, ...] | list[ServiceSpec]) -> None:
+    if not services:
+        raise ConfigError("at least one service is required", "services")
+    seen: set[str] = set()
+    for spec in services:
+        validate_service(spec)
+        if spec.name in seen:
+            raise ConfigError(f"service name {spec.name!r} is used twice; names must be unique", "services")
+        seen.add(spec.name)
+
+
+def _check_pon_ranges(ranges: list[PonRange] | tuple[PonRange, ...], number: int | None) -> None:
+    """Each range well formed and no PON in two ranges; with ``number``, PONs ``0..number-1`` exactly."""
+    owner: dict[int, int] = {}
+    for index, r in enumerate(ranges, start=1):
+        label = f"range #{index} ({r.describe_pons()})" if r.pon_start <= r.pon_end else f"range #{index}"
+        if r.technology not in PON_TECHNOLOGIES:
+            raise ConfigError(
+                f"{label}: tech must be GPON or XGS-PON (got {r.technology!r})", "pon_ranges")
+        for key in ("pon", "onu_id", "alloc_id", "gemport_id"):
+            start, end = getattr(r, f"{key}_start"), getattr(r, f"{key}_end")
+            if start < 0:
+                raise ConfigError(f"{label}: {key} range start must not be negative (got {start})", "pon_ranges")
+            if start > end:
+                raise ConfigError(f"{label}: {key} range start {start} is after its end {end}", "pon_ranges")
+        if r.pon_end >= MAX_PONS:
+            raise ConfigError(f"{label}: PON ids go up to {MAX_PONS - 1} (got {r.pon_end})", "pon_ranges")
+        for pon_id in range(r.pon_start, r.pon_end + 1):
+            if number is not None and pon_id >= number:
+                raise ConfigError(
+                    f"{label}: PON {pon_id} is outside num_pon_ports ({number}: PONs 0-{number - 1})",
+                    "pon_ranges")
+            if pon_id in owner:
+                raise ConfigError(f"PON {pon_id} is defined twice (ranges #{owner[pon_id]} and #{index})",
+                                  "pon_ranges")
+            owner[pon_id] = index
+    if number is not None:
+        for pon_id in range(number):
+            if pon_id not in owner:
+                raise ConfigError(f"PON {pon_id} is not defined in any range", "pon_ranges")
+
+
+def _validate_pon_ranges(s: Settings) -> None:
+    prefix = f"PON ranges file {s.pon_ranges_path}: " if s.pon_ranges_path else ""
+    try:
+        _check_pon_ranges(s.pon_ranges, None)
+        for pon_id in range(s.pon):
+            if not any(r.covers(pon_id) for r in s.pon_ranges):
+                raise ConfigError(f"PON {pon_id} is not defined in any PON range", "pon")
+        for r in s.pon_ranges:
+            if r.pon_start >= s.pon:
+                continue
+            size = r.onu_id_end - r.onu_id_start + 1
+            if s.onu > size:
+                raise ConfigError(
+                    f"onus per PON ({s.onu}) exceeds the ONU id range {r.onu_id_start}..{r.onu_id_end} "
+                    f"of {r.describe_pons()}", "onu")
+    except ConfigError as error:
+        raise ConfigError(prefix + error.message, error.setting) from None
+
+
+def _validate_listeners(s: Settings) -> None:
+    used: dict[str, str] = {}
+    for name in LISTENER_FIELDS:
+        value = getattr(s, name)
+        if not isinstance(value, str) or not value:
+            raise ConfigError(f"{name} must be a Twisted endpoint string such as tcp:50060", name)
+        if name == "sadis" and not s.sadis_server:
+            continue
+        # Port 0 asks the OS for a free port, so equal strings only clash when they name a real port.
+        if re.fullmatch(r"tcp6?:0(:.*)?", value):
+            continue
+        if value in used:
+            raise ConfigError(f"{used[value]} and {name} both listen on {value}", name)
+        used[value] = name
+
+
+def _between(name: str, value: int | float, low: int, high: int, setting: str | None = None) -> None:
+    if not low <= value <= high:
+        raise ConfigError(f"{name} must be between {low} and {high} (got {value})", setting or name)
+
+
+def _at_least(name: str, value: int | float, low: int, wording: str | None = None) -> None:
+    if value < low:
+        raise ConfigError(f"{name} must be {wording or f'at least {low}'} (got {value})", name)
+
+
+def _positive(name: str, value: float) -> None:
+    if not value > 0:
+        raise ConfigError(f"{name} must be greater than 0 (got {value})", name)
+
+
+def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ConfigError(f"{name} must be one of {', '.join(allowed)} (got {value!r})", name)
