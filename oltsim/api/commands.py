@@ -1,0 +1,317 @@
+"""Control API v1 use cases, one method per `bbsim.BBSim` RPC, shared by gRPC and REST.
+
+Each method takes the RPC's request message and returns its response message,
+running on the reactor thread; refusals raise domain errors (validated before any
+effect), which `translate.ERROR_TABLE` maps to statuses.
+"""
+from __future__ import annotations
+
+import ipaddress
+import platform
+
+from twisted.logger import Logger
+
+from oltsim import __version__
+from oltsim._proto import bbsim_pb2
+from oltsim.api import translate
+from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound
+from oltsim.model.onu import IGMP_MACHINE
+
+log = Logger(namespace="oltsim.api")
+
+LOG_LEVELS = ("trace", "debug", "info", "warn", "error")
+
+
+def parse_uint(value, name: str) -> int:
+    """A non-negative integer from a path/query string; InvalidArgument otherwise."""
+    if isinstance(value, int):
+        number = value
+    else:
+        text = str(value).strip()
+        if not text.isdigit():
+            raise InvalidArgument(f"{name} must be a non-negative integer (got {value!r})")
+        number = int(text)
+    if number < 0 or number > 0xFFFFFFFF:
+        raise InvalidArgument(f"{name} is out of range (got {value!r})")
+    return number
+
+
+class V1Commands:
+    """The v1 use cases over one OLT model.
+
+    `openolt` controls the OpenOLT endpoint (stop_server/start_server/running),
+    `logs` sets the log level (set_level(name) / level), `olt_ip` is reported in GET /v1/olt.
+    """
+
+    def __init__(self, olt, *, openolt=None, logs=None, olt_ip: str = "127.0.0.1", revision: str = "extended"):
+        self.olt = olt
+        self.openolt = openolt
+        self.logs = logs
+        self.olt_ip = olt_ip
+        self.revision = revision
+        self._cache: dict = {}
+
+    def cached(self, key, build):
+        """Reuse what has not changed since the model's last visible change."""
+        entry = self._cache.get(key)
+        generation = self.olt.generation
+        if entry is not None and entry[0] == generation:
+            return entry[1]
+        value = build()
+        self._cache[key] = (generation, value)
+        return value
+
+    # ---- reads -----------------------------------------------------------------------------
+
+    def Version(self, request) -> bbsim_pb2.VersionNumber:
+        return bbsim_pb2.VersionNumber(version=__version__, buildTime="", commitHash="",
+                                       gitStatus=f"python {platform.python_version()}")
+
+    def GetOlt(self, request) -> bbsim_pb2.Olt:
+        return self.cached("olt", lambda: translate.olt_to_pb(self.olt, self.olt_ip))
+
+    def GetONUs(self, request) -> bbsim_pb2.ONUs:
+        def build():
+            msg = bbsim_pb2.ONUs()
+            for onu in self.olt.onus:
+                translate.onu_to_pb(onu, self.revision, msg.items.add())
+            return msg
+        return self.cached(("onus", self.revision), build)
+
+    def GetONU(self, request) -> bbsim_pb2.ONU:
+        onu = self.olt.onu_by_serial(request.SerialNumber)
+        return translate.onu_to_pb(onu, self.revision)
+
+    def GetFlows(self, request) -> bbsim_pb2.Flows:
+        if request.SerialNumber:
+            onu = self.olt.onu_by_serial(request.SerialNumber)
+            return translate.flows_to_pb(self.olt.flows.for_onu(onu))
+        return translate.flows_to_pb(self.olt.flows.all())
+
+    def GetOnuTrafficSchedulers(self, request) -> bbsim_pb2.ONUTrafficSchedulers:
+        onu = self.olt.onu_by_serial(request.SerialNumber)
+        msg = bbsim_pb2.ONUTrafficSchedulers()
+        if onu.traffic_schedulers is not None:
+            msg.traffSchedulers.CopyFrom(onu.traffic_schedulers)
+        return msg
+
+    def GetServices(self, request) -> bbsim_pb2.Services:
+        msg = bbsim_pb2.Services()
+        if not request.OnuSerialNumber:
+            if request.UniID:
+                raise InvalidArgument("UniID needs an OnuSerialNumber")
+            services = [s for onu in self.olt.onus for s in onu.services]
+        else:
+            onu = self.olt.onu_by_serial(request.OnuSerialNumber)
+            if request.UniID:
+                services = self._uni(onu, request.UniID).services
+            else:
+                services = onu.services
+        for service in services:
+            translate.service_to_pb(service, msg.items.add())
+        return msg
+
+    def GetOnuUnis(self, request) -> bbsim_pb2.UNIs:
+        onu = self.olt.onu_by_serial(request.SerialNumber)
+        msg = bbsim_pb2.UNIs()
+        for uni in onu.unis:
+            translate.uni_to_pb(uni, msg.items.add())
+        return msg
+
+    def GetUnis(self, request) -> bbsim_pb2.UNIs:
+        msg = bbsim_pb2.UNIs()
+        for onu in self.olt.onus:
+            for uni in onu.unis:
+                translate.uni_to_pb(uni, msg.items.add())
+        return msg
+
+    def GetOltAllocatedResources(self, request) -> bbsim_pb2.OltAllocatedResources:
+        kind = request.type
+        if kind == bbsim_pb2.OltAllocatedResourceType.ALLOC_ID:
+            name = "ALLOC_ID"
+        elif kind == bbsim_pb2.OltAllocatedResourceType.GEM_PORT:
+            name = "GEM_PORT"
+        else:
+            raise InvalidArgument(f"resource type must be ALLOC_ID or GEM_PORT (got {kind})")
+        msg = bbsim_pb2.OltAllocatedResources()
+        for flow in self.olt.flows.all():
+            if not flow.is_onu_flow:
+                continue
+            ids = [flow.alloc_id] if name == "ALLOC_ID" else flow.gem_ports
+            for rid in ids:
+                msg.resources.add(Type=name, PonPortId=flow.access_intf_id, OnuId=flow.onu_id,
+                                  PortNo=flow.port_no, ResourceId=rid, FlowId=flow.flow_id)
+        return msg
+
+    # ---- OLT -------------------------------------------------------------------------------
+
+    def SetLogLevel(self, request) -> bbsim_pb2.LogLevel:
+        level = request.level.strip().lower()
+        if level not in LOG_LEVELS:
+            raise InvalidArgument(f"log level must be one of {', '.join(LOG_LEVELS)} (got {request.level!r})")
+        if self.logs is not None:
+            self.logs.set_level(level)
+        return bbsim_pb2.LogLevel(level=level, caller=request.caller)
+
+    def PoweronOlt(self, request) -> bbsim_pb2.Response:
+        self.olt.poweron()
+        return _ok(f"OLT {self.olt.serial} powered on.")
+
+    def ShutdownOlt(self, request) -> bbsim_pb2.Response:
+        self.olt.shutdown()
+        return _ok(f"OLT {self.olt.serial} shut down.")
+
+    def RebootOlt(self, request) -> bbsim_pb2.Response:
+        self.olt.reboot()
+        return _ok("OLT restart triggered.")
+
+    def StopgRPCServer(self, request) -> bbsim_pb2.Response:
+        self._need_openolt().stop_server()
+        return _ok("Openolt gRPC server stopped")
+
+    def StartgRPCServer(self, request) -> bbsim_pb2.Response:
+        server = self._need_openolt()
+        if server.running:
+            raise FailedPrecondition("Openolt gRPC server already running.")
+        server.start_server()
+        return _ok("Openolt gRPC server started")
+
+    def RestartgRPCServer(self, request) -> bbsim_pb2.Response:
+        server = self._need_openolt()
+        delay = request.delay
+        server.stop_server()
+        self.olt.call_later(delay, self._restart_openolt)
+        return _ok(f"Openolt gRPC server stopped, restarting in {delay}")
+
+    def _restart_openolt(self):
+        if not self.openolt.running:
+            self.openolt.start_server()
+
+    def _need_openolt(self):
+        if self.openolt is None:
+            raise FailedPrecondition("this OLT has no OpenOLT endpoint to control")
+        return self.openolt
+
+    # ---- ONUs ------------------------------------------------------------------------------
+
+    def ShutdownONU(self, request) -> bbsim_pb2.Response:
+        onu = self.olt.shutdown_onu(request.SerialNumber)
+        return _ok(f"ONU {onu.serial} successfully shut down.")
+
+    def PoweronONU(self, request) -> bbsim_pb2.Response:
+        onu = self.olt.power_on_onu(request.SerialNumber)
+        return _ok(f"ONU {onu.serial} successfully powered on.")
+
+    def ShutdownONUsOnPON(self, request) -> bbsim_pb2.Response:
+        done, skipped = self.olt.shutdown_pon(request.PonPortId)
+        return _ok(f"Shut down {done} ONUs on PON port {request.PonPortId}" + _skipped(skipped, "not enabled"))
+
+    def PoweronONUsOnPON(self, request) -> bbsim_pb2.Response:
+        done, skipped = self.olt.power_on_pon(request.PonPortId)
+        return _ok(f"Powered on {done} ONUs on PON port {request.PonPortId}" + _skipped(skipped, "already on"))
+
+    def ShutdownAllONUs(self, request) -> bbsim_pb2.Response:
+        done, skipped = self.olt.shutdown_all()
+        return _ok(f"Shut down {done} ONUs in OLT {self.olt.id}" + _skipped(skipped, "not enabled"))
+
+    def PoweronAllONUs(self, request) -> bbsim_pb2.Response:
+        done, skipped = self.olt.power_on_all()
+        return _ok(f"Powered on {done} ONUs in OLT {self.olt.id}"
+                   + _skipped(skipped, "already on or on a disabled PON"))
+
+    def InvalidateMds(self, request) -> bbsim_pb2.Response:
+        old, new = self.olt.invalidate_mds(request.SerialNumber)
+        return _ok(f"MDS counter of ONU {request.SerialNumber} was {old}, set to {new}.")
+
+    # ---- alarms ----------------------------------------------------------------------------
+
+    def SetOnuAlarmIndication(self, request) -> bbsim_pb2.Response:
+        params = {}
+        for p in request.Parameters:
+            params[p.Key] = p.Value
+        self.olt.onu_alarm(request.SerialNumber, request.AlarmType, request.Status, params)
+        return _ok("Onu Alarm Indication Sent.")
+
+    def SetOltAlarmIndication(self, request) -> bbsim_pb2.Response:
+        self.olt.olt_los(request.InterfaceType, request.InterfaceID, request.Status)
+        return _ok("Olt Alarm Indication Sent.")
+
+    # ---- subscriber protocols --------------------------------------------------------------
+
+    def _uni(self, onu, uni_id, eth_only: bool = False):
+        number = parse_uint(uni_id, "UniID")
+        unis = onu.eth_unis if eth_only else onu.unis
+        for uni in unis:
+            if uni.id == number:
+                return uni
+        raise NotFound(f"UNI {number} not found on ONU {onu.serial}")
+
+    def _restart(self, request, protocol: str, needs: str, label: str) -> bbsim_pb2.Response:
+        onu = self.olt.onu_by_serial(request.OnuSerialNumber)
+        unis = [self._uni(onu, request.UniID)] if request.UniID else onu.unis
+        services = [s for u in unis if u.state == "up" for s in u.services
+                    if getattr(s.spec, needs) and s.state == "initialized"]
+        if not services:
+            raise FailedPrecondition(f"No service of ONU {onu.serial} requires {label} on an enabled UNI")
+        if onu.handlers is None:
+            raise FailedPrecondition(f"{label} is not running on ONU {onu.serial}")
+        for service in services:
+            getattr(onu.handlers, f"restart_{protocol}")(service)
+        names = " ".join(f"uni[{s.uni.id}]{s.name}" for s in services)
+        verb = "Authentication" if protocol == "eapol" else "DHCP"
+        return _ok(f"{verb} restarted on Services [{names}] for ONU {onu.serial}.")
+
+    def RestartEapol(self, request) -> bbsim_pb2.Response:
+        return self._restart(request, "eapol", "needs_eapol", "EAPOL")
+
+    def RestartDhcp(self, request) -> bbsim_pb2.Response:
+        return self._restart(request, "dhcp", "needs_dhcp", "DHCP")
+
+    def ChangeIgmpState(self, request) -> bbsim_pb2.Response:
+        onu = self.olt.onu_by_serial(request.OnuSerialNumber)
+        if request.UniID < 0:
+            raise InvalidArgument(f"UniID must be a non-negative integer (got {request.UniID})")
+        uni = self._uni(onu, request.UniID, eth_only=True)
+        action = request.SubActionVal
+        if action not in (bbsim_pb2.JOIN, bbsim_pb2.LEAVE, bbsim_pb2.JOINV3):
+            raise InvalidArgument(f"SubActionVal must be JOIN, LEAVE or JOINV3 (got {action})")
+        try:
+            group = ipaddress.IPv4Address(request.GroupAddress)
+        except ValueError:
+            raise InvalidArgument(f"GroupAddress must be an IPv4 address (got {request.GroupAddress!r})") from None
+        if not group.is_multicast:
+            raise InvalidArgument(f"GroupAddress must be an IPv4 multicast address (got {group})")
+        if not 0 <= request.VLAN <= 4095:
+            raise InvalidArgument(f"VLAN must be between 0 and 4095 (got {request.VLAN})")
+        if uni.state != "up":
+            raise FailedPrecondition(f"UNI {uni.id} of ONU {onu.serial} is down")
+        services = [s for s in uni.services if s.spec.needs_igmp and s.state == "initialized"]
+        if not services:
+            raise FailedPrecondition(f"No service on UNI {uni.id} of ONU {onu.serial} requires IGMP")
+        event = {bbsim_pb2.JOIN: "igmp_join_start", bbsim_pb2.JOINV3: "igmp_join_startv3",
+                 bbsim_pb2.LEAVE: "igmp_leave"}[action]
+        for service in services:
+            if not IGMP_MACHINE.can(service.igmp_state, event):
+                raise FailedPrecondition(f"service {service.name} on UNI {uni.id} of ONU {onu.serial} "
+                                         f"is {service.igmp_state}; cannot {bbsim_pb2.SubActionTypes.Name(action)}")
+        for service in services:
+            if onu.handlers is not None:
+                onu.handlers.change_igmp(service, event, str(group), request.VLAN)
+            service.igmp_state = IGMP_MACHINE.next(service.igmp_state, event)
+            groups = service.igmp_groups or {}
+            if event == "igmp_leave":
+                groups.pop(str(group), None)
+            else:
+                groups[str(group)] = request.VLAN or service.c_tag
+            service.igmp_groups = groups
+        self.olt.touch()
+        verb = bbsim_pb2.SubActionTypes.Name(action)
+        return _ok(f"IGMP {verb} {group} sent on UNI {uni.id} of ONU {onu.serial}.")
+
+
+def _ok(message: str) -> bbsim_pb2.Response:
+    return bbsim_pb2.Response(status_code=0, message=message)
+
+
+def _skipped(count: int, why: str) -> str:
+    return f" ({count} skipped: {why})." if count else "."

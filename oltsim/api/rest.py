@@ -1,0 +1,172 @@
+"""What the REST surfaces share: routes as a table onto request messages, JSON rendering,
+and errors mapped in one place (grpc-gateway's body; 404/405 as JSON)."""
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from typing import Callable
+
+from google.protobuf import descriptor as _descriptor
+from twisted.logger import Logger
+from werkzeug.exceptions import MethodNotAllowed, NotFound as RouteNotFound
+
+from oltsim.api import translate
+from oltsim.model.errors import InvalidArgument, OltsimError
+
+log = Logger(namespace="oltsim.api.rest")
+
+_INT_TYPES = {
+    _descriptor.FieldDescriptor.TYPE_INT32, _descriptor.FieldDescriptor.TYPE_INT64,
+    _descriptor.FieldDescriptor.TYPE_UINT32, _descriptor.FieldDescriptor.TYPE_UINT64,
+    _descriptor.FieldDescriptor.TYPE_SINT32, _descriptor.FieldDescriptor.TYPE_SINT64,
+    _descriptor.FieldDescriptor.TYPE_FIXED32, _descriptor.FieldDescriptor.TYPE_FIXED64,
+    _descriptor.FieldDescriptor.TYPE_SFIXED32, _descriptor.FieldDescriptor.TYPE_SFIXED64,
+}
+_UNSIGNED = {
+    _descriptor.FieldDescriptor.TYPE_UINT32, _descriptor.FieldDescriptor.TYPE_UINT64,
+    _descriptor.FieldDescriptor.TYPE_FIXED32, _descriptor.FieldDescriptor.TYPE_FIXED64,
+}
+
+
+@dataclass(frozen=True)
+class Route:
+    """One REST binding: METHOD path (with {Field} or {msg.field} placeholders) -> RPC."""
+    method: str
+    path: str
+    rpc: str
+    summary: str = ""
+
+    @property
+    def werkzeug_path(self) -> str:
+        out = self.path
+        for name in self.placeholders:
+            out = out.replace("{%s}" % name, "<%s>" % name.replace(".", "__"))
+        return out
+
+    @property
+    def placeholders(self) -> list[str]:
+        import re
+        return re.findall(r"{([^}]+)}", self.path)
+
+
+def set_field(message, dotted: str, raw: str) -> None:
+    """Set `dotted` (e.g. `onu.pon_port_id`) on `message` from the text `raw`, typed by the schema."""
+    parts = dotted.split(".")
+    target = message
+    for part in parts[:-1]:
+        if part not in target.DESCRIPTOR.fields_by_name:
+            raise InvalidArgument(f"unknown parameter {dotted!r}")
+        target = getattr(target, part)
+    name = parts[-1]
+    field = target.DESCRIPTOR.fields_by_name.get(name)
+    if field is None:
+        raise InvalidArgument(f"unknown parameter {dotted!r}")
+    if field.type == _descriptor.FieldDescriptor.TYPE_MESSAGE:
+        raise InvalidArgument(f"parameter {dotted!r} cannot be given in the URL")
+    values = raw if isinstance(raw, list) else [raw]
+    converted = [_convert(field, dotted, v) for v in values]
+    if field.label == _descriptor.FieldDescriptor.LABEL_REPEATED:
+        getattr(target, name).extend(converted)
+    else:
+        setattr(target, name, converted[-1])
+
+
+def _convert(field, dotted: str, raw: str):
+    if field.type in _INT_TYPES:
+        text = raw.strip()
+        try:
+            number = int(text, 10)
+        except ValueError:
+            raise InvalidArgument(f"{dotted} must be an integer (got {raw!r})") from None
+        bits = 32 if field.type in (_descriptor.FieldDescriptor.TYPE_INT32, _descriptor.FieldDescriptor.TYPE_UINT32,
+                                    _descriptor.FieldDescriptor.TYPE_SINT32, _descriptor.FieldDescriptor.TYPE_FIXED32,
+                                    _descriptor.FieldDescriptor.TYPE_SFIXED32) else 64
+        if field.type in _UNSIGNED:
+            lo, hi = 0, 2 ** bits - 1
+        else:
+            lo, hi = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+        if not lo <= number <= hi:
+            raise InvalidArgument(f"{dotted} is out of range (got {raw!r})")
+        return number
+    if field.type == _descriptor.FieldDescriptor.TYPE_ENUM:
+        enum = field.enum_type
+        value = enum.values_by_name.get(raw.strip().upper())
+        if value is None and raw.strip().lstrip("-").isdigit():
+            value = enum.values_by_number.get(int(raw))
+        if value is None:
+            names = ", ".join(v.name for v in enum.values)
+            raise InvalidArgument(f"{dotted} must be one of {names} (got {raw!r})")
+        return value.number
+    if field.type == _descriptor.FieldDescriptor.TYPE_BOOL:
+        text = raw.strip().lower()
+        if text not in ("true", "false", "1", "0"):
+            raise InvalidArgument(f"{dotted} must be true or false (got {raw!r})")
+        return text in ("true", "1")
+    if field.type == _descriptor.FieldDescriptor.TYPE_BYTES:
+        return raw.encode("utf-8")
+    return raw
+
+
+def json_response(request, status: int, body) -> bytes:
+    request.setResponseCode(status)
+    request.setHeader(b"Content-Type", b"application/json")
+    if isinstance(body, bytes):
+        return body
+    return json.dumps(body, separators=(",", ":")).encode("utf-8")
+
+
+def render_error(request, failure, where: str) -> bytes:
+    """The one place REST errors become responses; unexpected ones are logged with an id."""
+    exc = failure.value
+    if isinstance(exc, RouteNotFound):
+        return json_response(request, 404, translate.error_body(
+            translate.ERROR_TABLE[_not_found()][0], f"no such path: {request.path.decode('latin-1')}"))
+    if isinstance(exc, MethodNotAllowed):
+        allowed = ", ".join(exc.valid_methods or [])
+        request.setHeader(b"Allow", allowed.encode("ascii"))
+        import grpc
+        return json_response(request, 405, translate.error_body(
+            grpc.StatusCode.UNIMPLEMENTED,
+            f"method {request.method.decode('latin-1')} not allowed on {request.path.decode('latin-1')};"
+            f" allowed: {allowed}"))
+    code, status = translate.status_for(exc)
+    if isinstance(exc, OltsimError):
+        message = exc.message
+    else:
+        request_id = uuid.uuid4().hex[:12]
+        log.failure("rest-handler-failed surface={where} method={method} path={path} request_id={request_id}",
+                    failure=failure, where=where, method=request.method.decode("latin-1"),
+                    path=request.path.decode("latin-1"), request_id=request_id)
+        message = f"internal error (request id {request_id})"
+    return json_response(request, status, translate.error_body(code, message))
+
+
+def _not_found():
+    from oltsim.model.errors import NotFound
+    return NotFound
+
+
+def query_params(request, exclude=()) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for key, values in (request.args or {}).items():
+        name = key.decode("utf-8", "replace")
+        if name in exclude:
+            continue
+        out[name] = [v.decode("utf-8", "replace") for v in values]
+    return out
+
+
+def build_request(request_type, path_args: dict, query: dict[str, list[str]], path_fields) -> object:
+    """The RPC request message from path placeholders and query parameters (not for path fields)."""
+    message = request_type()
+    for name, value in path_args.items():
+        set_field(message, name.replace("__", "."), value)
+    for name, values in query.items():
+        if name in path_fields:
+            raise InvalidArgument(f"parameter {name!r} is already given in the path")
+        set_field(message, name, values if len(values) > 1 else values[0])
+    return message
+
+
+Renderer = Callable[[object], dict]

@@ -1,0 +1,121 @@
+"""REST `/v1` (service document 4.1) on Klein, built from the same commands and messages as gRPC."""
+from __future__ import annotations
+
+import json
+
+from klein import Klein
+from werkzeug.exceptions import HTTPException
+
+from oltsim._proto import bbsim_pb2
+from oltsim.api import translate
+from oltsim.api.rest import Route, build_request, json_response, query_params, render_error
+
+ROUTES: tuple[Route, ...] = (
+    Route("GET", "/v1/version", "Version", "Version of oltsim"),
+    Route("GET", "/v1/olt", "GetOlt", "OLT state"),
+    Route("GET", "/v1/olt/status", "GetOlt", "OLT state"),
+    Route("POST", "/v1/olt/reboot", "RebootOlt", "Reboot the OLT"),
+    Route("GET", "/v1/olt/flows", "GetFlows", "All flows (SerialNumber filters to one ONU)"),
+    Route("GET", "/v1/olt/onus", "GetONUs", "All ONUs"),
+    Route("DELETE", "/v1/olt/onus", "ShutdownAllONUs", "Shut down all ONUs"),
+    Route("POST", "/v1/olt/onus", "PoweronAllONUs", "Power on all ONUs"),
+    Route("GET", "/v1/olt/onus/{SerialNumber}", "GetONU", "One ONU"),
+    Route("DELETE", "/v1/olt/onus/{SerialNumber}", "ShutdownONU", "Shut down an ONU"),
+    Route("POST", "/v1/olt/onus/{SerialNumber}", "PoweronONU", "Power on an ONU"),
+    Route("POST", "/v1/olt/onus/{SerialNumber}/alarms/{AlarmType}/{Status}", "SetOnuAlarmIndication",
+          "Raise (on) or clear (off) an ONU alarm"),
+    Route("GET", "/v1/olt/onus/{SerialNumber}/flows", "GetFlows", "Flows of an ONU"),
+    Route("GET", "/v1/olt/onus/{SerialNumber}/trafficschedulers", "GetOnuTrafficSchedulers",
+          "Traffic schedulers of an ONU"),
+    Route("DELETE", "/v1/olt/port/{PonPortId}/onus", "ShutdownONUsOnPON", "Shut down the ONUs of a PON"),
+    Route("POST", "/v1/olt/port/{PonPortId}/onus", "PoweronONUsOnPON", "Power on the ONUs of a PON"),
+    Route("POST", "/v1/olt/ports/{InterfaceType}/{InterfaceID}/alarms/los/{Status}", "SetOltAlarmIndication",
+          "Raise (on) or clear (off) loss of signal on a PON or NNI"),
+)
+
+EXTENDED_ROUTES: tuple[Route, ...] = (
+    Route("POST", "/v1/olt/onus/{OnuSerialNumber}/dhcp", "RestartDhcp", "Restart DHCP on an ONU"),
+    Route("POST", "/v1/olt/onus/{OnuSerialNumber}/eapol", "RestartEapol", "Restart EAPOL on an ONU"),
+    Route("POST", "/v1/olt/onus/{OnuSerialNumber}/{UniID}/igmp/{SubActionVal}/{GroupAddress}/{VLAN}",
+          "ChangeIgmpState", "Join or leave a multicast group on a UNI"),
+)
+
+_METHODS = bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"].methods_by_name
+
+# What the base revision drops, per response type.
+_BASE = {
+    "Olt": translate.base_olt,
+    "ONU": translate.base_onu,
+    "ONUs": lambda d: {**d, "items": [translate.base_onu(i) for i in d.get("items", [])]},
+    "Flows": lambda d: {**d, "flows": [translate.base_flow(f) for f in d.get("flows", [])]},
+}
+_CACHEABLE = {"GetOlt", "GetONUs"}
+
+
+def routes_for(revision: str) -> tuple[Route, ...]:
+    """The routes served in `revision` (extended adds the DHCP/EAPOL/IGMP actions)."""
+    return ROUTES + (EXTENDED_ROUTES if revision == "extended" else ())
+
+
+class V1Rest:
+    """The `/v1` REST API over `V1Commands`; one instance per server."""
+
+    app = Klein()
+
+    def __init__(self, commands):
+        self.commands = commands
+        self.revision = commands.revision
+        self._cache: dict[str, tuple[int, bytes]] = {}
+        self._routes = {(r.method, r.path): r for r in routes_for(self.revision)}
+
+    def resource(self):
+        return self.app.resource()
+
+    def dispatch(self, request, route: Route, path_args: dict) -> bytes:
+        method = _METHODS[route.rpc]
+        query = query_params(request)
+        if route.rpc in _CACHEABLE and not query:
+            hit = self._cache.get(route.rpc)
+            if hit is not None and hit[0] == self.commands.olt.generation:
+                return json_response(request, 200, hit[1])
+        from oltsim._proto import bbsim_pb2 as pb
+        request_type = getattr(pb, method.input_type.name)
+        message = build_request(request_type, path_args, query, set(route.placeholders))
+        generation = self.commands.olt.generation
+        response = getattr(self.commands, route.rpc)(message)
+        body = translate.to_json_dict(response)
+        if self.revision == "base":
+            shaper = _BASE.get(method.output_type.name)
+            if shaper is not None:
+                body = shaper(body)
+        data = json.dumps(body, separators=(",", ":")).encode("utf-8")
+        if route.rpc in _CACHEABLE and not query:
+            self._cache[route.rpc] = (generation, data)
+        return json_response(request, 200, data)
+
+    @app.handle_errors(Exception)
+    def errors(self, request, failure):
+        return render_error(request, failure, "rest-v1")
+
+
+def _register(routes) -> None:
+    by_path: dict[str, list[Route]] = {}
+    for route in routes:
+        by_path.setdefault(route.werkzeug_path, []).append(route)
+    for wpath, group in by_path.items():
+        methods = [r.method for r in group]
+        table = {r.method: r for r in group}
+
+        def handler(self, request, _table=table, **kwargs):
+            route = _table[request.method.decode("ascii")]
+            if (route.method, route.path) not in self._routes:
+                from werkzeug.exceptions import NotFound
+                raise NotFound()
+            return self.dispatch(request, route, kwargs)
+
+        handler.__name__ = "route_" + "_".join(wpath.strip("/").replace("<", "").replace(">", "").split("/"))
+        V1Rest.app.route(wpath, methods=methods, branch=False)(handler)
+
+
+_register(ROUTES + EXTENDED_ROUTES)
+_ = HTTPException

@@ -1,0 +1,95 @@
+"""Events the model emits. The southbound turns them into OpenOLT indications, the
+event bus and the logs into records; the model itself never does I/O.
+
+Field names follow the OpenOLT indications they become, so the translation stays
+a table rather than logic.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class OltIndication:
+    """The OLT went up or down (OltInd)."""
+    oper_state: str
+
+
+@dataclass(frozen=True, slots=True)
+class NniIndication:
+    """An NNI changed operational state (IntfOperInd type nni; there is no IntfInd for NNIs)."""
+    intf_id: int
+    oper_state: str
+    speed: int
+
+
+@dataclass(frozen=True, slots=True)
+class PonIndication:
+    """A PON changed operational state (IntfInd followed by IntfOperInd type pon)."""
+    intf_id: int
+    oper_state: str
+
+
+@dataclass(frozen=True, slots=True)
+class OnuDiscovery:
+    """An ONU announced itself on a PON (OnuDiscInd)."""
+    intf_id: int
+    serial: str
+
+
+@dataclass(frozen=True, slots=True)
+class OnuIndication:
+    """An ONU went up or down (OnuInd)."""
+    intf_id: int
+    onu_id: int
+    serial: str
+    oper_state: str
+    admin_state: str
+
+
+@dataclass(frozen=True, slots=True)
+class Alarm:
+    """An alarm indication: `kind` is the AlarmIndication oneof name, `fields` its message fields."""
+    kind: str
+    fields: dict = field(default_factory=dict)
+    serial: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OmciAlarm:
+    """An ONU raised or cleared an OMCI alarm on a UNI (AlarmNotification; bit 0 = LOS)."""
+    intf_id: int
+    onu_id: int
+    serial: str
+    me_class: int
+    me_id: int
+    raised: bool
+
+
+@dataclass(frozen=True, slots=True)
+class StateChanged:
+    """A device changed state: `device` is olt, nni, pon, onu, uni or service."""
+    device: str
+    attribute: str
+    src: str
+    dest: str
+    pon_id: int = -1
+    onu_id: int = -1
+    serial: str = ""
+    uni_id: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class OpenoltServer:
+    """The OLT's OpenOLT endpoint must stop (`running` False, on reboot) or start (True)."""
+    running: bool
+
+
+@dataclass(frozen=True, slots=True)
+class FlowChanged:
+    """A flow was stored (`added` True) or removed."""
+    pon_id: int
+    onu_id: int
+    flow_id: int
+    flow_type: str
+    added: bool

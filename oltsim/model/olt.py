@@ -1,0 +1,710 @@
+"""The OLT with its NNIs and PON ports: state tables, timers and the commands the
+OpenOLT southbound and the control APIs run (always on the reactor thread).
+
+Commands validate first and act second: a refused command raises a domain error
+(`oltsim.model.errors`) before any state changes or any event is emitted.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from twisted.logger import Logger
+
+from oltsim.model import events
+from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
+from oltsim.model.flows import Flow, FlowStore
+from oltsim.model.fsm import Machine, StateHolder
+from oltsim.model.onu import ACTIVE_STATES, ONU_MACHINE, Onu
+
+log = Logger(namespace="oltsim.model")
+
+OLT_MACHINE = Machine("olt", "created", {
+    "initialize": (("created", "deleted"), "initialized"),
+    "enable": (("initialized", "disabled"), "enabled"),
+    "disable": (("enabled",), "disabled"),
+    "delete": (("enabled", "disabled"), "deleted"),
+})
+
+PON_MACHINE = Machine("pon", "created", {
+    "enable": (("created", "disabled"), "enabled"),
+    "disable": (("enabled",), "disabled"),
+})
+
+OPER_MACHINE = Machine("oper", "down", {
+    "enable": (("down",), "up"),
+    "disable": (("up",), "down"),
+})
+
+CONTROLLED_ACTIVATION = ("default", "only-onu", "only-pon", "both")
+
+NNI_PORT_BASE = 0x100000
+PON_PORT_BASE = 0x20000000
+
+
+def port_no(kind: str, intf_id: int) -> int:
+    """BBSim's InterfaceIDToPortNo: NNI 0x100000+id, PON 0x20000000+id."""
+    return (NNI_PORT_BASE if kind == "nni" else PON_PORT_BASE) + intf_id
+
+
+@dataclass(frozen=True)
+class Timings:
+    """Every delay of the model, in seconds (BBSim's defaults)."""
+    discovery_delay: float = 0.2       # per ONU index on its PON
+    discovery_retry: float = 60.0      # OnuDiscInd re-sent while discovered
+    rediscovery_delay: float = 5.0     # after DeleteOnu
+    reboot_grace: float = 5.0          # reboot: before the OpenOLT server stops
+    reboot_delay: float = 60.0         # reboot: server down this long
+    reconnect_delay: float = 1.0       # EnableIndication after a previous one
+    onu_reboot: float = 10.0           # OMCI reboot / image activation power cycle
+
+
+class NniPort:
+    """An NNI: OperState only; up on every EnableIndication, down on OLT initialize."""
+
+    __slots__ = ("id", "oper_state", "speed")
+
+    def __init__(self, nni_id: int, speed: int):
+        self.id = nni_id
+        self.oper_state = "down"
+        self.speed = speed
+
+    @property
+    def port_no(self) -> int:
+        return port_no("nni", self.id)
+
+
+class PonPort(StateHolder):
+    """A PON port: InternalState (created/enabled/disabled), OperState, its ONUs and the
+    per-PON resource registries reported by GET /v1/olt."""
+
+    MACHINE = PON_MACHINE
+    __slots__ = ("olt", "id", "state", "oper_state", "technology", "onus", "onu_ids",
+                 "gem_ports", "alloc_ids", "packet_count", "ranges")
+
+    def __init__(self, olt: "Olt", pon_id: int, technology: str, ranges):
+        self.olt = olt
+        self.id = pon_id
+        self.state = "created"
+        self.oper_state = "down"
+        self.technology = technology
+        self.onus: list[Onu] = []
+        self.onu_ids: dict[int, str] = {}          # ONU id -> serial (ActivateOnu)
+        self.gem_ports: dict[int, str] = {}        # GEM port -> serial (OMCI GEM port CTP)
+        self.alloc_ids: dict[tuple[int, int], tuple[int, str]] = {}  # (onu id, T-CONT ME) -> (alloc, serial)
+        self.packet_count = 0
+        self.ranges = ranges
+
+    @property
+    def port_no(self) -> int:
+        return port_no("pon", self.id)
+
+    def _state_changed(self, src, dest, event):
+        self.olt.touch()
+        self.olt.emit(events.StateChanged("pon", "InternalState", src, dest, self.id))
+
+    def set_oper(self, value: str) -> None:
+        """Change OperState; every change sends IntfInd + IntfOperInd."""
+        if self.oper_state != value:
+            src, self.oper_state = self.oper_state, value
+            self.olt.touch()
+            self.olt.emit(events.StateChanged("pon", "OperState", src, value, self.id))
+            self.olt.emit(events.PonIndication(self.id, value))
+
+    def release_onu(self, onu: Onu) -> None:
+        """Drop the ONU's id, GEM port and alloc id registrations."""
+        if self.onu_ids.get(onu.onu_id) == onu.serial:
+            del self.onu_ids[onu.onu_id]
+        for gem in [g for g, sn in self.gem_ports.items() if sn == onu.serial]:
+            del self.gem_ports[gem]
+        for key in [k for k, (_, sn) in self.alloc_ids.items() if sn == onu.serial]:
+            del self.alloc_ids[key]
+        self.olt.touch()
+
+    def onu_by_id(self, onu_id: int) -> Onu:
+        for onu in self.onus:
+            if onu.onu_id == onu_id:
+                return onu
+        raise NotFound(f"ONU {onu_id} not found on PON {self.id}")
+
+    def onu_by_serial(self, serial: str) -> Onu:
+        for onu in self.onus:
+            if onu.serial == serial:
+                return onu
+        raise NotFound(f"ONU {serial} not found on PON {self.id}")
+
+    # entry effects: what the PON's ONUs do when it is enabled or disabled
+
+    def _enter_enabled(self, src):
+        olt = self.olt
+        mode = olt.controlled_activation
+        auto = mode in ("default", "only-pon")
+        delay = olt.timings.discovery_delay
+        for j, onu in enumerate(self.onus):
+            state = onu.state
+            if src == "created":
+                if auto:
+                    onu.discover(delay * j)
+            elif not auto:
+                if ONU_MACHINE.can(state, "initialize"):
+                    onu._fire("initialize")
+            elif state == "pon_disabled":
+                onu._fire("enable")
+            elif state == "disabled":
+                onu.discover(delay * j)
+            elif state == "initialized":
+                onu._fire("discover", delay=delay * j)
+
+    def _enter_disabled(self, src):
+        for onu in self.onus:
+            if ONU_MACHINE.can(onu.state, "pon_disable"):
+                onu._fire("pon_disable")
+            else:
+                onu._cancel_discovery()
+
+    def bring_up(self) -> None:
+        """PON UP as BBSim's OLT loop does: OperState first, then the ONU consequences."""
+        self.set_oper("up")
+        if PON_MACHINE.can(self.state, "enable"):
+            self._fire("enable")
+
+    def bring_down(self) -> None:
+        """PON DOWN: OperState, then ONUs to pon_disabled."""
+        self.set_oper("down")
+        if PON_MACHINE.can(self.state, "disable"):
+            self._fire("disable")
+
+
+class Olt(StateHolder):
+    """One simulated OLT. Built by `oltsim.model.builder.build_olt`; never a singleton."""
+
+    MACHINE = OLT_MACHINE
+
+    def __init__(self, *, olt_id: int, clock, random, timings: Timings, controlled_activation: str,
+                 nni: int, nni_speed: int, device_info: dict, nni_dhcp_trap_vid: int = 0):
+        if controlled_activation not in CONTROLLED_ACTIVATION:
+            raise InvalidArgument(f"unknown controlled activation mode {controlled_activation!r}")
+        self.id = olt_id
+        self.serial = f"BBSIM_OLT_{olt_id}"
+        self.clock = clock
+        self.random = random
+        self.timings = timings
+        self.controlled_activation = controlled_activation
+        self.device_info = dict(device_info)
+        self.nni_dhcp_trap_vid = nni_dhcp_trap_vid
+        self.state = "created"
+        self.oper_state = "down"
+        self.nnis = [NniPort(i, nni_speed) for i in range(nni)]
+        self.pons: list[PonPort] = []
+        self.flows = FlowStore(self.touch)
+        self.generation = 0
+        self.previously_connected = False
+        self.heartbeat_signature = 0
+        self._listeners: list[Callable[[object], None]] = []
+        self._calls: set = set()
+        self._enabled_before = False
+        self._serials: dict[str, Onu] = {}
+        self.openolt_running = False
+
+    # ---- plumbing --------------------------------------------------------------------------
+
+    def touch(self) -> None:
+        """Record that something visible changed (API caches key on `generation`)."""
+        self.generation += 1
+
+    def subscribe(self, listener: Callable[[object], None]) -> Callable[[], None]:
+        """Receive every event; returns a function that unsubscribes."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+
+    def emit(self, event) -> None:
+        """Deliver `event` to every listener; a failing listener is logged, never fatal."""
+        for listener in list(self._listeners):
+            try:
+                listener(event)
+            except Exception:
+                log.failure("event-listener-failed event={event!r}", event=event)
+
+    def guarded(self, fn, what: str, **fields):
+        """Wrap a timer callback so an exception is logged with context instead of lost."""
+        def run(*args):
+            try:
+                return fn(*args)
+            except Exception:
+                log.failure("timer-failed what={what} fields={fields}", what=what, fields=fields)
+        return run
+
+    def call_later(self, delay: float, fn, *args):
+        """Schedule an OLT-level timer; all are cancelled by `stop`."""
+        holder = []
+
+        def run():
+            self._calls.discard(holder[0])
+            fn(*args)
+
+        call = self.clock.callLater(max(0.0, delay), self.guarded(run, getattr(fn, "__name__", "timer")))
+        holder.append(call)
+        self._calls.add(call)
+        return call
+
+    def pending_calls(self) -> int:
+        """Delayed calls owned by the OLT and its ONUs that are still pending."""
+        n = sum(1 for c in self._calls if c.active())
+        for onu in self._serials.values():
+            n += sum(1 for c in onu._timer_calls if c.active())
+            if onu._discovery_call is not None and onu._discovery_call.active():
+                n += 1
+        return n
+
+    def stop(self) -> None:
+        """Cancel every timer of the OLT and its ONUs (process shutdown)."""
+        for call in list(self._calls):
+            if call.active():
+                call.cancel()
+        self._calls.clear()
+        for onu in self._serials.values():
+            onu.cancel_timers()
+
+    def _state_changed(self, src, dest, event):
+        self.touch()
+        self.emit(events.StateChanged("olt", "InternalState", src, dest))
+
+    def _set_oper(self, value: str) -> None:
+        if self.oper_state != value:
+            src, self.oper_state = self.oper_state, value
+            self.touch()
+            self.emit(events.StateChanged("olt", "OperState", src, value))
+
+    # ---- building --------------------------------------------------------------------------
+
+    def add_pon(self, pon: PonPort) -> None:
+        self.pons.append(pon)
+
+    def add_onu(self, onu: Onu) -> None:
+        if onu.serial in self._serials:
+            raise InvalidArgument(f"duplicate ONU serial {onu.serial}")
+        onu.pon.onus.append(onu)
+        self._serials[onu.serial] = onu
+
+    # ---- lookups ---------------------------------------------------------------------------
+
+    @property
+    def onus(self) -> list[Onu]:
+        """All ONUs in PON-major order."""
+        return [onu for pon in self.pons for onu in pon.onus]
+
+    def pon(self, pon_id: int) -> PonPort:
+        if isinstance(pon_id, int) and 0 <= pon_id < len(self.pons):
+            return self.pons[pon_id]
+        raise NotFound(f"PON {pon_id} not found (this OLT has PONs 0..{len(self.pons) - 1})"
+                       if self.pons else f"PON {pon_id} not found (this OLT has no PONs)")
+
+    def nni(self, nni_id: int) -> NniPort:
+        if isinstance(nni_id, int) and 0 <= nni_id < len(self.nnis):
+            return self.nnis[nni_id]
+        raise NotFound(f"NNI {nni_id} not found (this OLT has NNIs 0..{len(self.nnis) - 1})")
+
+    def onu_by_serial(self, serial: str) -> Onu:
+        onu = self._serials.get(serial)
+        if onu is None:
+            raise NotFound(f"ONU {serial} not found")
+        return onu
+
+    def onu_by_id(self, pon_id: int, onu_id: int) -> Onu:
+        return self.pon(pon_id).onu_by_id(onu_id)
+
+    # ---- OLT lifecycle ---------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Power on: created -> initialized, OpenOLT endpoint up, new heartbeat signature."""
+        self._fire("initialize")
+
+    def _enter_initialized(self, src):
+        self._new_signature()
+        for nni in self.nnis:
+            nni.oper_state = "down"
+        for pon in self.pons:
+            pon.gem_ports.clear()
+            pon.alloc_ids.clear()
+        self.openolt_running = True
+        self.emit(events.OpenoltServer(True))
+
+    def _new_signature(self) -> None:
+        # Unix seconds, as BBSim, but never equal to the previous one and salted with
+        # randomness so that two process starts within a second still differ.
+        old = self.heartbeat_signature
+        sig = (int(self.clock.seconds()) ^ self.random.getrandbits(12)) & 0xFFFFFFFF
+        while sig == old or sig == 0:
+            sig = (sig + 1) & 0xFFFFFFFF
+        self.heartbeat_signature = sig
+
+    def _enter_enabled(self, src):
+        self._set_oper("up")
+        self.emit(events.OltIndication("up"))
+
+    def _enter_disabled(self, src):
+        self._set_oper("down")
+        self.emit(events.OltIndication("down"))
+
+    def _enter_deleted(self, src):
+        self.flows.clear()
+        for pon in self.pons:
+            pon.onu_ids.clear()
+            pon.gem_ports.clear()
+            pon.alloc_ids.clear()
+
+    def check_enable(self) -> None:
+        """Raise Unavailable when an adapter cannot open the indication stream now."""
+        if self.state == "deleted":
+            raise Unavailable("Cannot enable OLT while it is rebooting")
+        if self.state == "created":
+            raise Unavailable("the OLT is not powered on")
+
+    def enable_indication(self) -> None:
+        """An adapter opened EnableIndication: BBSim's Enable algorithm (reference 4.2)."""
+        self.check_enable()
+        if self._enabled_before:
+            # A previous Enable (reconnect or reboot): indications follow after a pause.
+            self.call_later(self.timings.reconnect_delay, self._enable, True)
+        else:
+            self._enabled_before = True
+            self._enable(False)
+
+    def _enable(self, reconnect: bool) -> None:
+        if self.state == "deleted":
+            return
+        if OLT_MACHINE.can(self.state, "enable"):
+            self._fire("enable")
+        else:
+            self.emit(events.OltIndication("up"))
+        for nni in self.nnis:
+            nni.oper_state = "up"
+            self.emit(events.NniIndication(nni.id, "up", nni.speed))
+        self.touch()
+        if reconnect:
+            for pon in self.pons:
+                if pon.state == "disabled":
+                    pon.bring_up()
+            if self.controlled_activation != "only-onu":
+                delay = self.timings.discovery_delay
+                for pon in self.pons:
+                    if pon.state != "enabled":
+                        continue
+                    for j, onu in enumerate(pon.onus):
+                        self._rediscover(onu, delay * j)
+        elif self.controlled_activation in ("default", "only-onu"):
+            for pon in self.pons:
+                pon.bring_up()
+
+    def _rediscover(self, onu: Onu, delay: float) -> None:
+        if onu.state == "discovered":
+            onu.resend_discovery(delay)
+        elif ONU_MACHINE.can(onu.state, "initialize"):
+            onu.discover(delay)
+
+    def disable(self) -> None:
+        """DisableOlt: each enabled PON down, then the OLT down; NNIs stay up."""
+        if self.state == "disabled":
+            return
+        if self.state != "enabled":
+            raise FailedPrecondition(f"OLT {self.serial} is {self.state}, it can only be disabled when enabled")
+        for pon in self.pons:
+            if pon.state == "enabled":
+                pon.bring_down()
+        self._fire("disable")
+
+    def reenable(self) -> None:
+        """ReenableOlt: the OLT up, then each disabled PON up with its ONUs."""
+        if self.state == "enabled":
+            return
+        if self.state != "disabled":
+            raise FailedPrecondition(f"OLT {self.serial} is {self.state}, only a disabled OLT can be re-enabled")
+        self._fire("enable")
+        for pon in self.pons:
+            if pon.state == "disabled":
+                pon.bring_up()
+
+    def reboot(self) -> None:
+        """Reboot (OpenOLT Reboot or the control API): ONUs down at once, the OpenOLT endpoint
+        stops after `reboot_grace` s and comes back `reboot_delay` s later with a new signature."""
+        if self.state == "deleted":
+            raise FailedPrecondition(f"OLT {self.serial} is already rebooting")
+        if self.state not in ("enabled", "disabled"):
+            raise FailedPrecondition(
+                f"OLT {self.serial} is {self.state}: it can reboot once an adapter has enabled it")
+        self.previously_connected = False
+        self._fire("delete")
+        for onu in self.onus:
+            if ONU_MACHINE.can(onu.state, "disable"):
+                onu.cancel_timers()
+                onu._fire("disable")
+        self.call_later(self.timings.reboot_grace, self._reboot_stop_server)
+
+    def _reboot_stop_server(self) -> None:
+        self.openolt_running = False
+        self.emit(events.OpenoltServer(False))
+        self.call_later(self.timings.reboot_delay, self._reboot_done)
+
+    def _reboot_done(self) -> None:
+        if OLT_MACHINE.can(self.state, "initialize"):
+            self._fire("initialize")
+
+    def poweron(self) -> None:
+        """PoweronOlt control RPC: initialize, legal only from created or deleted."""
+        if not OLT_MACHINE.can(self.state, "initialize"):
+            raise FailedPrecondition(f"OLT {self.serial} is already powered on ({self.state})")
+        for call in list(self._calls):
+            if call.active():
+                call.cancel()
+        self._calls.clear()
+        self._fire("initialize")
+
+    def shutdown(self) -> None:
+        """ShutdownOlt control RPC: the OLT goes to disabled (as BBSim: no indications)."""
+        if self.state != "enabled":
+            raise FailedPrecondition(f"OLT {self.serial} is {self.state}, only an enabled OLT can be shut down")
+        self.state = "disabled"
+        self._state_changed("enabled", "disabled", "disable")
+
+    # ---- PON commands (OpenOLT) ------------------------------------------------------------
+
+    def enable_pon(self, pon_id: int) -> None:
+        """EnablePonIf: PON up (IntfInd, IntfOperInd) and its ONUs as the mode says; no-op if up."""
+        pon = self.pon(pon_id)
+        self._require_enabled("enable a PON")
+        if pon.state == "enabled" and pon.oper_state == "up":
+            return
+        pon.bring_up()
+
+    def disable_pon(self, pon_id: int) -> None:
+        """DisablePonIf: OnuInd down for each serving ONU, then PON down; no-op if already down."""
+        pon = self.pon(pon_id)
+        self._require_enabled("disable a PON")
+        if pon.state != "enabled":
+            return
+        for onu in pon.onus:
+            if onu.is_active:
+                self.emit(events.OnuIndication(pon.id, onu.onu_id, onu.serial, "down", onu.oper_state))
+        pon.bring_down()
+
+    def _require_enabled(self, action: str) -> None:
+        if self.state != "enabled":
+            raise FailedPrecondition(f"OLT {self.serial} is {self.state}: cannot {action}")
+
+    # ---- ONU commands (OpenOLT) ------------------------------------------------------------
+
+    def activate_onu(self, pon_id: int, serial: str, onu_id: int) -> Onu:
+        """ActivateOnu: the discovered ONU takes `onu_id` and comes up (OnuInd up)."""
+        pon = self.pon(pon_id)
+        onu = pon.onu_by_serial(serial)
+        lo, hi = pon.ranges.onu_id_start, pon.ranges.onu_id_end
+        if not lo <= onu_id <= hi:
+            raise InvalidArgument(f"ONU id {onu_id} is outside the range {lo}..{hi} of PON {pon.id}")
+        owner = pon.onu_ids.get(onu_id)
+        if owner is not None and owner != serial:
+            raise FailedPrecondition(f"ONU id {onu_id} on PON {pon.id} is already used by ONU {owner}")
+        if onu.is_active:
+            if onu.onu_id == onu_id:
+                return onu  # adapters retry; a repeated activation is harmless
+            raise FailedPrecondition(f"ONU {serial} is already active with ONU id {onu.onu_id}")
+        if onu.state not in ("discovered", "pon_disabled"):
+            raise FailedPrecondition(f"ONU {serial} is {onu.state}; only a discovered ONU can be activated")
+        if pon.state != "enabled":
+            raise FailedPrecondition(f"PON {pon.id} is {pon.state}")
+        onu.onu_id = onu_id
+        onu._fire("enable")
+        return onu
+
+    def delete_onu(self, pon_id: int, onu_id: int) -> None:
+        """DeleteOnu: the ONU goes down and is rediscovered `rediscovery_delay` s later."""
+        onu = self.onu_by_id(pon_id, onu_id)
+        if ONU_MACHINE.can(onu.state, "disable"):
+            onu.cancel_timers()
+            onu._fire("disable")
+        elif onu.state == "discovered":
+            onu._cancel_discovery()  # forgotten by the OLT; it announces itself again below
+        if self.state == "enabled" and onu.pon.state == "enabled":
+            delay = self.timings.rediscovery_delay + self.timings.discovery_delay * onu.pon.onus.index(onu)
+            onu.call_later(delay, self._rediscover_after_delete, onu)
+
+    def _rediscover_after_delete(self, onu: Onu) -> None:
+        if self.state != "enabled" or onu.pon.state != "enabled":
+            return
+        if onu.state == "disabled":
+            onu.discover(0.0)
+        elif onu.state == "discovered":
+            onu.resend_discovery(0.0)
+
+    # ---- flows and schedulers --------------------------------------------------------------
+
+    def flow_add(self, flow: Flow) -> None:
+        """FlowAdd: validate, then store (replacing the same (PON, id, type))."""
+        if not flow.is_onu_flow:
+            if flow.access_intf_id >= 0:
+                self.pon(flow.access_intf_id)
+            self.flows.store(flow)
+            self.emit(events.FlowChanged(flow.access_intf_id, flow.onu_id, flow.flow_id, flow.flow_type, True))
+            return
+        pon = self.pon(flow.access_intf_id)
+        onu = pon.onu_by_id(flow.onu_id)
+        if not onu.is_active:
+            raise FailedPrecondition(f"ONU {onu.serial} is {onu.state}; flows need an active ONU")
+        if not 0 <= flow.uni_id < len(onu.unis):
+            raise InvalidArgument(f"UNI {flow.uni_id} does not exist on ONU {onu.serial} "
+                                  f"(it has UNIs 0..{len(onu.unis) - 1})")
+        if flow.replicate_flow and not flow.pbit_to_gemport:
+            raise InvalidArgument("replicate_flow needs a non-empty pbit_to_gemport")
+        clash = self.flows.conflict(flow)
+        if clash is not None:
+            kind, rid, other = clash
+            raise FailedPrecondition(f"{kind} {rid} is already used by ONU {other.serial or other.onu_id} "
+                                     f"(flow {other.flow_id}) on PON {pon.id}")
+        flow.serial = onu.serial
+        self.flows.store(flow, onu)
+        uni = onu.unis[flow.uni_id]
+        if flow.port_no:
+            uni.port_no = flow.port_no
+        self._bind_gems(uni, flow)
+        self.emit(events.FlowChanged(pon.id, onu.onu_id, flow.flow_id, flow.flow_type, True))
+        if onu.handlers is not None:
+            onu.handlers.flow_added(onu, uni, flow)
+
+    def _bind_gems(self, uni, flow: Flow) -> None:
+        """Give services their GEM port as BBSim does: EAPOL flows to EAPOL services, DHCP flows to
+        the DHCP services whose C-tag is the flow's o_vid, else services matching (C-tag, S-tag)."""
+        gem = flow.gemport_id
+        for service in uni.services:
+            if flow.eth_type == 0x888E:
+                hit = service.spec.needs_eapol
+            elif flow.eth_type == 0x0800:
+                hit = service.spec.needs_dhcp and service.c_tag == flow.o_vid
+            else:
+                hit = service.c_tag == flow.i_vid and service.s_tag == flow.o_vid
+            if hit and gem:
+                service.gem_port = gem
+        self.touch()
+
+    def flow_remove(self, access_intf_id: int, flow_id: int, flow_type: str) -> int:
+        """FlowRemove: forget the matching flows; NotFound when none is stored."""
+        found = self.flows.find(access_intf_id, flow_id, flow_type)
+        if not found:
+            raise NotFound(f"flow {flow_id} not found")
+        for flow in found:
+            onu = None
+            if flow.is_onu_flow:
+                try:
+                    onu = self.onu_by_id(flow.access_intf_id, flow.onu_id)
+                except NotFound:
+                    onu = None
+            self.flows.remove(flow, onu)
+            self.emit(events.FlowChanged(flow.access_intf_id, flow.onu_id, flow.flow_id, flow.flow_type, False))
+        return len(found)
+
+    def set_traffic_schedulers(self, pon_id: int, onu_id: int, payload) -> None:
+        """CreateTrafficSchedulers: keep the last message per ONU (rendered by the API)."""
+        onu = self.onu_by_id(pon_id, onu_id)
+        onu.traffic_schedulers = payload
+        self.touch()
+
+    def clear_traffic_schedulers(self, pon_id: int, onu_id: int) -> None:
+        onu = self.onu_by_id(pon_id, onu_id)
+        onu.traffic_schedulers = None
+        self.touch()
+
+    # ---- control API: power ----------------------------------------------------------------
+
+    def _check_power_on(self, onu: Onu) -> None:
+        if self.state == "deleted":
+            raise FailedPrecondition(f"OLT {self.serial} is rebooting")
+        if onu.pon.state != "enabled":
+            raise FailedPrecondition(f"PON {onu.pon.id} is {onu.pon.state}; enable it before powering on ONUs")
+        if onu.state in ACTIVE_STATES or onu.state == "pon_disabled":
+            raise FailedPrecondition(f"ONU {onu.serial} is already enabled")
+        if onu.state in ("initialized", "discovered"):
+            raise FailedPrecondition(f"ONU {onu.serial} is already powered on ({onu.state})")
+
+    def _check_shutdown(self, onu: Onu) -> None:
+        if onu.state == "disabled":
+            raise FailedPrecondition(f"ONU {onu.serial} is already disabled")
+        if not ONU_MACHINE.can(onu.state, "disable"):
+            raise FailedPrecondition(f"ONU {onu.serial} is {onu.state}; only an enabled ONU can be shut down")
+
+    def power_on_onu(self, serial: str) -> Onu:
+        onu = self.onu_by_serial(serial)
+        self._check_power_on(onu)
+        onu.power_on()
+        return onu
+
+    def shutdown_onu(self, serial: str) -> Onu:
+        onu = self.onu_by_serial(serial)
+        self._check_shutdown(onu)
+        onu.power_off()
+        return onu
+
+    def _bulk(self, onus, check, act) -> tuple[int, int]:
+        done = skipped = 0
+        for onu in onus:
+            try:
+                check(onu)
+            except FailedPrecondition:
+                skipped += 1
+                continue
+            act(onu)
+            done += 1
+        return done, skipped
+
+    def power_on_pon(self, pon_id: int) -> tuple[int, int]:
+        """Power on every ONU of the PON that is off; returns (powered on, skipped)."""
+        pon = self.pon(pon_id)
+        if self.state == "deleted":
+            raise FailedPrecondition(f"OLT {self.serial} is rebooting")
+        if pon.state != "enabled":
+            raise FailedPrecondition(f"PON {pon.id} is {pon.state}; enable it before powering on ONUs")
+        return self._bulk(list(pon.onus), self._check_power_on, Onu.power_on)
+
+    def shutdown_pon(self, pon_id: int) -> tuple[int, int]:
+        pon = self.pon(pon_id)
+        return self._bulk(list(pon.onus), self._check_shutdown, Onu.power_off)
+
+    def power_on_all(self) -> tuple[int, int]:
+        if self.state == "deleted":
+            raise FailedPrecondition(f"OLT {self.serial} is rebooting")
+        onus = [o for p in self.pons if p.state == "enabled" for o in p.onus]
+        done, skipped = self._bulk(onus, self._check_power_on, Onu.power_on)
+        return done, skipped + (len(self._serials) - len(onus))
+
+    def shutdown_all(self) -> tuple[int, int]:
+        return self._bulk(self.onus, self._check_shutdown, Onu.power_off)
+
+    # ---- control API: alarms ---------------------------------------------------------------
+
+    def onu_alarm(self, serial: str, alarm_type: str, status: str, parameters: dict | None = None) -> None:
+        """Raise (`on`) or clear (`off`) one of the 17 ONU alarms of BBSim."""
+        from oltsim.model.alarms import build_onu_alarm
+        onu = self.onu_by_serial(serial)
+        kind, fields, raised = build_onu_alarm(alarm_type, status, parameters or {})
+        fields = {"intf_id": onu.pon.id, "onu_id": onu.onu_id, **fields}
+        self.emit(events.Alarm(kind, fields, onu.serial))
+        if kind == "onu_alarm_ind" and "los_status" in fields and onu.unis:
+            self.emit(events.OmciAlarm(onu.pon.id, onu.onu_id, onu.serial, 11, onu.unis[0].me_id, raised))
+
+    def olt_los(self, interface_type: str, interface_id: int, status: str) -> None:
+        """Raise or clear loss of signal on a PON or NNI (AlarmInd los_ind)."""
+        from oltsim.model.alarms import parse_status
+        kind = (interface_type or "").lower()
+        if kind not in ("pon", "nni"):
+            raise InvalidArgument(f"interface type must be pon or nni (got {interface_type!r})")
+        raised = parse_status(status)
+        port = self.pon(interface_id) if kind == "pon" else self.nni(interface_id)
+        self.emit(events.Alarm("los_ind", {"intf_id": port.port_no, "status": "on" if raised else "off"}))
+
+    def invalidate_mds(self, serial: str) -> tuple[int, int]:
+        """Add a random 1..10 to the ONU's MIB data sync counter (uint8, never 0)."""
+        onu = self.onu_by_serial(serial)
+        old = onu.mib_data_sync
+        new = (old + self.random.randint(1, 10)) % 256
+        if new == 0:
+            new = 1
+        onu.mib_data_sync = new
+        self.touch()
+        return old, new

@@ -1,0 +1,352 @@
+"""ONU, UNI (Ethernet and POTS) and subscriber service: state tables and entry effects.
+
+State names are the strings the control API reports (BBSim's). The ONU's
+protocol engines (OMCI, EAPOL, DHCP, IGMP) plug in through `Onu.handlers` in the
+ONU-protocols work; here the ONU owns its lifecycle, identifiers and resources.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from oltsim.model import events
+from oltsim.model.fsm import Machine, StateHolder
+
+if TYPE_CHECKING:  # pragma: no cover
+    from oltsim.model.olt import Olt, PonPort
+
+# ---- tables ---------------------------------------------------------------------------------
+
+_IMAGE_STATES = ("software_image_activated", "image_download_error", "software_image_committed")
+
+ONU_MACHINE = Machine("onu", "created", {
+    "initialize": (("created", "disabled", "pon_disabled"), "initialized"),
+    "discover": (("initialized",), "discovered"),
+    "enable": (("discovered", "pon_disabled"), "enabled"),
+    "disable": (("enabled", "pon_disabled") + _IMAGE_STATES, "disabled"),
+    "pon_disable": (("enabled", "image_download_completed") + _IMAGE_STATES, "pon_disabled"),
+    "start_image_download": (("enabled", "image_download_completed", "image_download_error",
+                              "software_image_committed"), "image_download_started"),
+    "progress_image_download": (("image_download_started",), "image_download_in_progress"),
+    "complete_image_download": (("image_download_in_progress",), "image_download_completed"),
+    "fail_image_download": (("image_download_in_progress",), "image_download_error"),
+    "activate_image": (("image_download_completed",), "software_image_activated"),
+    "commit_image": (("enabled",), "software_image_committed"),
+})
+
+#: States in which the ONU is ranged and serving (activated by the adapter).
+ACTIVE_STATES = frozenset({"enabled", "image_download_started", "image_download_in_progress",
+                           "image_download_completed", "image_download_error",
+                           "software_image_activated", "software_image_committed"})
+
+UNI_MACHINE = Machine("uni", "down", {
+    "enable": (("down",), "up"),
+    "disable": (("up",), "down"),
+})
+
+SERVICE_MACHINE = Machine("service", "created", {
+    "initialize": (("created", "disabled"), "initialized"),
+    "disable": (("initialized",), "disabled"),
+})
+
+EAPOL_MACHINE = Machine("eapol", "created", {
+    "start_auth": (("created", "eap_response_success_received", "auth_failed"), "auth_started"),
+    "eap_start_sent": (("auth_started",), "eap_start_sent"),
+    "eap_response_identity_sent": (("eap_start_sent",), "eap_response_identity_sent"),
+    "eap_response_challenge_sent": (("eap_response_identity_sent",), "eap_response_challenge_sent"),
+    "eap_response_success_received": (("eap_response_challenge_sent",), "eap_response_success_received"),
+    "auth_failed": (("auth_started", "eap_start_sent", "eap_response_identity_sent",
+                     "eap_response_challenge_sent"), "auth_failed"),
+})
+
+DHCP_MACHINE = Machine("dhcp", "created", {
+    "start_dhcp": (("created", "dhcp_ack_received", "dhcp_failed"), "dhcp_started"),
+    "dhcp_discovery_sent": (("dhcp_started",), "dhcp_discovery_sent"),
+    "dhcp_request_sent": (("dhcp_discovery_sent",), "dhcp_request_sent"),
+    "dhcp_ack_received": (("dhcp_request_sent",), "dhcp_ack_received"),
+    "dhcp_failed": (("dhcp_started", "dhcp_discovery_sent", "dhcp_request_sent"), "dhcp_failed"),
+})
+
+IGMP_MACHINE = Machine("igmp", "created", {
+    "igmp_join_start": (("created", "igmp_left", "igmp_join_error", "igmp_join_started"), "igmp_join_started"),
+    "igmp_join_startv3": (("created", "igmp_left", "igmp_join_error", "igmp_join_started"), "igmp_join_started"),
+    "igmp_join_error": (("igmp_join_started",), "igmp_join_error"),
+    "igmp_leave": (("igmp_join_started",), "igmp_left"),
+})
+
+ETH_UNI_ME_BASE = 0x0101
+
+
+def onu_serial(olt_id: int, pon_id: int, onu_index: int) -> str:
+    """BBSim's serial: vendor BBSM + hex(hi, olt_id%256, pon, index%256); hi carries index>>8
+    so that more than 255 ONUs per PON keep unique serials (BBSim wraps)."""
+    return "BBSM%02X%02X%02X%02X" % ((onu_index >> 8) & 0xFF, olt_id % 256, pon_id % 256, onu_index & 0xFF)
+
+
+def service_mac(olt_id: int, pon_id: int, onu_index: int, uni_id: int, service_index: int) -> str:
+    """BBSim's MAC 2e:olt:pon:onu:uni:svc; above 255 ONUs the first byte's high nibble carries
+    index>>8 (0x2e, 0x3e, ...), keeping the address locally administered and unicast."""
+    first = (((2 + (onu_index >> 8)) % 16) << 4) | 0x0E
+    return "%02x:%02x:%02x:%02x:%02x:%02x" % (
+        first, olt_id % 256, pon_id % 256, onu_index & 0xFF, uni_id % 256, service_index % 256)
+
+
+class Service(StateHolder):
+    """One subscriber service on a UNI (one per services-file entry)."""
+
+    MACHINE = SERVICE_MACHINE
+    __slots__ = ("uni", "index", "spec", "name", "mac", "c_tag", "s_tag", "state", "eapol_state",
+                 "dhcp_state", "igmp_state", "gem_port", "igmp_groups")
+
+    def __init__(self, uni: "Uni", index: int, spec, mac: str, c_tag: int, s_tag: int):
+        self.uni = uni
+        self.index = index
+        self.spec = spec
+        self.name = spec.name
+        self.mac = mac
+        self.c_tag = c_tag
+        self.s_tag = s_tag
+        self.state = "created"
+        self.eapol_state = "created"
+        self.dhcp_state = "created"
+        self.igmp_state = "created"
+        self.gem_port = 0
+        self.igmp_groups: dict | None = None
+
+    def _state_changed(self, src, dest, event):
+        self.uni.onu.olt.touch()
+
+    def _enter_disabled(self, src):
+        self.eapol_state = "created"
+        self.dhcp_state = "created"
+        self.gem_port = 0
+        self.igmp_groups = None
+
+    def initialize(self) -> None:
+        """Start the service (its UNI came up)."""
+        if SERVICE_MACHINE.can(self.state, "initialize"):
+            self._fire("initialize")
+
+    def disable(self) -> None:
+        """Stop the service (its UNI went down); protocol states reset to created."""
+        if SERVICE_MACHINE.can(self.state, "disable"):
+            self._fire("disable")
+
+
+class Uni(StateHolder):
+    """An Ethernet UNI (`kind` ETH) or POTS port (`kind` POTS) of an ONU."""
+
+    MACHINE = UNI_MACHINE
+    __slots__ = ("onu", "id", "kind", "me_id", "state", "port_no", "services")
+
+    def __init__(self, onu: "Onu", uni_id: int, kind: str):
+        self.onu = onu
+        self.id = uni_id
+        self.kind = kind
+        self.me_id = ETH_UNI_ME_BASE + uni_id
+        self.state = "down"
+        self.port_no = 0
+        self.services: list[Service] = []
+
+    def _state_changed(self, src, dest, event):
+        onu = self.onu
+        onu.olt.touch()
+        onu.olt.emit(events.StateChanged("uni", "OperState", src, dest, onu.pon.id, onu.onu_id,
+                                         onu.serial, self.id))
+
+    def _enter_up(self, src):
+        onu = self.onu
+        onu.olt.emit(events.OmciAlarm(onu.pon.id, onu.onu_id, onu.serial, 11, self.me_id, False))
+        for service in self.services:
+            service.initialize()
+
+    def _enter_down(self, src):
+        onu = self.onu
+        onu.olt.emit(events.OmciAlarm(onu.pon.id, onu.onu_id, onu.serial, 11, self.me_id, True))
+        for service in self.services:
+            service.disable()
+
+    def enable(self) -> None:
+        """Administratively unlock the UNI (OMCI Set AdministrativeState 0)."""
+        if UNI_MACHINE.can(self.state, "enable"):
+            self._fire("enable")
+
+    def disable(self) -> None:
+        """Lock the UNI; a no-op when already down."""
+        if UNI_MACHINE.can(self.state, "disable"):
+            self._fire("disable")
+
+    @property
+    def oper_state(self) -> str:
+        return self.state
+
+
+class Onu(StateHolder):
+    """One ONU on a PON. `index` is its 1-based creation index (identifiers derive from it);
+    `onu_id` is the index until the adapter assigns one with ActivateOnu."""
+
+    MACHINE = ONU_MACHINE
+    __slots__ = ("olt", "pon", "index", "serial", "onu_id", "state", "oper_state", "unis",
+                 "flow_keys", "traffic_schedulers", "mib_data_sync", "_discovery_call",
+                 "_timer_calls", "image_expected_sections", "image_received_sections",
+                 "active_image", "committed_image", "handlers")
+
+    def __init__(self, olt: "Olt", pon: "PonPort", index: int, serial: str):
+        self.olt = olt
+        self.pon = pon
+        self.index = index
+        self.serial = serial
+        self.onu_id = index
+        self.state = "created"
+        self.oper_state = "down"
+        self.unis: list[Uni] = []
+        self.flow_keys: set = set()
+        self.traffic_schedulers = None
+        self.mib_data_sync = 0
+        self._discovery_call = None
+        self._timer_calls: set = set()
+        self.image_expected_sections = 0
+        self.image_received_sections = 0
+        self.active_image = 0
+        self.committed_image = 0
+        self.handlers = None
+
+    # ---- views -----------------------------------------------------------------------------
+
+    @property
+    def eth_unis(self) -> list[Uni]:
+        return [u for u in self.unis if u.kind == "ETH"]
+
+    @property
+    def services(self) -> list[Service]:
+        return [s for u in self.unis for s in u.services]
+
+    @property
+    def is_active(self) -> bool:
+        return self.state in ACTIVE_STATES
+
+    def describe(self) -> str:
+        return f"ONU {self.serial}"
+
+    # ---- transitions -----------------------------------------------------------------------
+
+    def _state_changed(self, src, dest, event):
+        self.olt.touch()
+        self.olt.emit(events.StateChanged("onu", "InternalState", src, dest, self.pon.id,
+                                          self.onu_id, self.serial))
+
+    def _set_oper(self, value: str) -> None:
+        if self.oper_state != value:
+            src, self.oper_state = self.oper_state, value
+            self.olt.touch()
+            self.olt.emit(events.StateChanged("onu", "OperState", src, value, self.pon.id,
+                                              self.onu_id, self.serial))
+
+    def _enter_initialized(self, src):
+        self._set_oper("up")
+
+    def _enter_discovered(self, src, delay: float = 0.0):
+        self.resend_discovery(delay)
+
+    def _send_discovery(self):
+        self._discovery_call = None
+        if self.state != "discovered":
+            return
+        self.olt.emit(events.OnuDiscovery(self.pon.id, self.serial))
+        retry = self.olt.timings.discovery_retry
+        if retry > 0:
+            self._discovery_call = self.olt.clock.callLater(retry, self._send_discovery)
+
+    def resend_discovery(self, delay: float) -> None:
+        """Announce a still-discovered ONU again after `delay` (reconnect, DeleteOnu)."""
+        self._cancel_discovery()
+        self._discovery_call = self.olt.clock.callLater(delay, self._send_discovery)
+
+    def _cancel_discovery(self):
+        call, self._discovery_call = self._discovery_call, None
+        if call is not None and call.active():
+            call.cancel()
+
+    def _enter_enabled(self, src):
+        self._cancel_discovery()
+        self.pon.onu_ids[self.onu_id] = self.serial
+        self.olt.touch()
+        self.olt.emit(events.OnuIndication(self.pon.id, self.onu_id, self.serial, "up", self.oper_state))
+
+    def _release_resources(self):
+        """Forget flows, resource registrations and alarms (disable and PON disable)."""
+        self._cancel_discovery()
+        self.olt.flows.remove_onu(self)
+        self.pon.release_onu(self)
+        self.traffic_schedulers = None
+
+    def _enter_disabled(self, src):
+        self._release_resources()
+        self._set_oper("down")
+        self.olt.emit(events.OnuIndication(self.pon.id, self.onu_id, self.serial, "down", "down"))
+        for uni in self.unis:
+            uni.disable()
+
+    def _enter_pon_disabled(self, src):
+        self._release_resources()
+
+    # ---- timers owned by the ONU -----------------------------------------------------------
+
+    def call_later(self, delay: float, fn, *args):
+        """Schedule `fn` on the clock; the call is cancelled by `cancel_timers` (power-off, stop)."""
+        holder = []
+
+        def run():
+            self._timer_calls.discard(holder[0])
+            fn(*args)
+
+        call = self.olt.clock.callLater(delay, self.olt.guarded(run, "onu-timer", serial=self.serial))
+        holder.append(call)
+        self._timer_calls.add(call)
+        return call
+
+    def cancel_timers(self) -> None:
+        """Cancel every pending timer of this ONU."""
+        self._cancel_discovery()
+        for call in list(self._timer_calls):
+            if call.active():
+                call.cancel()
+        self._timer_calls.clear()
+
+    # ---- lifecycle operations used by the OLT ----------------------------------------------
+
+    def discover(self, delay: float = 0.0) -> None:
+        """initialize (if needed) then discover: OnuDiscInd after `delay` seconds."""
+        if ONU_MACHINE.can(self.state, "initialize"):
+            self._fire("initialize")
+        self._fire("discover", delay=delay)
+
+    def power_off(self) -> None:
+        """Dying gasp, LOS on, OMCI LOS alarm, then disable (OnuInd down)."""
+        pon, olt = self.pon.id, self.olt
+        olt.emit(events.Alarm("dying_gasp_ind", {"intf_id": pon, "onu_id": self.onu_id, "status": "on"},
+                              self.serial))
+        olt.emit(events.Alarm("onu_alarm_ind", {"intf_id": pon, "onu_id": self.onu_id, "los_status": "on"},
+                              self.serial))
+        if self.unis:
+            olt.emit(events.OmciAlarm(pon, self.onu_id, self.serial, 11, self.unis[0].me_id, True))
+        self.cancel_timers()
+        self._fire("disable")
+
+    def power_on(self) -> None:
+        """LOS off, OMCI clear, then from disabled straight to enabled (a power cycle needs no
+        ActivateOnu); from created (only-onu / both) up to discovered."""
+        pon, olt = self.pon.id, self.olt
+        olt.emit(events.Alarm("onu_alarm_ind", {"intf_id": pon, "onu_id": self.onu_id, "los_status": "off"},
+                              self.serial))
+        if self.unis:
+            olt.emit(events.OmciAlarm(pon, self.onu_id, self.serial, 11, self.unis[0].me_id, False))
+        was_disabled = self.state == "disabled"
+        self.discover(0.0)
+        if was_disabled:
+            # The discovery indication goes out first, then the ONU comes up at once.
+            self._send_discovery_now()
+            self._fire("enable")
+
+    def _send_discovery_now(self):
+        self._cancel_discovery()
+        self.olt.emit(events.OnuDiscovery(self.pon.id, self.serial))

@@ -1,0 +1,68 @@
+"""Model events -> OpenOLT `Indication` messages (a table, not logic)."""
+from __future__ import annotations
+
+from voltha_protos import openolt_pb2
+
+from oltsim.api.translate import serial_to_pb
+from oltsim.model import events
+
+_ALARM_TYPES = {f.name: f.message_type for f in openolt_pb2.AlarmIndication.DESCRIPTOR.fields}
+
+
+def _alarm(event: events.Alarm) -> list:
+    msg = openolt_pb2.AlarmIndication()
+    sub = getattr(msg, event.kind)
+    for key, value in event.fields.items():
+        if isinstance(value, dict):
+            nested = getattr(sub, key)
+            for k2, v2 in value.items():
+                setattr(nested, k2, v2)
+        else:
+            setattr(sub, key, value)
+    sub.SetInParent()
+    return [openolt_pb2.Indication(alarm_ind=msg)]
+
+
+def _olt(event: events.OltIndication) -> list:
+    return [openolt_pb2.Indication(olt_ind=openolt_pb2.OltIndication(oper_state=event.oper_state))]
+
+
+def _nni(event: events.NniIndication) -> list:
+    return [openolt_pb2.Indication(intf_oper_ind=openolt_pb2.IntfOperIndication(
+        type="nni", intf_id=event.intf_id, oper_state=event.oper_state, speed=event.speed))]
+
+
+def _pon(event: events.PonIndication) -> list:
+    return [
+        openolt_pb2.Indication(intf_ind=openolt_pb2.IntfIndication(intf_id=event.intf_id,
+                                                                    oper_state=event.oper_state)),
+        openolt_pb2.Indication(intf_oper_ind=openolt_pb2.IntfOperIndication(
+            type="pon", intf_id=event.intf_id, oper_state=event.oper_state)),
+    ]
+
+
+def _disc(event: events.OnuDiscovery) -> list:
+    return [openolt_pb2.Indication(onu_disc_ind=openolt_pb2.OnuDiscIndication(
+        intf_id=event.intf_id, serial_number=serial_to_pb(event.serial)))]
+
+
+def _onu(event: events.OnuIndication) -> list:
+    return [openolt_pb2.Indication(onu_ind=openolt_pb2.OnuIndication(
+        intf_id=event.intf_id, onu_id=event.onu_id, oper_state=event.oper_state,
+        admin_state=event.admin_state, serial_number=serial_to_pb(event.serial)))]
+
+
+TRANSLATORS = {
+    events.OltIndication: _olt,
+    events.NniIndication: _nni,
+    events.PonIndication: _pon,
+    events.OnuDiscovery: _disc,
+    events.OnuIndication: _onu,
+    events.Alarm: _alarm,
+}
+
+
+def to_indications(event) -> list:
+    """The indications an event becomes on the OpenOLT stream (none for internal events)."""
+    translate = TRANSLATORS.get(type(event))
+    return translate(event) if translate is not None else []

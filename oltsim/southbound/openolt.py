@@ -1,0 +1,313 @@
+"""The OpenOLT southbound: `openolt.Openolt` as a real OLT agent answers it.
+
+Every unary method runs on the reactor through the bridge (applied to the whole
+class); EnableIndication reads a per-stream queue that the reactor feeds.
+"""
+from __future__ import annotations
+
+import grpc
+from twisted.logger import Logger
+from voltha_protos import extensions_pb2, openolt_pb2, openolt_pb2_grpc, tech_profile_pb2
+
+from oltsim.api import translate
+from oltsim.bridge import StreamQueue, iterate, on_reactor, streaming
+from oltsim.model import events
+from oltsim.model.errors import InvalidArgument, OltsimError
+from oltsim.southbound.indications import to_indications
+
+log = Logger(namespace="oltsim.southbound")
+
+STREAM_BUFFER = 65536
+FLOW_TYPES = ("upstream", "downstream", "multicast", "both")
+
+
+class IndicationHub:
+    """Reactor-side owner of the one indication stream an adapter holds.
+
+    Model events become indications here; with no adapter connected they are
+    dropped (counted and logged at debug), never queued forever nor blocking.
+    """
+
+    def __init__(self, olt):
+        self.olt = olt
+        self.current: StreamQueue | None = None
+        self.sent = 0
+        self.dropped = 0
+        olt.subscribe(self._on_event)
+
+    def open_stream(self, queue: StreamQueue) -> None:
+        """A new EnableIndication: the previous stream ends (EOF), this one takes over."""
+        self.olt.check_enable()
+        previous, self.current = self.current, queue
+        if previous is not None:
+            previous.close()
+        self.olt.enable_indication()
+
+    def close_stream(self, queue: StreamQueue) -> None:
+        if self.current is queue:
+            self.current = None
+            log.info("indication-stream-closed")
+
+    def end_all(self, status=grpc.StatusCode.UNAVAILABLE, details="the OLT is going down") -> None:
+        """End the open stream with `status` (server stop, reboot)."""
+        queue, self.current = self.current, None
+        if queue is not None:
+            queue.close(status, details)
+
+    def _on_event(self, event) -> None:
+        if isinstance(event, events.OpenoltServer) and not event.running:
+            self.end_all(grpc.StatusCode.UNAVAILABLE, "the OLT is rebooting")
+            return
+        indications = to_indications(event)
+        if not indications:
+            return
+        queue = self.current
+        for indication in indications:
+            if queue is not None and queue.put(indication):
+                self.sent += 1
+            else:
+                self.dropped += 1
+                log.debug("indication-dropped reason={reason} event={event!r}",
+                          reason="no-adapter" if queue is None else "stream-full", event=event)
+
+
+@on_reactor
+class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
+    """OpenOLT device-level RPCs over the OLT model."""
+
+    def __init__(self, olt, bridge, hub: IndicationHub):
+        self._olt = olt
+        self._bridge = bridge
+        self._hub = hub
+
+    def _abort(self, context, exc):
+        code, _ = translate.status_for(exc)
+        context.abort(code, exc.message if isinstance(exc, OltsimError) else "internal error")
+
+    # ---- device ----------------------------------------------------------------------------
+
+    def GetDeviceInfo(self, request, context):
+        olt = self._olt
+        info = olt.device_info
+        msg = openolt_pb2.DeviceInfo(
+            vendor=info["vendor"], model=info["model"], hardware_version=info["hardware_version"],
+            firmware_version=info["firmware_version"], device_id=info["device_id"],
+            device_serial_number=olt.serial, pon_ports=len(olt.pons), nni_ports=len(olt.nnis),
+            previously_connected=olt.previously_connected)
+        olt.previously_connected = True
+        ranges: dict[int, list[int]] = {}
+        by_id = {}
+        for pon in olt.pons:
+            ranges.setdefault(id(pon.ranges), []).append(pon.id)
+            by_id[id(pon.ranges)] = pon.ranges
+        Pool = openolt_pb2.DeviceInfo.DeviceResourceRanges.Pool
+        for key, intf_ids in ranges.items():
+            r = by_id[key]
+            entry = msg.ranges.add(intf_ids=intf_ids, technology=r.technology)
+            entry.pools.add(type=Pool.ONU_ID, sharing=Pool.DEDICATED_PER_INTF,
+                            start=r.onu_id_start, end=r.onu_id_end)
+            entry.pools.add(type=Pool.ALLOC_ID, sharing=Pool.DEDICATED_PER_INTF,
+                            start=r.alloc_id_start, end=r.alloc_id_end)
+            entry.pools.add(type=Pool.GEMPORT_ID, sharing=Pool.DEDICATED_PER_INTF,
+                            start=r.gemport_id_start, end=r.gemport_id_end)
+        return msg
+
+    @streaming
+    def EnableIndication(self, request, context):
+        queue = StreamQueue(STREAM_BUFFER)
+        try:
+            self._bridge.call(self._hub.open_stream, queue)
+        except OltsimError as exc:
+            self._abort(context, exc)
+            return
+        log.info("indication-stream-opened peer={peer}", peer=context.peer())
+
+        def done():
+            try:
+                self._bridge.call(self._hub.close_stream, queue)
+            except Exception:
+                pass  # the reactor is stopping; nothing left to unregister from
+
+        yield from iterate(queue, context, on_done=done)
+
+    def HeartbeatCheck(self, request, context):
+        return openolt_pb2.Heartbeat(heartbeat_signature=self._olt.heartbeat_signature)
+
+    def DisableOlt(self, request, context):
+        self._olt.disable()
+        return openolt_pb2.Empty()
+
+    def ReenableOlt(self, request, context):
+        self._olt.reenable()
+        return openolt_pb2.Empty()
+
+    def Reboot(self, request, context):
+        self._olt.reboot()
+        return openolt_pb2.Empty()
+
+    def EnablePonIf(self, request, context):
+        self._olt.enable_pon(request.intf_id)
+        return openolt_pb2.Empty()
+
+    def DisablePonIf(self, request, context):
+        self._olt.disable_pon(request.intf_id)
+        return openolt_pb2.Empty()
+
+    def GetPonInterfaceInfo(self, request, context):
+        pon = self._olt.pon(request.intf_id)
+        state = {"enabled": "ACTIVE_WORKING", "disabled": "INACTIVE", "created": "ACTIVE_STANDBY"}[pon.state]
+        return openolt_pb2.PonIntfInfo(intf_id=pon.id, state=openolt_pb2.PonIntfInfo.PonIntfState.Value(state),
+                                       los=openolt_pb2.OFF if pon.oper_state == "up" else openolt_pb2.ON)
+
+    # ---- ONUs ------------------------------------------------------------------------------
+
+    def ActivateOnu(self, request, context):
+        serial = translate.serial_from_pb(request.serial_number)
+        self._olt.activate_onu(request.intf_id, serial, request.onu_id)
+        return openolt_pb2.Empty()
+
+    def DeactivateOnu(self, request, context):
+        self._olt.onu_by_id(request.intf_id, request.onu_id)
+        return openolt_pb2.Empty()
+
+    def DeleteOnu(self, request, context):
+        self._olt.delete_onu(request.intf_id, request.onu_id)
+        return openolt_pb2.Empty()
+
+    def GetOnuInfo(self, request, context):
+        onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
+        if onu.is_active:
+            state = "ACTIVE"
+        elif onu.state == "disabled":
+            state = "INACTIVE"
+        elif onu.state in ("created", "initialized"):
+            state = "NOT_CONFIGURED"
+        else:
+            state = "UNKNOWN"
+        alarm = openolt_pb2.OFF if onu.oper_state == "up" else openolt_pb2.ON
+        return openolt_pb2.OnuInfo(onu_id=onu.onu_id, state=openolt_pb2.OnuInfo.OnuState.Value(state),
+                                   losi=alarm, lofi=alarm, loami=alarm)
+
+    def OmciMsgOut(self, request, context):
+        onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
+        try:
+            frame = bytes.fromhex(bytes(request.pkt).decode("ascii"))
+        except (UnicodeDecodeError, ValueError):
+            raise InvalidArgument("pkt must be an even number of hexadecimal digits") from None
+        if onu.handlers is not None:
+            onu.handlers.omci(onu, frame)
+        return openolt_pb2.Empty()
+
+    def OnuPacketOut(self, request, context):
+        onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
+        if onu.handlers is not None:
+            onu.handlers.packet_out(onu, request.port_no, request.gemport_id, bytes(request.pkt))
+        return openolt_pb2.Empty()
+
+    def UplinkPacketOut(self, request, context):
+        self._olt.nni(request.intf_id)
+        handlers = getattr(self._olt, "uplink_handler", None)
+        if handlers is not None:
+            handlers(request.intf_id, bytes(request.pkt))
+        return openolt_pb2.Empty()
+
+    # ---- flows and schedulers --------------------------------------------------------------
+
+    def FlowAdd(self, request, context):
+        if request.flow_type not in FLOW_TYPES:
+            raise InvalidArgument(f"flow_type must be one of {', '.join(FLOW_TYPES)} (got {request.flow_type!r})")
+        for name in ("o_vid", "i_vid"):
+            value = getattr(request.classifier, name)
+            if value > 4096:
+                raise InvalidArgument(f"classifier.{name} must be a VLAN id 0..4096 (got {value})")
+        self._olt.flow_add(translate.flow_from_pb(request))
+        return openolt_pb2.Empty()
+
+    def FlowRemove(self, request, context):
+        self._olt.flow_remove(request.access_intf_id, request.flow_id, request.flow_type)
+        return openolt_pb2.Empty()
+
+    def CreateTrafficSchedulers(self, request, context):
+        payload = tech_profile_pb2.TrafficSchedulers()
+        payload.CopyFrom(request)
+        self._olt.set_traffic_schedulers(request.intf_id, request.onu_id, payload)
+        return openolt_pb2.Empty()
+
+    def RemoveTrafficSchedulers(self, request, context):
+        self._olt.clear_traffic_schedulers(request.intf_id, request.onu_id)
+        return openolt_pb2.Empty()
+
+    # ---- accepted and answered, nothing to simulate ----------------------------------------
+
+    def CreateTrafficQueues(self, request, context):
+        self._olt.onu_by_id(request.intf_id, request.onu_id)
+        return openolt_pb2.Empty()
+
+    def RemoveTrafficQueues(self, request, context):
+        self._olt.onu_by_id(request.intf_id, request.onu_id)
+        return openolt_pb2.Empty()
+
+    def CollectStatistics(self, request, context):
+        return openolt_pb2.Empty()
+
+    def PerformGroupOperation(self, request, context):
+        return openolt_pb2.Empty()
+
+    def DeleteGroup(self, request, context):
+        return openolt_pb2.Empty()
+
+    def OnuItuPonAlarmSet(self, request, context):
+        self._olt.onu_by_id(request.pon_ni, request.onu_id)
+        return openolt_pb2.Empty()
+
+    def GetExtValue(self, request, context):
+        return extensions_pb2.ReturnValues()
+
+    def GetOnuStatistics(self, request, context):
+        onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
+        return openolt_pb2.OnuStatistics(intf_id=onu.pon.id, onu_id=onu.onu_id)
+
+    def GetGemPortStatistics(self, request, context):
+        onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
+        return openolt_pb2.GemPortStatistics(intf_id=onu.pon.id, gemport_id=request.gemport_id)
+
+    def GetAllocIdStatistics(self, request, context):
+        onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
+        return openolt_pb2.OnuAllocIdStatistics(intfId=onu.pon.id, allocId=request.gemport_id)
+
+    def GetPonPortStatistics(self, request, context):
+        pon = self._olt.pon(request.intf_id)
+        return openolt_pb2.PortStatistics(intf_id=pon.port_no)
+
+    def GetNniPortStatistics(self, request, context):
+        nni = self._olt.nni(request.intf_id)
+        return openolt_pb2.PortStatistics(intf_id=nni.port_no)
+
+    def GetLogicalOnuDistanceZero(self, request, context):
+        onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
+        return openolt_pb2.OnuLogicalDistance(intf_id=onu.pon.id, onu_id=onu.onu_id)
+
+    def GetLogicalOnuDistance(self, request, context):
+        onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
+        return openolt_pb2.OnuLogicalDistance(intf_id=onu.pon.id, onu_id=onu.onu_id)
+
+    def GetPonRxPower(self, request, context):
+        onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
+        return openolt_pb2.PonRxPowerData(intf_id=onu.pon.id, onu_id=onu.onu_id, status="success",
+                                          rx_power_mean_dbm=-6.0)
+
+    def DisableOnu(self, request, context):
+        self._olt.onu_by_id(request.intf_id_serial_num.intf_id, request.onu_id)
+        return openolt_pb2.Empty()
+
+    def EnableOnu(self, request, context):
+        self._olt.onu_by_id(request.intf_id_serial_num.intf_id, request.onu_id)
+        return openolt_pb2.Empty()
+
+    def DisableOnuSerialNumber(self, request, context):
+        self._olt.pon(request.intf_id).onu_by_serial(translate.serial_from_pb(request.onu_serial_number))
+        return openolt_pb2.Empty()
+
+    def EnableOnuSerialNumber(self, request, context):
+        self._olt.pon(request.intf_id).onu_by_serial(translate.serial_from_pb(request.onu_serial_number))
+        return openolt_pb2.Empty()
