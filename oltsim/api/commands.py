@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 import platform
 
-from twisted.logger import Logger
+from oltsim.logs import logger
 
 from oltsim import __version__
 from oltsim._proto import bbsim_pb2
@@ -17,7 +17,7 @@ from oltsim.api import translate
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound
 from oltsim.model.onu import IGMP_MACHINE
 
-log = Logger(namespace="oltsim.api")
+log = logger("oltsim.api")
 
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error")
 
@@ -39,7 +39,7 @@ def parse_uint(value, name: str) -> int:
 class V1Commands:
     """The v1 use cases over one OLT model.
 
-    `openolt` controls the OpenOLT endpoint (stop_server/start_server/running),
+    `openolt` controls the OpenOLT endpoint (stop_server/start_server/serving),
     `logs` sets the log level (set_level(name) / level), `olt_ip` is reported in GET /v1/olt.
     """
 
@@ -171,7 +171,7 @@ class V1Commands:
 
     def StartgRPCServer(self, request) -> bbsim_pb2.Response:
         server = self._need_openolt()
-        if server.running:
+        if server.serving:
             raise FailedPrecondition("Openolt gRPC server already running.")
         server.start_server()
         return _ok("Openolt gRPC server started")
@@ -184,7 +184,7 @@ class V1Commands:
         return _ok(f"Openolt gRPC server stopped, restarting in {delay}")
 
     def _restart_openolt(self):
-        if not self.openolt.running:
+        if not self.openolt.serving:
             self.openolt.start_server()
 
     def _need_openolt(self):

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 from google.protobuf import descriptor as _descriptor
-from twisted.logger import Logger
+from oltsim.logs import logger
 from werkzeug.exceptions import MethodNotAllowed, NotFound as RouteNotFound
 
 from oltsim.api import translate
 from oltsim.model.errors import InvalidArgument, OltsimError
 
-log = Logger(namespace="oltsim.api.rest")
+log = logger("oltsim.api.rest")
 
 _INT_TYPES = {
     _descriptor.FieldDescriptor.TYPE_INT32, _descriptor.FieldDescriptor.TYPE_INT64,
@@ -66,7 +66,7 @@ def set_field(message, dotted: str, raw: str) -> None:
         raise InvalidArgument(f"parameter {dotted!r} cannot be given in the URL")
     values = raw if isinstance(raw, list) else [raw]
     converted = [_convert(field, dotted, v) for v in values]
-    if field.label == _descriptor.FieldDescriptor.LABEL_REPEATED:
+    if field.is_repeated:
         getattr(target, name).extend(converted)
     else:
         setattr(target, name, converted[-1])

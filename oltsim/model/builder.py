@@ -29,8 +29,7 @@ class TagAllocator:
                 if c_tag > MAX_VLAN:
                     c_tag = spec.c_tag
                     s_tag += 1
-            if s_tag > MAX_VLAN and spec.s_tag_allocation == "unique" or (
-                    s_tag > MAX_VLAN and spec.c_tag_allocation == "unique"):
+            if s_tag > MAX_VLAN and s_tag != prev[1]:
                 raise InvalidArgument(
                     f"service {spec.name}: too many subscribers for its tags "
                     f"(S-tag would pass {MAX_VLAN}); use fewer ONUs or UNIs, or lower tags")
@@ -91,3 +90,14 @@ def build_olt(settings, clock, random) -> Olt:
                 onu.unis.append(Uni(onu, uni_id, "POTS"))
             olt.add_onu(onu)
     return olt
+
+
+def check_buildable(settings) -> None:
+    """Raise InvalidArgument when `settings` cannot be built (tags run out, ranges missing),
+    without building anything."""
+    for pon_id in range(settings.pon):
+        range_for(settings, pon_id)
+    tags = TagAllocator(settings.services)
+    for _ in range(settings.pon * settings.onu * settings.uni):
+        for spec in settings.services:
+            tags.next(spec)

@@ -93,3 +93,23 @@ class FlowChanged:
     flow_id: int
     flow_type: str
     added: bool
+
+
+@dataclass(frozen=True, slots=True)
+class OmciIndication:
+    """An OMCI frame from an ONU to the adapter (OmciInd, raw bytes)."""
+    intf_id: int
+    onu_id: int
+    pkt: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class PacketIndication:
+    """A packet to the adapter (PktInd): from a UNI (`intf_type` pon) or the NNI (`nni`)."""
+    intf_type: str
+    intf_id: int
+    pkt: bytes
+    onu_id: int = 0
+    uni_id: int = 0
+    gemport_id: int = 0
+    port_no: int = 0

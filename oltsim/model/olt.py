@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from twisted.logger import Logger
+from oltsim.logs import logger
 
 from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
@@ -17,7 +17,7 @@ from oltsim.model.flows import Flow, FlowStore
 from oltsim.model.fsm import Machine, StateHolder
 from oltsim.model.onu import ACTIVE_STATES, ONU_MACHINE, Onu
 
-log = Logger(namespace="oltsim.model")
+log = logger("oltsim.model")
 
 OLT_MACHINE = Machine("olt", "created", {
     "initialize": (("created", "deleted"), "initialized"),

@@ -52,7 +52,20 @@ def _onu(event: events.OnuIndication) -> list:
         admin_state=event.admin_state, serial_number=serial_to_pb(event.serial)))]
 
 
+def _omci(event: events.OmciIndication) -> list:
+    return [openolt_pb2.Indication(omci_ind=openolt_pb2.OmciIndication(
+        intf_id=event.intf_id, onu_id=event.onu_id, pkt=event.pkt))]
+
+
+def _pkt(event: events.PacketIndication) -> list:
+    return [openolt_pb2.Indication(pkt_ind=openolt_pb2.PacketIndication(
+        intf_type=event.intf_type, intf_id=event.intf_id, onu_id=event.onu_id, uni_id=event.uni_id,
+        gemport_id=event.gemport_id, port_no=event.port_no, pkt=event.pkt))]
+
+
 TRANSLATORS = {
+    events.OmciIndication: _omci,
+    events.PacketIndication: _pkt,
     events.OltIndication: _olt,
     events.NniIndication: _nni,
     events.PonIndication: _pon,

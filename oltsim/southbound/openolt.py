@@ -6,7 +6,7 @@ class); EnableIndication reads a per-stream queue that the reactor feeds.
 from __future__ import annotations
 
 import grpc
-from twisted.logger import Logger
+from oltsim.logs import logger
 from voltha_protos import extensions_pb2, openolt_pb2, openolt_pb2_grpc, tech_profile_pb2
 
 from oltsim.api import translate
@@ -15,7 +15,7 @@ from oltsim.model import events
 from oltsim.model.errors import InvalidArgument, OltsimError
 from oltsim.southbound.indications import to_indications
 
-log = Logger(namespace="oltsim.southbound")
+log = logger("oltsim.southbound")
 
 STREAM_BUFFER = 65536
 FLOW_TYPES = ("upstream", "downstream", "multicast", "both")

@@ -1,0 +1,64 @@
+"""gRPC `bbsim.BBSim` (wire-compatible with BBSim, so bbsimctl works) and our own `oltsim.v1.Oltsim`."""
+from __future__ import annotations
+
+import platform
+
+import google.protobuf
+import grpc
+import twisted
+
+from oltsim import __version__
+from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
+from oltsim.api import translate
+from oltsim.bridge import on_reactor
+from oltsim.model.errors import OltsimError
+
+RPC_NAMES = tuple(m.name for m in bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"].methods)
+
+
+def abort_for(context, exc) -> None:
+    """Answer a refused request with the status of the one error table."""
+    code, _ = translate.status_for(exc)
+    context.abort(code, exc.message if isinstance(exc, OltsimError) else "internal error")
+
+
+class _BBSimServicer(bbsim_pb2_grpc.BBSimServicer):
+    """Every RPC delegates to the same `V1Commands` method the REST API calls."""
+
+    def __init__(self, commands, bridge):
+        self._commands = commands
+        self._bridge = bridge
+
+    def _abort(self, context, exc):
+        abort_for(context, exc)
+
+
+def _delegate(name: str):
+    def method(self, request, context):
+        return getattr(self._commands, name)(request)
+    method.__name__ = name
+    method.__doc__ = f"bbsim.BBSim/{name} via V1Commands.{name}."
+    return method
+
+
+for _name in RPC_NAMES:
+    setattr(_BBSimServicer, _name, _delegate(_name))
+
+BBSimServicer = on_reactor(_BBSimServicer)
+
+
+@on_reactor
+class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
+    """oltsim's own additions on the v1 gRPC port."""
+
+    def __init__(self, bridge):
+        self._bridge = bridge
+
+    def _abort(self, context, exc):
+        abort_for(context, exc)
+
+    def VersionDetails(self, request, context):
+        return oltsim_pb2.VersionDetails(version=__version__, python_version=platform.python_version(),
+                                         grpc_version=grpc.__version__,
+                                         protobuf_version=google.protobuf.__version__,
+                                         twisted_version=twisted.__version__)

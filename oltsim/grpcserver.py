@@ -1,0 +1,394 @@
+"""gRPC servers as Twisted services: endpoint strings in, a grpcio server started and stopped off the reactor thread.
+
+grpcio has its own listener and thread pool, so a Twisted endpoint string is translated (:func:`parse_grpc_endpoint`)
+rather than used.  The server is built in ``startService`` (after twistd's fork) and stopped without blocking the
+reactor; it can also be stopped and restarted at runtime on the same port (OLT reboot, Stop/StartgRPCServer).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+import grpc
+from twisted.application.service import Service
+from twisted.internet.defer import Deferred, succeed
+from twisted.internet.threads import deferToThreadPool
+from oltsim.logs import logger
+
+__all__ = ["AlreadyRunning", "GrpcListen", "GrpcServerService", "parse_grpc_endpoint"]
+
+log = logger("oltsim.grpcserver")
+
+_TRUE = {"yes", "true", "1", "on"}
+_FALSE = {"no", "false", "0", "off"}
+
+# grpcio's server.stop() event normally fires right after the grace period; this bounds the wait in case it does not.
+_STOP_WAIT_SLACK = 5.0
+
+
+class AlreadyRunning(Exception):
+    """start_server was called while the gRPC server is serving."""
+
+
+@dataclass(frozen=True)
+class GrpcListen:
+    """Where and how a grpcio server listens.
+
+    ``host`` None means all interfaces (``[::]``, which grpcio binds dual-stack and falls back to IPv4 on a host
+    without IPv6).  TLS fields hold file paths, read by :meth:`credentials` each time the server starts.
+    """
+
+    port: int
+    host: str | None = None
+    private_key: str | None = None
+    cert_key: str | None = None
+    extra_cert_chain: str | None = None
+    ca_certs_dir: str | None = None
+    require_client_cert: bool = False
+
+    @property
+    def secure(self) -> bool:
+        """True for an ``ssl:`` endpoint."""
+        return self.private_key is not None
+
+    @property
+    def address(self) -> str:
+        """The address in grpcio's ``host:port`` form, IPv6 hosts bracketed."""
+        return self.address_for(self.host if self.host is not None else "::")
+
+    def address_for(self, host: str) -> str:
+        """``host:port`` for this port on another host (used for the IPv4 fallback)."""
+        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
+
+    def with_port(self, port: int) -> GrpcListen:
+        """The same listener on another port (a restart re-binds the port bound the first time)."""
+        return replace(self, port=port)
+
+    def credentials(self) -> grpc.ServerCredentials:
+        """Read the key and certificate files and build grpcio server credentials; ValueError if one is unreadable."""
+        key = _read(self.private_key, "privateKey")
+        chain = _read(self.cert_key or self.private_key, "certKey")
+        if self.extra_cert_chain:
+            # As in Twisted: intermediate certificates sent after ours.
+            chain = chain.rstrip(b"\n") + b"\n" + _read(self.extra_cert_chain, "extraCertChain")
+        roots = _read_ca_dir(self.ca_certs_dir) if self.ca_certs_dir else None
+        return grpc.ssl_server_credentials(
+            [(key, chain)], root_certificates=roots, require_client_auth=self.require_client_cert
+        )
+
+
+def _read(path: str | None, option: str) -> bytes:
+    try:
+        with open(path, "rb") as f:  # type: ignore[arg-type]
+            return f.read()
+    except OSError as exc:
+        raise ValueError(f"cannot read {option} file {path!r}: {exc.strerror}") from None
+
+
+def _read_ca_dir(path: str) -> bytes:
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as exc:
+        raise ValueError(f"cannot read caCertsDir {path!r}: {exc.strerror}") from None
+    pems = []
+    for name in names:
+        full = os.path.join(path, name)
+        if os.path.isfile(full):
+            data = _read(full, "caCertsDir")
+            if b"-----BEGIN CERTIFICATE-----" in data:
+                pems.append(data.rstrip(b"\n") + b"\n")
+    if not pems:
+        raise ValueError(f"caCertsDir {path!r} holds no PEM certificate")
+    return b"".join(pems)
+
+
+def _split_endpoint(description: str) -> list[tuple[str | None, str]]:
+    """Twisted's endpoint-string grammar, as ``(keyword or None, value)`` pairs in order: ``:`` separates
+    arguments, the first ``=`` makes one a keyword, and a backslash takes the next character literally
+    (``privateKey=C\\:/key.pem``)."""
+    parts: list[list[str]] = []
+    current: list[str] = []
+    chars = iter(description)
+    for ch in chars:
+        if ch == "\\":
+            nxt = next(chars, None)
+            if nxt is None:
+                raise ValueError(f"endpoint {description!r} ends with a lone backslash")
+            current.append("\\" + nxt)  # kept escaped until split on '='
+        elif ch == ":":
+            parts.append(current)
+            current = []
+        else:
+            current.append(ch)
+    parts.append(current)
+
+    def unescape(tokens: list[str]) -> str:
+        return "".join(t[-1] if t.startswith("\\") else t for t in tokens)
+
+    items: list[tuple[str | None, str]] = []
+    for tokens in parts:
+        eq = next((i for i, t in enumerate(tokens) if t == "="), None)
+        if eq is None:
+            items.append((None, unescape(tokens)))
+        else:
+            items.append((unescape(tokens[:eq]), unescape(tokens[eq + 1 :])))
+    return items
+
+
+_FIRST_GROUP = re.compile(r"\[?[0-9A-Fa-f]{0,4}")
+_NEXT_GROUP = re.compile(r"[0-9A-Fa-f]{0,4}\]?|(?:\d{1,3}\.){3}\d{1,3}\]?")
+
+
+def _join_ipv6_interface(items: list[tuple[str | None, str]]) -> list[tuple[str | None, str]]:
+    """Accept an unescaped IPv6 ``interface=::1``: Twisted would split it on its colons, which nobody means."""
+    out: list[tuple[str | None, str]] = []
+    i = 0
+    while i < len(items):
+        key, value = items[i]
+        i += 1
+        if key == "interface" and _FIRST_GROUP.fullmatch(value):
+            groups = [value]
+            while i < len(items) and items[i][0] is None and _NEXT_GROUP.fullmatch(items[i][1]):
+                groups.append(items[i][1])
+                i += 1
+                if groups[-1].endswith("]"):
+                    break
+            if len(groups) > 1:
+                value = ":".join(groups)
+        out.append((key, value))
+    return out
+
+
+def _port(value: str, description: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise ValueError(f"endpoint {description!r}: port {value!r} is not a number") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"endpoint {description!r}: port {port} is outside 0..65535")
+    return port
+
+
+def _flag(value: str, name: str, description: str) -> bool:
+    if value.lower() in _TRUE:
+        return True
+    if value.lower() in _FALSE:
+        return False
+    raise ValueError(f"endpoint {description!r}: {name} must be yes or no, not {value!r}")
+
+
+def _take(args: list[str], kwargs: dict[str, str], positional: list[str], description: str) -> dict[str, str]:
+    """Merge positional arguments (in Twisted's order) into keywords, refusing duplicates and extras."""
+    if len(args) > len(positional):
+        raise ValueError(f"endpoint {description!r}: too many positional arguments")
+    merged = dict(kwargs)
+    for name, value in zip(positional, args):
+        if name in merged:
+            raise ValueError(f"endpoint {description!r}: {name} given twice")
+        merged[name] = value
+    return merged
+
+
+_TCP_OPTIONS = ["port", "interface", "backlog"]
+_SSL_POSITIONAL = ["port", "privateKey", "certKey", "sslmethod", "interface", "backlog"]
+_SSL_OPTIONS = _SSL_POSITIONAL + ["extraCertChain", "caCertsDir", "requireClientCert"]
+
+
+def parse_grpc_endpoint(description: str) -> GrpcListen:
+    """Translate a Twisted server endpoint string into a :class:`GrpcListen`.
+
+    Accepted: ``tcp:PORT[:interface=HOST]`` (all interfaces when no interface is given) and
+    ``ssl:PORT:privateKey=KEY[:certKey=CERT][:extraCertChain=CHAIN][:caCertsDir=DIR][:requireClientCert=yes]``
+    (``certKey`` defaults to ``privateKey``; ``caCertsDir`` verifies client certificates, which
+    ``requireClientCert=yes`` makes mandatory).  ``backlog`` is accepted and ignored.  Anything else: ValueError.
+    """
+    items = _join_ipv6_interface(_split_endpoint(description))
+    args = [value for key, value in items if key is None]
+    kwargs: dict[str, str] = {}
+    for key, value in items:
+        if key is not None:
+            if key in kwargs:
+                raise ValueError(f"endpoint {description!r}: {key} given twice")
+            kwargs[key] = value
+    kind = args.pop(0).strip().lower() if args else ""
+    if kind == "tcp":
+        options = _take(args, kwargs, _TCP_OPTIONS, description)
+        allowed = _TCP_OPTIONS
+    elif kind == "ssl":
+        options = _take(args, kwargs, _SSL_POSITIONAL, description)
+        allowed = _SSL_OPTIONS
+    else:
+        raise ValueError(
+            f"endpoint {description!r}: gRPC servers listen on tcp:PORT[:interface=HOST] or "
+            f"ssl:PORT:privateKey=KEY[:certKey=CERT], not {kind or 'nothing'!r}"
+        )
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise ValueError(f"endpoint {description!r}: unsupported option(s) {', '.join(unknown)} for {kind}")
+    if "port" not in options:
+        raise ValueError(f"endpoint {description!r}: no port (write colons inside a value as \\:)")
+    port = _port(options["port"], description)
+    host = options.get("interface") or None
+    if host is not None:
+        host = host.strip("[]")
+        if ":" in host:
+            try:
+                ipaddress.IPv6Address(host)
+            except ValueError:
+                raise ValueError(f"endpoint {description!r}: interface {host!r} is not an IPv6 address") from None
+    if kind == "tcp":
+        return GrpcListen(port=port, host=host)
+    if options.get("sslmethod"):
+        raise ValueError(f"endpoint {description!r}: sslmethod is not supported by grpcio")
+    if not options.get("privateKey"):
+        raise ValueError(f"endpoint {description!r}: ssl needs privateKey=FILE")
+    require = _flag(options.get("requireClientCert", "no"), "requireClientCert", description)
+    if require and not options.get("caCertsDir"):
+        raise ValueError(f"endpoint {description!r}: requireClientCert=yes needs caCertsDir=DIR to verify clients")
+    return GrpcListen(
+        port=port,
+        host=host,
+        private_key=options["privateKey"],
+        cert_key=options.get("certKey") or None,
+        extra_cert_chain=options.get("extraCertChain") or None,
+        ca_certs_dir=options.get("caCertsDir") or None,
+        require_client_cert=require,
+    )
+
+
+class GrpcServerService(Service):
+    """A grpcio server as a Twisted service, restartable at runtime on the port it bound first.
+
+    ``IService.running`` keeps its Twisted meaning (the service was started); ``serving`` says whether the gRPC
+    server is up (false between ``stop_server`` and ``start_server``).  Callables in ``on_stopping`` run on the
+    reactor thread just before each stop, so open streams can be closed (UNAVAILABLE) through their StreamQueues.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        endpoint: str,
+        add_servicers: Callable[[grpc.Server], None],
+        max_workers: int = 32,
+        reactor: Any = None,
+        grace: float = 0.5,
+    ) -> None:
+        self.setName(name)
+        self.endpoint = endpoint
+        self._listen = parse_grpc_endpoint(endpoint)  # a bad string fails while building, before anything listens
+        self._add_servicers = add_servicers
+        self._max_workers = max_workers
+        self._reactor = reactor
+        self.grace = grace
+        #: the port actually bound (set by the first start; later starts re-bind it)
+        self.port: int | None = None
+        self.address: str | None = None
+        self.on_stopping: list[Callable[[], Any]] = []
+        self._server: grpc.Server | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    def _get_reactor(self) -> Any:
+        if self._reactor is None:
+            from twisted.internet import reactor
+
+            self._reactor = reactor
+        return self._reactor
+
+    @property
+    def serving(self) -> bool:
+        """True while the gRPC server is started and not stopped."""
+        return self._server is not None
+
+    def startService(self) -> None:
+        """Start the service and its gRPC server."""
+        super().startService()
+        self.start_server()
+
+    def stopService(self) -> Deferred:
+        """Stop the gRPC server; the Deferred fires once grpcio has stopped (after at most ``grace`` seconds)."""
+        super().stopService()
+        return self.stop_server()
+
+    def start_server(self) -> None:
+        """Build, bind and start the gRPC server; AlreadyRunning if it is serving.
+
+        The first start binds the endpoint's port (for ``tcp:0``, whatever the system chose) and records it in
+        ``port``; later starts bind that same port.
+        """
+        if self._server is not None:
+            raise AlreadyRunning(f"gRPC server {self.name} is already serving on {self.address}")
+        listen = self._listen if self.port is None else self._listen.with_port(self.port)
+        executor = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix=f"grpc-{self.name}")
+        # so_reuseport off: otherwise a second simulator could bind the same port and silently share its clients.
+        server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
+        try:
+            self._add_servicers(server)
+            address, bound = self._bind(server, listen)
+        except BaseException:
+            executor.shutdown(wait=False)
+            raise
+        server.start()
+        self._server, self._executor = server, executor
+        self.port, self.address = bound, address
+        log.info("grpc-server-started name={name} address={address}", name=self.name, address=address)
+
+    def _bind(self, server: grpc.Server, listen: GrpcListen) -> tuple[str, int]:
+        """Add the listening port; returns the address actually bound (real port) and the port."""
+        hosts = [listen.host if listen.host is not None else "::"]
+        if listen.host is None:
+            # grpcio binds [::] dual-stack and itself falls back to 0.0.0.0 when IPv6 is missing; this covers
+            # builds where the [::] wildcard fails outright.
+            hosts.append("0.0.0.0")
+        credentials = listen.credentials() if listen.secure else None
+        error: Exception | None = None
+        for host in hosts:
+            address = listen.address_for(host)
+            try:
+                if credentials is None:
+                    bound = server.add_insecure_port(address)
+                else:
+                    bound = server.add_secure_port(address, credentials)
+            except RuntimeError as exc:  # grpcio raises on a failed bind (older versions returned 0)
+                error, bound = exc, 0
+            if bound:
+                return listen.with_port(bound).address_for(host), bound
+        raise RuntimeError(f"gRPC server {self.name} cannot listen on {listen.address}: {error or 'bind failed'}")
+
+    def stop_server(self) -> Deferred:
+        """Run the ``on_stopping`` hooks, then stop the gRPC server without blocking the reactor.
+
+        The Deferred fires when grpcio reports the server stopped: new connections are refused at once, calls in
+        progress get ``grace`` seconds, then are cancelled.  A no-op (already fired Deferred) if not serving.
+        """
+        if self._server is None:
+            return succeed(None)
+        for hook in list(self.on_stopping):
+            try:
+                hook()
+            except Exception:
+                log.failure("grpc-server-stopping-hook-failed name={name}", name=self.name)
+        server, executor = self._server, self._executor
+        self._server = self._executor = None
+        stopped = server.stop(self.grace)
+        reactor = self._get_reactor()
+
+        def wait_stopped() -> bool:
+            finished = stopped.wait(self.grace + _STOP_WAIT_SLACK)
+            # Handlers still running finish on their own (streams notice the cancel); do not wait for them here.
+            executor.shutdown(wait=False, cancel_futures=True)
+            return finished
+
+        def report(finished: bool) -> None:
+            log.info(
+                "grpc-server-stopped name={name} address={address} clean={clean}",
+                name=self.name,
+                address=self.address,
+                clean=finished,
+            )
+
+        return deferToThreadPool(reactor, reactor.getThreadPool(), wait_stopped).addCallback(report)

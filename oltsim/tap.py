@@ -1,0 +1,184 @@
+"""The composition root: `twistd oltsim` options and `makeService`, the ONLY place things are wired.
+
+Building has no side effects: sockets, threads and timers start in startService.
+"""
+from __future__ import annotations
+
+import random
+import socket
+
+from twisted.application import service, strports
+from twisted.python import usage
+from twisted.web.server import Site
+
+from oltsim import __version__
+from oltsim.api.commands import V1Commands
+from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
+from oltsim.api.v1.rest import V1Rest
+from oltsim.bridge import Bridge
+from oltsim.config import ConfigError, load_settings
+from oltsim.grpcserver import GrpcServerService, parse_grpc_endpoint
+from oltsim.logs import CONTROL, logger
+from oltsim.model import events
+from oltsim.model.builder import build_olt, check_buildable
+from oltsim.model.errors import OltsimError
+from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
+
+log = logger("oltsim.tap")
+
+# option name -> (Settings field, help). Every default is None so that only the
+# options a user actually typed override the config file (BBSim gets this wrong).
+PARAMETERS = [
+    ("config", "c", None, "BBSim-compatible YAML config file (bbsim: and olt: sections)", None),
+    ("services", None, None, "services file, or a built-in set: att, dt, dt-fttb, tt (default att)", "services"),
+    ("pon-config", None, None, "PON resource ranges file (BBSim's pon_port_config_file)", "pon_ranges_path"),
+    ("pon", None, None, "number of PON ports (default 1)", "pon"),
+    ("onu", None, None, "ONUs per PON port (default 1)", "onu"),
+    ("uni", None, None, "Ethernet UNIs per ONU (default 4)", "uni"),
+    ("pots", None, None, "POTS ports per ONU (default 0)", "pots"),
+    ("nni", None, None, "number of NNI ports (default 1)", "nni"),
+    ("nni-speed", None, None, "NNI speed reported in Mbps (default 10000)", "nni_speed"),
+    ("olt-id", None, None, "OLT id: serial BBSIM_OLT_<id>, ONU serials and MACs derive from it (default 0)",
+     "olt_id"),
+    ("delay", None, None, "ONU discovery delay per ONU index on its PON, ms (default 200; 0 means none)",
+     "delay_ms"),
+    ("reboot-delay", None, None, "seconds the OLT stays down on reboot (default 60)", "reboot_delay"),
+    ("ca", None, None, "controlled activation: default, only-onu, only-pon, both", "controlled_activation"),
+    ("api-revision", None, None, "REST response shapes: extended (default) or base", "api_revision"),
+    ("omci-response-rate", None, None, "OMCI requests answered per 10 (default 10)", "omci_response_rate"),
+    ("port-stats-interval", None, None, "port statistics interval in seconds (default 20)", "port_stats_interval"),
+    ("nni-dhcp-trap-vid", None, None, "NNI DHCP trap VLAN reported by GET /v1/olt (default 0)",
+     "nni_dhcp_trap_vid"),
+    ("bp-format", None, None, "bandwidth profile format: mef (default) or ietf", "bp_format"),
+    ("log-level", None, None, "trace, debug, info (default), warn, error", "log_level"),
+    ("openolt", None, None, "OpenOLT gRPC endpoint (default tcp:50060)", "openolt"),
+    ("grpc-v1", None, None, "control API v1 gRPC endpoint (default tcp:50070)", "grpc_v1"),
+    ("rest-v1", None, None, "control API v1 REST endpoint (default tcp:50071)", "rest_v1"),
+    ("grpc-v0", None, None, "legacy API v0 gRPC endpoint (default tcp:50072)", "grpc_v0"),
+    ("rest-v0", None, None, "legacy API v0 REST endpoint (default tcp:50073)", "rest_v0"),
+]
+
+FLAGS = [
+    ("auth-retry", None, "restart EAPOL after a failed attempt", "auth_retry"),
+    ("dhcp-retry", None, "restart DHCP after a failed attempt", "dhcp_retry"),
+]
+
+
+class Options(usage.Options):
+    """twistd options mirroring BBSim's flags; the whole configuration is checked here,
+    so an impossible one fails with one message before anything listens."""
+
+    optParameters = [[name, short, default, help] for name, short, default, help, _ in PARAMETERS]
+    optFlags = [[name, short, help] for name, short, help, _ in FLAGS]
+
+    def opt_version(self):
+        """Print the oltsim version and exit."""
+        print(f"oltsim {__version__}")
+        raise SystemExit(0)
+
+    def postOptions(self):
+        given = {}
+        for name, _, _, _, field in PARAMETERS:
+            if field is not None and self[name] is not None:
+                given[field] = self[name]
+        for name, _, _, field in FLAGS:
+            if self[name]:
+                given[field] = True
+        try:
+            settings = load_settings(given, self["config"])
+            check_buildable(settings)
+            for name in ("openolt", "grpc_v1", "grpc_v0"):
+                parse_grpc_endpoint(getattr(settings, name))
+        except (ConfigError, OltsimError, ValueError) as exc:
+            raise usage.UsageError(str(exc)) from None
+        self.settings = settings
+
+
+def local_ip(openolt_endpoint: str) -> str:
+    """The address reported as the OLT's IP: the OpenOLT interface if one is given, else the
+    address of the default route (as BBSim), else loopback."""
+    listen = parse_grpc_endpoint(openolt_endpoint)
+    if listen.host and listen.host not in ("0.0.0.0", "::"):
+        return listen.host
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))  # no packet is sent by a UDP connect
+        return probe.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
+    finally:
+        probe.close()
+
+
+class OltService(service.Service):
+    """Powers the simulated OLT on at start and stops its timers and streams at stop."""
+
+    def __init__(self, olt, hub: IndicationHub):
+        self.olt = olt
+        self.hub = hub
+
+    def startService(self):
+        super().startService()
+        self.olt.start()
+        log.info("olt-started serial={serial} pons={pons} onus={onus}", serial=self.olt.serial,
+                 pons=len(self.olt.pons), onus=len(self.olt.onus))
+
+    def stopService(self):
+        super().stopService()
+        self.hub.end_all(details="oltsim is stopping")
+        self.olt.stop()
+
+
+def makeService(options, reactor=None):
+    """Build the OLT model, its APIs and servers; returns a MultiService (nothing runs yet)."""
+    if reactor is None:
+        from twisted.internet import reactor
+    settings = options.settings if hasattr(options, "settings") else load_settings({}, None)
+    CONTROL.set_level(settings.log_level if settings.log_level in ("trace", "debug", "info", "warn",
+                                                                     "error") else "info")
+    olt = build_olt(settings, reactor, random.Random())
+    bridge = Bridge(reactor)
+    hub = IndicationHub(olt)
+    top = service.MultiService()
+
+    openolt = GrpcServerService(
+        "openolt", settings.openolt,
+        lambda server: _add_openolt(server, OpenoltServicer(olt, bridge, hub)), reactor=reactor)
+    openolt.on_stopping.append(hub.end_all)
+    openolt.setServiceParent(top)
+
+    def follow_openolt(event):
+        # The model decides when the OpenOLT endpoint is up (reboot); the service obeys.
+        if isinstance(event, events.OpenoltServer) and openolt.running:
+            if event.running and not openolt.serving:
+                openolt.start_server()
+            elif not event.running and openolt.serving:
+                openolt.stop_server()
+    olt.subscribe(follow_openolt)
+
+    OltService(olt, hub).setServiceParent(top)
+
+    commands = V1Commands(olt, openolt=openolt, logs=CONTROL, olt_ip=local_ip(settings.openolt),
+                          revision=settings.api_revision)
+    GrpcServerService(
+        "grpc-v1", settings.grpc_v1,
+        lambda server: _add_v1(server, BBSimServicer(commands, bridge), OltsimServicer(bridge)),
+        reactor=reactor).setServiceParent(top)
+    rest_v1 = strports.service(settings.rest_v1, Site(V1Rest(commands).resource()), reactor=reactor)
+    rest_v1.setName("rest-v1")
+    rest_v1.setServiceParent(top)
+    top.olt = olt
+    top.commands = commands
+    top.hub = hub
+    return top
+
+
+def _add_openolt(server, servicer):
+    from voltha_protos import openolt_pb2_grpc
+    openolt_pb2_grpc.add_OpenoltServicer_to_server(servicer, server)
+
+
+def _add_v1(server, bbsim, oltsim):
+    from oltsim._proto import bbsim_pb2_grpc, oltsim_pb2_grpc
+    bbsim_pb2_grpc.add_BBSimServicer_to_server(bbsim, server)
+    oltsim_pb2_grpc.add_OltsimServicer_to_server(oltsim, server)

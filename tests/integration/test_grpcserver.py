@@ -1,0 +1,246 @@
+"""gRPC server lifecycle on the real reactor: real sockets on 127.0.0.1, a real grpcio channel, no protos."""
+
+import socket
+import threading
+
+import grpc
+import pytest
+import pytest_twisted
+from twisted.internet import reactor
+from twisted.internet.defer import inlineCallbacks
+from twisted.internet.task import deferLater
+from twisted.internet.threads import deferToThread
+from twisted.python import threadable
+
+from oltsim.bridge import Bridge, StreamQueue, iterate, on_reactor, streaming, unwrapped_methods
+from oltsim.grpcserver import AlreadyRunning, GrpcListen, GrpcServerService, parse_grpc_endpoint
+
+SERVICE = "oltsim.test.Echo"
+
+
+@on_reactor
+class EchoServicer:
+    """A servicer with one unary and one server-streaming method, registered through generic handlers."""
+
+    def __init__(self, bridge):
+        self._bridge = bridge
+        self.on_reactor_thread = []
+        self.streams = set()
+
+    def Echo(self, request, context):
+        self.on_reactor_thread.append(threadable.isInIOThread())
+        return request
+
+    @streaming
+    def Watch(self, request, context):
+        queue = StreamQueue()
+        self._bridge.call(self.streams.add, queue)
+        return iterate(queue, context, poll=0.1, on_done=lambda: self._bridge.call(self.streams.discard, queue))
+
+    def close_streams(self):
+        """Reactor-thread hook: end every open stream with UNAVAILABLE."""
+        for queue in list(self.streams):
+            queue.close(grpc.StatusCode.UNAVAILABLE, "the simulator is stopping")
+
+    def add_to(self, server):
+        server.add_generic_rpc_handlers(
+            (
+                grpc.method_handlers_generic_handler(
+                    SERVICE,
+                    {
+                        "Echo": grpc.unary_unary_rpc_method_handler(self.Echo),
+                        "Watch": grpc.unary_stream_rpc_method_handler(self.Watch),
+                    },
+                ),
+            )
+        )
+
+
+def make_service():
+    servicer = EchoServicer(Bridge(reactor, timeout=5))
+    service = GrpcServerService("test", "tcp:0:interface=127.0.0.1", servicer.add_to, max_workers=4, grace=0.5)
+    service.on_stopping.append(servicer.close_streams)
+    return service, servicer
+
+
+def unary_echo(port, payload):
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        return channel.unary_unary(f"/{SERVICE}/Echo")(payload, timeout=5)
+
+
+def port_refuses(port):
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def wait_until(predicate, what, tries=100):
+    """Poll predicate on the reactor every 50 ms (at most 5 s) without blocking it."""
+
+    @inlineCallbacks
+    def poll():
+        for _ in range(tries):
+            if predicate():
+                return
+            yield deferLater(reactor, 0.05, lambda: None)
+        raise AssertionError(f"timed out waiting for {what}")
+
+    return poll()
+
+
+def test_servicer_has_no_unwrapped_methods():
+    """Every gRPC method of the test servicer goes through the bridge or is marked streaming."""
+    assert unwrapped_methods(EchoServicer) == []
+
+
+@pytest_twisted.inlineCallbacks
+def test_unary_call_runs_on_reactor_thread():
+    """A unary call from a real channel is answered, its handler having run on the reactor thread."""
+    service, servicer = make_service()
+    service.startService()
+    try:
+        assert service.serving and service.port > 0
+        assert service.address == f"127.0.0.1:{service.port}"
+        answer = yield deferToThread(unary_echo, service.port, b"hello")
+        assert answer == b"hello"
+        assert servicer.on_reactor_thread == [True]
+    finally:
+        yield service.stopService()
+
+
+@pytest_twisted.inlineCallbacks
+def test_stream_delivers_items_and_ends_unavailable_on_stop():
+    """A server stream delivers items put on the reactor and ends with UNAVAILABLE when the service stops."""
+    service, servicer = make_service()
+    service.startService()
+    received = []
+
+    def consume(port):
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            try:
+                for item in channel.unary_stream(f"/{SERVICE}/Watch")(b"", timeout=5):
+                    received.append(item)
+            except grpc.RpcError as exc:
+                return exc.code(), exc.details()
+            return grpc.StatusCode.OK, None
+
+    try:
+        ended = deferToThread(consume, service.port)
+        yield wait_until(lambda: servicer.streams, "the stream to register")
+        [queue] = servicer.streams
+        assert queue.put(b"one") and queue.put(b"two")
+        yield wait_until(lambda: len(received) == 2, "two items")
+    finally:
+        yield service.stopService()
+    code, details = yield ended
+    assert received == [b"one", b"two"]
+    assert (code, details) == (grpc.StatusCode.UNAVAILABLE, "the simulator is stopping")
+    yield wait_until(lambda: not servicer.streams, "the stream to unregister")
+
+
+@pytest_twisted.inlineCallbacks
+def test_restart_binds_same_port():
+    """stop_server then start_server serves again on the port bound the first time."""
+    service, _ = make_service()
+    service.startService()
+    try:
+        port = service.port
+        yield service.stop_server()
+        assert not service.serving
+        assert port_refuses(port)
+        yield service.stop_server()  # stopping a stopped server is a no-op
+        service.start_server()
+        assert service.port == port
+        answer = yield deferToThread(unary_echo, port, b"again")
+        assert answer == b"again"
+        with pytest.raises(AlreadyRunning):
+            service.start_server()
+    finally:
+        yield service.stopService()
+
+
+@pytest_twisted.inlineCallbacks
+def test_stop_service_completes_and_closes_port():
+    """stopService fires (grace 0.5 s) and the port no longer accepts connections."""
+    service, _ = make_service()
+    service.startService()
+    port = service.port
+    stopped = []
+    service.stopService().addCallback(stopped.append)
+    yield wait_until(lambda: stopped, "stopService to fire")
+    assert not service.serving and not service.running
+    assert port_refuses(port)
+
+
+def test_service_builds_nothing_before_start():
+    """Constructing the service parses the endpoint but creates no server (twistd forks after construction)."""
+    service = GrpcServerService("idle", "tcp:0:interface=127.0.0.1", lambda server: None)
+    assert not service.serving and service.port is None
+
+
+def test_bad_endpoint_fails_at_construction():
+    """A malformed endpoint string is refused when the service is built, before anything listens."""
+    with pytest.raises(ValueError, match="unix"):
+        GrpcServerService("bad", "unix:/tmp/sock", lambda server: None)
+
+
+@pytest.mark.parametrize(
+    "description, address",
+    [
+        ("tcp:50060", "[::]:50060"),
+        ("tcp:0:interface=127.0.0.1", "127.0.0.1:0"),
+        ("tcp:port=50060:interface=::1", "[::1]:50060"),
+        (r"tcp:port=50060:interface=\:\:1", "[::1]:50060"),
+        ("tcp:interface=[::1]:50060", "[::1]:50060"),
+    ],
+)
+def test_parse_tcp_endpoints(description, address):
+    """tcp endpoint strings become grpcio addresses; no interface means all interfaces."""
+    listen = parse_grpc_endpoint(description)
+    assert listen.address == address and not listen.secure
+
+
+def test_parse_ssl_endpoint_with_escaped_paths():
+    """ssl endpoints keep Twisted's option names and backslash escapes in file paths."""
+    listen = parse_grpc_endpoint(
+        r"ssl:50060:privateKey=C\:/keys/key.pem:certKey=cert.pem:extraCertChain=chain.pem"
+        ":caCertsDir=/etc/ca:requireClientCert=yes"
+    )
+    assert listen == GrpcListen(
+        port=50060,
+        private_key="C:/keys/key.pem",
+        cert_key="cert.pem",
+        extra_cert_chain="chain.pem",
+        ca_certs_dir="/etc/ca",
+        require_client_cert=True,
+    )
+    assert listen.secure and listen.address == "[::]:50060"
+
+
+@pytest.mark.parametrize(
+    "description, message",
+    [
+        ("unix:/tmp/sock", "not 'unix'"),
+        ("tcp:http", "not a number"),
+        ("tcp:70000", "outside 0..65535"),
+        ("tcp:1:backlog=5:reuse=yes", "unsupported option(s) reuse"),
+        ("tcp:interface=127.0.0.1", "no port"),
+        ("ssl:50060", "needs privateKey"),
+        ("ssl:50060:privateKey=k.pem:requireClientCert=yes", "needs caCertsDir"),
+        ("tcp:1:port=2", "port given twice"),
+    ],
+)
+def test_parse_rejects_bad_endpoints(description, message):
+    """Unsupported or malformed endpoint strings give a ValueError that says what is wrong."""
+    with pytest.raises(ValueError) as info:
+        parse_grpc_endpoint(description)
+    assert message in str(info.value)
+
+
+def test_missing_certificate_file_is_a_clear_error(tmp_path):
+    """An unreadable key file is reported by name when credentials are built."""
+    listen = parse_grpc_endpoint(f"ssl:0:privateKey={tmp_path}/absent.pem")
+    with pytest.raises(ValueError, match="cannot read privateKey file"):
+        listen.credentials()
