@@ -351,7 +351,8 @@ def iterate(
 
     A close with a status aborts the RPC with it (``context.abort`` raises).  Waits in ``poll``-second slices so a
     cancelled RPC is noticed.  ``on_done`` is called exactly once when the generator finishes, however it finishes
-    (end, abort, client gone, generator closed); its errors are logged, not raised, since the stream is over anyway.
+    (end, abort, client gone, generator closed); its errors are logged, not raised, since the stream is over anyway
+    (BridgeUnavailable, the reactor stopping, quietly).
     """
     try:
         while context.is_active():
@@ -367,5 +368,8 @@ def iterate(
         if on_done is not None:
             try:
                 on_done()
+            except BridgeUnavailable:
+                # The reactor is stopping: the owner's stream table goes away with it, nothing to unregister.
+                log.debug("grpc-stream-on-done-skipped reason=stopping")
             except Exception:
                 log.failure("grpc-stream-on-done-failed")

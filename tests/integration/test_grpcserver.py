@@ -244,3 +244,63 @@ def test_missing_certificate_file_is_a_clear_error(tmp_path):
     listen = parse_grpc_endpoint(f"ssl:0:privateKey={tmp_path}/absent.pem")
     with pytest.raises(ValueError, match="cannot read privateKey file"):
         listen.credentials()
+
+
+def write_self_signed(directory):
+    """Write a self-signed key and certificate for 127.0.0.1 / localhost; returns (key path, cert path, cert PEM)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    key_path, cert_path = directory / "key.pem", directory / "cert.pem"
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+    cert_path.write_bytes(cert_pem)
+    return key_path, cert_path, cert_pem
+
+
+@pytest_twisted.inlineCallbacks
+def test_ssl_endpoint_serves_tls(tmp_path):
+    """An ssl: endpoint serves TLS with the given key and certificate, and a TLS client gets answers."""
+    key_path, cert_path, cert_pem = write_self_signed(tmp_path)
+    servicer = EchoServicer(Bridge(reactor, timeout=5))
+    endpoint = f"ssl:0:interface=127.0.0.1:privateKey={key_path}:certKey={cert_path}"
+    service = GrpcServerService("tls", endpoint, servicer.add_to, max_workers=2)
+    service.startService()
+
+    def tls_echo(port):
+        credentials = grpc.ssl_channel_credentials(root_certificates=cert_pem)
+        with grpc.secure_channel(f"127.0.0.1:{port}", credentials) as channel:
+            return channel.unary_unary(f"/{SERVICE}/Echo")(b"secret", timeout=5)
+
+    try:
+        answer = yield deferToThread(tls_echo, service.port)
+        assert answer == b"secret"
+    finally:
+        yield service.stopService()
