@@ -13,6 +13,7 @@ from twisted.web.server import Site
 
 from oltsim import __version__
 from oltsim.api.commands import V1Commands
+from oltsim.api.eventbus import EventBus
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
 from oltsim.api.v1.rest import V1Rest
 from oltsim.bridge import Bridge
@@ -158,18 +159,22 @@ def makeService(options, reactor=None):
 
     OltService(olt, hub).setServiceParent(top)
 
+    bus = EventBus(olt, reactor)
     commands = V1Commands(olt, openolt=openolt, logs=CONTROL, olt_ip=local_ip(settings.openolt),
                           revision=settings.api_revision)
-    GrpcServerService(
+    grpc_v1 = GrpcServerService(
         "grpc-v1", settings.grpc_v1,
-        lambda server: _add_v1(server, BBSimServicer(commands, bridge), OltsimServicer(bridge)),
-        reactor=reactor).setServiceParent(top)
-    rest_v1 = strports.service(settings.rest_v1, Site(V1Rest(commands).resource()), reactor=reactor)
+        lambda server: _add_v1(server, BBSimServicer(commands, bridge), OltsimServicer(bridge, bus)),
+        reactor=reactor)
+    grpc_v1.on_stopping.append(bus.close_all)
+    grpc_v1.setServiceParent(top)
+    rest_v1 = strports.service(settings.rest_v1, Site(V1Rest(commands, bus).resource()), reactor=reactor)
     rest_v1.setName("rest-v1")
     rest_v1.setServiceParent(top)
     top.olt = olt
     top.commands = commands
     top.hub = hub
+    top.bus = bus
     return top
 
 

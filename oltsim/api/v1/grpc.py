@@ -10,7 +10,7 @@ import twisted
 from oltsim import __version__
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api import translate
-from oltsim.bridge import on_reactor
+from oltsim.bridge import StreamQueue, iterate, on_reactor, streaming
 from oltsim.model.errors import OltsimError
 
 RPC_NAMES = tuple(m.name for m in bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"].methods)
@@ -49,10 +49,26 @@ BBSimServicer = on_reactor(_BBSimServicer)
 
 @on_reactor
 class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
-    """oltsim's own additions on the v1 gRPC port."""
+    """oltsim's own additions on the v1 gRPC port: version details and the event stream."""
 
-    def __init__(self, bridge):
+    def __init__(self, bridge, bus=None, buffer: int = 4096):
         self._bridge = bridge
+        self._bus = bus
+        self._buffer = buffer
+
+    @streaming
+    def StreamEvents(self, request, context):
+        """Every event as it happens; a slow reader loses events (counted in `dropped`), never the simulator."""
+        if self._bus is None:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, "no event bus")
+        queue = StreamQueue(self._buffer)
+        sub = self._bridge.call(self._bus.subscribe, lambda record: queue.put(event_to_pb(record)),
+                                list(request.types), request.onu_serial,
+                                lambda: queue.close(grpc.StatusCode.UNAVAILABLE, "oltsim is stopping"))
+
+        def done():
+            self._bridge.call(self._bus.unsubscribe, sub)
+        yield from iterate(queue, context, on_done=done)
 
     def _abort(self, context, exc):
         abort_for(context, exc)
@@ -62,3 +78,11 @@ class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
                                          grpc_version=grpc.__version__,
                                          protobuf_version=google.protobuf.__version__,
                                          twisted_version=twisted.__version__)
+
+
+def event_to_pb(record: dict) -> oltsim_pb2.Event:
+    """An event-bus record as the oltsim.v1.Event message."""
+    return oltsim_pb2.Event(type=record["type"], time=record["time"], olt_id=record["olt_id"],
+                            pon_id=record["pon_id"], onu_id=record["onu_id"], onu_serial=record["onu_serial"],
+                            uni_id=record["uni_id"], details=record["details"], sequence=record["sequence"],
+                            dropped=record["dropped"])

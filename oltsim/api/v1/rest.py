@@ -4,11 +4,13 @@ from __future__ import annotations
 import json
 
 from klein import Klein
-from werkzeug.exceptions import HTTPException
+from twisted.internet.defer import Deferred
+from werkzeug.exceptions import NotFound as RouteNotFound
 
 from oltsim._proto import bbsim_pb2
 from oltsim.api import translate
 from oltsim.api.rest import Route, build_request, json_response, query_params, render_error
+from oltsim.model.errors import InvalidArgument
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/version", "Version", "Version of oltsim"),
@@ -57,12 +59,60 @@ def routes_for(revision: str) -> tuple[Route, ...]:
     return ROUTES + (EXTENDED_ROUTES if revision == "extended" else ())
 
 
+class EventStream:
+    """One Server-Sent-Events reader of the event bus; a push producer, so while the client
+    does not keep up (the transport paused us) events are dropped and counted, not buffered."""
+
+    def __init__(self, request, bus):
+        self.request = request
+        self.bus = bus
+        self.paused = False
+        self.sub = None
+        self.done = Deferred()
+
+    def start(self, types, onu_serial) -> Deferred:
+        """Subscribe and return a Deferred that fires (ending the response) when the bus closes."""
+        self.request.registerProducer(self, True)
+        self.sub = self.bus.subscribe(self.deliver, types, onu_serial, self.finish)
+        self.request.notifyFinish().addBoth(lambda _: self.stop())
+        self.request.write(b": oltsim events\n\n")
+        return self.done
+
+    def deliver(self, record) -> bool:
+        if self.paused:
+            return False
+        data = json.dumps(record, separators=(",", ":"))
+        self.request.write(f"event: {record['type']}\ndata: {data}\n\n".encode("utf-8"))
+        return True
+
+    def finish(self):
+        self.stop()
+
+    def stop(self):
+        if self.sub is not None:
+            self.bus.unsubscribe(self.sub)
+            self.sub = None
+        if not self.done.called:
+            self.request.unregisterProducer()
+            self.done.callback(b"")
+
+    def pauseProducing(self):
+        self.paused = True
+
+    def resumeProducing(self):
+        self.paused = False
+
+    def stopProducing(self):
+        self.stop()
+
+
 class V1Rest:
     """The `/v1` REST API over `V1Commands`; one instance per server."""
 
     app = Klein()
 
-    def __init__(self, commands):
+    def __init__(self, commands, bus=None):
+        self.bus = bus
         self.commands = commands
         self.revision = commands.revision
         self._cache: dict[str, tuple[int, bytes]] = {}
@@ -93,6 +143,21 @@ class V1Rest:
             self._cache[route.rpc] = (generation, data)
         return json_response(request, 200, data)
 
+    @app.route("/v1/events", methods=["GET"], branch=False)
+    def events(self, request):
+        """Server-Sent Events: every event of the simulator (`types`, `onu_serial` filter)."""
+        if self.bus is None:
+            raise RouteNotFound()
+        query = query_params(request)
+        unknown = set(query) - {"types", "onu_serial"}
+        if unknown:
+            raise InvalidArgument(f"unknown parameter(s) {', '.join(sorted(unknown))}; use types and onu_serial")
+        types = [t for v in query.get("types", []) for t in v.split(",") if t]
+        onu_serial = (query.get("onu_serial") or [""])[-1]
+        request.setHeader(b"Content-Type", b"text/event-stream")
+        request.setHeader(b"Cache-Control", b"no-cache")
+        return EventStream(request, self.bus).start(types, onu_serial)
+
     @app.handle_errors(Exception)
     def errors(self, request, failure):
         return render_error(request, failure, "rest-v1")
@@ -109,8 +174,7 @@ def _register(routes) -> None:
         def handler(self, request, _table=table, **kwargs):
             route = _table[request.method.decode("ascii")]
             if (route.method, route.path) not in self._routes:
-                from werkzeug.exceptions import NotFound
-                raise NotFound()
+                raise RouteNotFound()
             return self.dispatch(request, route, kwargs)
 
         handler.__name__ = "route_" + "_".join(wpath.strip("/").replace("<", "").replace(">", "").split("/"))
@@ -118,4 +182,3 @@ def _register(routes) -> None:
 
 
 _register(ROUTES + EXTENDED_ROUTES)
-_ = HTTPException
