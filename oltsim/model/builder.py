@@ -44,6 +44,7 @@ def timings_from(settings) -> Timings:
         rediscovery_delay=float(settings.rediscovery_delay),
         reboot_grace=float(settings.reboot_grace),
         reboot_delay=float(settings.reboot_delay),
+        port_stats_interval=float(settings.port_stats_interval),
     )
 
 

@@ -113,3 +113,11 @@ class PacketIndication:
     uni_id: int = 0
     gemport_id: int = 0
     port_no: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PortStats:
+    """Periodic port statistics of an NNI or PON (`intf_id` is the port number)."""
+    intf_id: int
+    packets: int
+    timestamp: int

@@ -57,17 +57,19 @@ class Timings:
     reboot_delay: float = 60.0         # reboot: server down this long
     reconnect_delay: float = 1.0       # EnableIndication after a previous one
     onu_reboot: float = 10.0           # OMCI reboot / image activation power cycle
+    port_stats_interval: float = 20.0  # port statistics while the OLT is enabled
 
 
 class NniPort:
     """An NNI: OperState only; up on every EnableIndication, down on OLT initialize."""
 
-    __slots__ = ("id", "oper_state", "speed")
+    __slots__ = ("id", "oper_state", "speed", "packet_count")
 
     def __init__(self, nni_id: int, speed: int):
         self.id = nni_id
         self.oper_state = "down"
         self.speed = speed
+        self.packet_count = 0
 
     @property
     def port_no(self) -> int:
@@ -205,6 +207,7 @@ class Olt(StateHolder):
         self._enabled_before = False
         self._serials: dict[str, Onu] = {}
         self.openolt_running = False
+        self._stats_call = None
 
     # ---- plumbing --------------------------------------------------------------------------
 
@@ -341,6 +344,7 @@ class Olt(StateHolder):
     def _enter_enabled(self, src):
         self._set_oper("up")
         self.emit(events.OltIndication("up"))
+        self._schedule_port_stats()
 
     def _enter_disabled(self, src):
         self._set_oper("down")
@@ -401,6 +405,30 @@ class Olt(StateHolder):
             onu.resend_discovery(delay)
         elif ONU_MACHINE.can(onu.state, "initialize"):
             onu.discover(delay)
+
+    # ---- port statistics --------------------------------------------------------------------
+
+    def _schedule_port_stats(self) -> None:
+        if self._stats_call is None or not self._stats_call.active():
+            self._stats_call = self.call_later(self.timings.port_stats_interval, self._port_stats)
+
+    def _port_stats(self) -> None:
+        """Every interval while enabled: NNI first, then each PON; counters grow by 10..59 packets
+        on ports that are up (PONs only with an active ONU), as BBSim's."""
+        self._stats_call = None
+        if self.state != "enabled":
+            return
+        now = int(self.clock.seconds())
+        for nni in self.nnis:
+            if nni.oper_state == "up":
+                nni.packet_count += self.random.randint(10, 59)
+            self.emit(events.PortStats(nni.port_no, nni.packet_count, now))
+        for pon in self.pons:
+            if pon.oper_state == "up" and any(o.is_active for o in pon.onus):
+                pon.packet_count += self.random.randint(10, 59)
+            self.emit(events.PortStats(pon.port_no, pon.packet_count, now))
+        self.touch()
+        self._schedule_port_stats()
 
     def disable(self) -> None:
         """DisableOlt: each enabled PON down, then the OLT down; NNIs stay up."""

@@ -13,7 +13,7 @@ from oltsim.api import translate
 from oltsim.bridge import StreamQueue, iterate, on_reactor, streaming
 from oltsim.model import events
 from oltsim.model.errors import InvalidArgument, OltsimError
-from oltsim.southbound.indications import to_indications
+from oltsim.southbound.indications import port_statistics, to_indications
 
 log = logger("oltsim.southbound")
 
@@ -277,11 +277,11 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
 
     def GetPonPortStatistics(self, request, context):
         pon = self._olt.pon(request.intf_id)
-        return openolt_pb2.PortStatistics(intf_id=pon.port_no)
+        return port_statistics(pon.port_no, pon.packet_count, int(self._olt.clock.seconds()))
 
     def GetNniPortStatistics(self, request, context):
         nni = self._olt.nni(request.intf_id)
-        return openolt_pb2.PortStatistics(intf_id=nni.port_no)
+        return port_statistics(nni.port_no, nni.packet_count, int(self._olt.clock.seconds()))
 
     def GetLogicalOnuDistanceZero(self, request, context):
         onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
