@@ -28,6 +28,7 @@ setup(
         "Twisted>=24.7",
         "klein>=24.8",
         "grpcio==1.85.1",
+        "grpcio-reflection==1.85.1",
         "protobuf==7.36.2",
         "voltha-protos==5.7.10",
         "PyYAML>=6",

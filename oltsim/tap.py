@@ -7,11 +7,14 @@ from __future__ import annotations
 import random
 import socket
 
+from grpc_reflection.v1alpha import reflection
 from twisted.application import service, strports
+from voltha_protos import openolt_pb2, openolt_pb2_grpc
 from twisted.python import usage
 from twisted.web.server import Site
 
 from oltsim import __version__
+from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api.commands import V1Commands
 from oltsim.api.eventbus import EventBus
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
@@ -178,12 +181,18 @@ def makeService(options, reactor=None):
     return top
 
 
+def _reflect(server, *services) -> None:
+    """Server reflection (as BBSim has), so grpcurl-style clients need no proto files."""
+    reflection.enable_server_reflection(services + (reflection.SERVICE_NAME,), server)
+
+
 def _add_openolt(server, servicer):
-    from voltha_protos import openolt_pb2_grpc
     openolt_pb2_grpc.add_OpenoltServicer_to_server(servicer, server)
+    _reflect(server, openolt_pb2.DESCRIPTOR.services_by_name["Openolt"].full_name)
 
 
 def _add_v1(server, bbsim, oltsim):
-    from oltsim._proto import bbsim_pb2_grpc, oltsim_pb2_grpc
     bbsim_pb2_grpc.add_BBSimServicer_to_server(bbsim, server)
     oltsim_pb2_grpc.add_OltsimServicer_to_server(oltsim, server)
+    _reflect(server, bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"].full_name,
+             oltsim_pb2.DESCRIPTOR.services_by_name["Oltsim"].full_name)
