@@ -14,6 +14,8 @@ setup(
     packages=[
         "oltsim",
         "oltsim.model",
+        "oltsim.omci",
+        "oltsim.packets",
         "oltsim.api",
         "oltsim.api.v1",
         "oltsim.api.v0",

@@ -5,6 +5,7 @@ Building has no side effects: sockets, threads and timers start in startService.
 from __future__ import annotations
 
 import random
+import signal
 import socket
 
 from grpc_reflection.v1alpha import reflection
@@ -17,6 +18,7 @@ from oltsim import __version__
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api.commands import V1Commands
 from oltsim.api.eventbus import EventBus
+from oltsim.api.sadis import SadisRest
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
 from oltsim.api.v1.rest import V1Rest
 from oltsim.bridge import Bridge
@@ -60,6 +62,8 @@ PARAMETERS = [
     ("rest-v1", None, None, "control API v1 REST endpoint (default tcp:50071)", "rest_v1"),
     ("grpc-v0", None, None, "legacy API v0 gRPC endpoint (default tcp:50072)", "grpc_v0"),
     ("rest-v0", None, None, "legacy API v0 REST endpoint (default tcp:50073)", "rest_v0"),
+    ("sadis", None, None, "SADIS REST endpoint (default tcp:50074; off with bbsim.sadis_server: false)", "sadis"),
+    ("sadis-host", None, None, "host name in the SADIS integration URLs (default bbsim)", "sadis_host"),
 ]
 
 FLAGS = [
@@ -117,9 +121,10 @@ def local_ip(openolt_endpoint: str) -> str:
 class OltService(service.Service):
     """Powers the simulated OLT on at start and stops its timers and streams at stop."""
 
-    def __init__(self, olt, hub: IndicationHub):
+    def __init__(self, olt, hub: IndicationHub, reactor=None):
         self.olt = olt
         self.hub = hub
+        self.reactor = reactor
 
     def startService(self):
         super().startService()
@@ -131,6 +136,10 @@ class OltService(service.Service):
         super().stopService()
         self.hub.end_all(details="oltsim is stopping")
         self.olt.stop()
+        # twistd re-raises the signal that stopped the reactor once it has returned, so a clean stop on
+        # SIGTERM/SIGINT would end with status -15/-2; oltsim promises exit code 0 (decisions section 6).
+        if getattr(self.reactor, "_exitSignal", None) in (signal.SIGTERM, signal.SIGINT):
+            self.reactor._exitSignal = None
 
 
 def makeService(options, reactor=None):
@@ -160,7 +169,7 @@ def makeService(options, reactor=None):
                 openolt.stop_server()
     olt.subscribe(follow_openolt)
 
-    OltService(olt, hub).setServiceParent(top)
+    OltService(olt, hub, reactor).setServiceParent(top)
 
     bus = EventBus(olt, reactor)
     commands = V1Commands(olt, openolt=openolt, logs=CONTROL, olt_ip=local_ip(settings.openolt),
@@ -174,11 +183,26 @@ def makeService(options, reactor=None):
     rest_v1 = strports.service(settings.rest_v1, Site(V1Rest(commands, bus).resource()), reactor=reactor)
     rest_v1.setName("rest-v1")
     rest_v1.setServiceParent(top)
+    if settings.sadis_server:
+        sadis = SadisRest(olt, olt_ip=commands.olt_ip, bp_format=settings.bp_format,
+                          advertised_host=settings.sadis_host, port=_port_of(settings.sadis))
+        sadis_service = strports.service(settings.sadis, Site(sadis.resource()), reactor=reactor)
+        sadis_service.setName("sadis")
+        sadis_service.setServiceParent(top)
     top.olt = olt
     top.commands = commands
     top.hub = hub
     top.bus = bus
     return top
+
+
+def _port_of(endpoint: str) -> int:
+    """The port of a tcp/ssl endpoint string (advertised in SADIS URLs)."""
+    for part in endpoint.split(":")[1:]:
+        value = part.split("=", 1)[-1] if part.startswith("port=") else part
+        if value.isdigit():
+            return int(value)
+    return 50074
 
 
 def _reflect(server, *services) -> None:
