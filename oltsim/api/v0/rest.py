@@ -1,0 +1,107 @@
+"""REST `/v0` (service document 4.2, deprecated) on Klein, over the same `V0Commands` as gRPC.
+
+Routes come from `oltsim.api.v0.mapping.MAPPING`. Path placeholders and query parameters are
+set on the RPC's request message by name (`onu.pon_port_id`, `onu.gemports`, ...) and the names
+given are passed on, so filters know what the client asked for (any route accepts the query
+parameters of its request message, as BBSim's gateway does; unknown ones are 400). POST and DELETE `/v0/olt/onus`
+take the `onus_batch` body `{"onus": [<legacy ONU record>, ...]}` as BBSim's gateway does; other
+bodies are ignored, as there. Every response, errors included, carries `Deprecation: true` and,
+where one v1 call does the same, `Link: </v1/...>; rel="successor-version"`.
+"""
+from __future__ import annotations
+
+import json
+
+from google.protobuf import json_format
+from klein import Klein
+
+from oltsim._proto import legacy_pb2
+from oltsim.api import translate
+from oltsim.api.rest import Route, build_request, json_response, query_params, render_error
+from oltsim.api.v0.mapping import MAPPING, successor_link
+from oltsim.model.errors import InvalidArgument
+
+ROUTES: tuple[Route, ...] = tuple(Route(method, path, rpc, note) for method, path, rpc, _, _, note in MAPPING)
+
+#: Routes whose body is the `onus_batch` field.
+BODY_ROUTES = frozenset({("POST", "/v0/olt/onus"), ("DELETE", "/v0/olt/onus")})
+
+#: RPCs whose commands take the set of given field names.
+FILTERED_RPCS = frozenset({"ONUStatus", "ONUActivate", "ONUDeactivate", "GetFlows", "PortStatus"})
+
+_METHODS = legacy_pb2.DESCRIPTOR.services_by_name["BBSimService"].methods_by_name
+
+
+def read_batch(request, message) -> None:
+    """Parse the request body into `message.onus_batch`; an empty body is no batch."""
+    raw = request.content.read() if request.content is not None else b""
+    if not raw.strip():
+        return
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InvalidArgument(f"request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidArgument('request body must be a JSON object {"onus": [...]}')
+    batch = legacy_pb2.ONUs()
+    try:
+        json_format.ParseDict(data, batch)
+    except json_format.ParseError as exc:
+        raise InvalidArgument(f"request body: {exc}") from None
+    message.onus_batch.CopyFrom(batch)
+
+
+class V0Rest:
+    """The `/v0` REST API over `V0Commands`; one instance per server."""
+
+    app = Klein()
+
+    def __init__(self, commands):
+        self.commands = commands
+
+    def resource(self):
+        return self.app.resource()
+
+    def dispatch(self, request, route: Route, path_args: dict) -> bytes:
+        raw_args = {name.replace("__", "."): value for name, value in path_args.items()}
+        link = successor_link(route.method, route.path, raw_args)
+        if link is not None:
+            request.setHeader(b"Link", f'<{link}>; rel="successor-version"'.encode("ascii"))
+        method = _METHODS[route.rpc]
+        query = query_params(request)
+        message = build_request(getattr(legacy_pb2, method.input_type.name), path_args, query,
+                                set(route.placeholders))
+        if (route.method, route.path) in BODY_ROUTES:
+            read_batch(request, message)
+        handler = getattr(self.commands, route.rpc)
+        if route.rpc in FILTERED_RPCS:
+            response = handler(message, given=set(raw_args) | set(query))
+        else:
+            response = handler(message)
+        return json_response(request, 200, translate.to_json_dict(response))
+
+    @app.handle_errors(Exception)
+    def errors(self, request, failure):
+        request.setHeader(b"Deprecation", b"true")
+        return render_error(request, failure, "rest-v0")
+
+
+def _register(routes) -> None:
+    by_path: dict[str, list[Route]] = {}
+    for route in routes:
+        by_path.setdefault(route.werkzeug_path, []).append(route)
+    for wpath, group in by_path.items():
+        table = {r.method: r for r in group}
+
+        def handler(self, request, _table=table, **kwargs):
+            request.setHeader(b"Deprecation", b"true")
+            verb = request.method.decode("ascii")
+            route = _table["GET" if verb == "HEAD" else verb]
+            return self.dispatch(request, route, kwargs)
+
+        handler.__name__ = "route_" + "_".join(
+            wpath.strip("/").replace("<", "").replace(">", "").replace(".", "_").split("/"))
+        V0Rest.app.route(wpath, methods=list(table), branch=False)(handler)
+
+
+_register(ROUTES)
