@@ -28,6 +28,8 @@ from oltsim.logs import CONTROL, logger
 from oltsim.model import events
 from oltsim.model.builder import build_olt, check_buildable
 from oltsim.model.errors import OltsimError
+from oltsim.omci.responder import OmciResponder
+from oltsim.packets.engine import ProtocolEngine
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
 
 log = logger("oltsim.tap")
@@ -150,6 +152,9 @@ def makeService(options, reactor=None):
     CONTROL.set_level(settings.log_level if settings.log_level in ("trace", "debug", "info", "warn",
                                                                      "error") else "info")
     olt = build_olt(settings, reactor, random.Random())
+    omci = OmciResponder.from_settings(settings)
+    omci.attach(olt)
+    ProtocolEngine.from_settings(settings, omci_responder=omci.handle).attach(olt)
     bridge = Bridge(reactor)
     hub = IndicationHub(olt)
     top = service.MultiService()

@@ -10,6 +10,7 @@ from oltsim.logs import logger
 from voltha_protos import extensions_pb2, openolt_pb2, openolt_pb2_grpc, tech_profile_pb2
 
 from oltsim.api import translate
+from oltsim.api.v1.grpc import abort_for
 from oltsim.bridge import StreamQueue, iterate, on_reactor, streaming
 from oltsim.model import events
 from oltsim.model.errors import InvalidArgument, OltsimError
@@ -81,8 +82,7 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         self._hub = hub
 
     def _abort(self, context, exc):
-        code, _ = translate.status_for(exc)
-        context.abort(code, exc.message if isinstance(exc, OltsimError) else "internal error")
+        abort_for(context, exc)
 
     # ---- device ----------------------------------------------------------------------------
 

@@ -17,9 +17,11 @@ RPC_NAMES = tuple(m.name for m in bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"]
 
 
 def abort_for(context, exc) -> None:
-    """Answer a refused request with the status of the one error table."""
-    code, _ = translate.status_for(exc)
-    context.abort(code, exc.message if isinstance(exc, OltsimError) else "internal error")
+    """Answer a refused request with the status of the one error table; anything that is not a
+    domain error is left to the bridge, which logs it with a request id and answers INTERNAL."""
+    if isinstance(exc, OltsimError):
+        code, _ = translate.status_for(exc)
+        context.abort(code, exc.message)
 
 
 class _BBSimServicer(bbsim_pb2_grpc.BBSimServicer):

@@ -172,7 +172,8 @@ def _register(routes) -> None:
         table = {r.method: r for r in group}
 
         def handler(self, request, _table=table, **kwargs):
-            route = _table[request.method.decode("ascii")]
+            method = request.method.decode("ascii")
+            route = _table["GET" if method == "HEAD" else method]
             if (route.method, route.path) not in self._routes:
                 raise RouteNotFound()
             return self.dispatch(request, route, kwargs)

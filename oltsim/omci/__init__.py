@@ -1,0 +1,1 @@
+"""OMCI for the simulated ONUs: a small G.988 codec, the MIB BBSim reports, and the responder."""
