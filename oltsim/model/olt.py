@@ -147,6 +147,9 @@ class PonPort(StateHolder):
             if src == "created":
                 if auto:
                     onu.discover(delay * j)
+            elif state == "discovered":
+                # Its announcements stopped when the PON went down; without them the adapter never learns of it.
+                onu.resend_discovery(delay * j)
             elif not auto:
                 if ONU_MACHINE.can(state, "initialize"):
                     onu._fire("initialize")
@@ -463,8 +466,8 @@ class Olt(StateHolder):
         self.previously_connected = False
         self._fire("delete")
         for onu in self.onus:
+            onu.cancel_timers()  # pending rediscoveries and power cycles die with the OLT's power
             if ONU_MACHINE.can(onu.state, "disable"):
-                onu.cancel_timers()
                 onu._fire("disable")
         self.call_later(self.timings.reboot_grace, self._reboot_stop_server)
 
@@ -587,6 +590,10 @@ class Olt(StateHolder):
             kind, rid, other = clash
             raise FailedPrecondition(f"{kind} {rid} is already used by ONU {other.serial or other.onu_id} "
                                      f"(flow {other.flow_id}) on PON {pon.id}")
+        for old in self.flows.find(pon.id, flow.flow_id, flow.flow_type):
+            if old.serial != onu.serial and old.serial in self._serials:
+                # The id moves to this ONU: its previous owner must neither list it nor drop it when disabled.
+                self._serials[old.serial].flow_keys.discard(flow.key)
         flow.serial = onu.serial
         self.flows.store(flow, onu)
         uni = onu.unis[flow.uni_id]
@@ -669,17 +676,22 @@ class Olt(StateHolder):
         onu.power_off()
         return onu
 
-    def _bulk(self, onus, check, act) -> tuple[int, int]:
-        done = skipped = 0
+    def _bulk(self, onus, check, act, what: str) -> tuple[int, int]:
+        """Act on every ONU that passes `check`; FailedPrecondition when none does (nothing changes)."""
+        chosen, reasons = [], []
         for onu in onus:
             try:
                 check(onu)
-            except FailedPrecondition:
-                skipped += 1
+            except FailedPrecondition as exc:
+                reasons.append(exc.message)
                 continue
+            chosen.append(onu)
+        if not chosen and reasons:
+            raise FailedPrecondition(f"no ONU to {what}: " + "; ".join(reasons[:3])
+                                     + (f" (and {len(reasons) - 3} more)" if len(reasons) > 3 else ""))
+        for onu in chosen:
             act(onu)
-            done += 1
-        return done, skipped
+        return len(chosen), len(reasons)
 
     def power_on_pon(self, pon_id: int) -> tuple[int, int]:
         """Power on every ONU of the PON that is off; returns (powered on, skipped)."""
@@ -688,21 +700,21 @@ class Olt(StateHolder):
             raise FailedPrecondition(f"OLT {self.serial} is rebooting")
         if pon.state != "enabled":
             raise FailedPrecondition(f"PON {pon.id} is {pon.state}; enable it before powering on ONUs")
-        return self._bulk(list(pon.onus), self._check_power_on, Onu.power_on)
+        return self._bulk(list(pon.onus), self._check_power_on, Onu.power_on, "power on")
 
     def shutdown_pon(self, pon_id: int) -> tuple[int, int]:
         pon = self.pon(pon_id)
-        return self._bulk(list(pon.onus), self._check_shutdown, Onu.power_off)
+        return self._bulk(list(pon.onus), self._check_shutdown, Onu.power_off, "shut down")
 
     def power_on_all(self) -> tuple[int, int]:
         if self.state == "deleted":
             raise FailedPrecondition(f"OLT {self.serial} is rebooting")
         onus = [o for p in self.pons if p.state == "enabled" for o in p.onus]
-        done, skipped = self._bulk(onus, self._check_power_on, Onu.power_on)
+        done, skipped = self._bulk(onus, self._check_power_on, Onu.power_on, "power on")
         return done, skipped + (len(self._serials) - len(onus))
 
     def shutdown_all(self) -> tuple[int, int]:
-        return self._bulk(self.onus, self._check_shutdown, Onu.power_off)
+        return self._bulk(self.onus, self._check_shutdown, Onu.power_off, "shut down")
 
     # ---- control API: alarms ---------------------------------------------------------------
 
