@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 import signal
 import socket
+import sys
 
 from grpc_reflection.v1alpha import reflection
 from twisted.application import service, strports
@@ -15,10 +16,13 @@ from twisted.python import usage
 from twisted.web.server import Site
 
 from oltsim import __version__
-from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
+from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api.commands import V1Commands
 from oltsim.api.eventbus import EventBus
 from oltsim.api.sadis import SadisRest
+from oltsim.api.v0.commands import V0Commands
+from oltsim.api.v0.grpc import LegacyServicer
+from oltsim.api.v0.rest import V0Rest
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
 from oltsim.api.v1.rest import V1Rest
 from oltsim.bridge import Bridge
@@ -74,6 +78,18 @@ FLAGS = [
 ]
 
 
+_OPTION_OF = {field: name for name, _, _, _, field in PARAMETERS if field}
+
+
+class QuietSite(Site):
+    """A Site that logs only failed requests: one access-log line per request costs more than
+    answering a cached read, and the handlers already log what went wrong."""
+
+    def log(self, request):
+        if request.code >= 400:
+            super().log(request)
+
+
 class Options(usage.Options):
     """twistd options mirroring BBSim's flags; the whole configuration is checked here,
     so an impossible one fails with one message before anything listens."""
@@ -100,7 +116,11 @@ class Options(usage.Options):
             for name in ("openolt", "grpc_v1", "grpc_v0"):
                 parse_grpc_endpoint(getattr(settings, name))
         except (ConfigError, OltsimError, ValueError) as exc:
-            raise usage.UsageError(str(exc)) from None
+            # One clear message, naming the option when the user typed it; not twistd's usage page.
+            option = _OPTION_OF.get(getattr(exc, "setting", None) or "")
+            prefix = f"--{option}: " if option and self[option] is not None else ""
+            sys.stderr.write(f"oltsim: {prefix}{exc}\n")
+            raise SystemExit(2) from None
         self.settings = settings
 
 
@@ -185,13 +205,20 @@ def makeService(options, reactor=None):
         reactor=reactor)
     grpc_v1.on_stopping.append(bus.close_all)
     grpc_v1.setServiceParent(top)
-    rest_v1 = strports.service(settings.rest_v1, Site(V1Rest(commands, bus).resource()), reactor=reactor)
+    rest_v1 = strports.service(settings.rest_v1, QuietSite(V1Rest(commands, bus).resource()), reactor=reactor)
     rest_v1.setName("rest-v1")
     rest_v1.setServiceParent(top)
+    v0_commands = V0Commands(olt, olt_ip=commands.olt_ip)
+    grpc_v0 = GrpcServerService("grpc-v0", settings.grpc_v0,
+                                lambda server: _add_v0(server, LegacyServicer(v0_commands, bridge)), reactor=reactor)
+    grpc_v0.setServiceParent(top)
+    rest_v0 = strports.service(settings.rest_v0, QuietSite(V0Rest(v0_commands).resource()), reactor=reactor)
+    rest_v0.setName("rest-v0")
+    rest_v0.setServiceParent(top)
     if settings.sadis_server:
         sadis = SadisRest(olt, olt_ip=commands.olt_ip, bp_format=settings.bp_format,
                           advertised_host=settings.sadis_host, port=_port_of(settings.sadis))
-        sadis_service = strports.service(settings.sadis, Site(sadis.resource()), reactor=reactor)
+        sadis_service = strports.service(settings.sadis, QuietSite(sadis.resource()), reactor=reactor)
         sadis_service.setName("sadis")
         sadis_service.setServiceParent(top)
     top.olt = olt
@@ -199,6 +226,11 @@ def makeService(options, reactor=None):
     top.hub = hub
     top.bus = bus
     return top
+
+
+def _add_v0(server, servicer):
+    legacy_pb2_grpc.add_BBSimServiceServicer_to_server(servicer, server)
+    _reflect(server, legacy_pb2.DESCRIPTOR.services_by_name["BBSimService"].full_name)
 
 
 def _port_of(endpoint: str) -> int:

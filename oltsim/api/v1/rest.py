@@ -51,7 +51,9 @@ _BASE = {
     "ONUs": lambda d: {**d, "items": [translate.base_onu(i) for i in d.get("items", [])]},
     "Flows": lambda d: {**d, "flows": [translate.base_flow(f) for f in d.get("flows", [])]},
 }
-_CACHEABLE = {"GetOlt", "GetONUs"}
+# Reads whose JSON is reused until the model's next visible change (keyed by RPC and path).
+_CACHEABLE = {"GetOlt", "GetONUs", "GetONU"}
+_CACHE_LIMIT = 8192
 
 
 def routes_for(revision: str) -> tuple[Route, ...]:
@@ -115,7 +117,7 @@ class V1Rest:
         self.bus = bus
         self.commands = commands
         self.revision = commands.revision
-        self._cache: dict[str, tuple[int, bytes]] = {}
+        self._cache: dict[tuple, tuple[int, bytes]] = {}
         self._routes = {(r.method, r.path): r for r in routes_for(self.revision)}
 
     def resource(self):
@@ -124,8 +126,9 @@ class V1Rest:
     def dispatch(self, request, route: Route, path_args: dict) -> bytes:
         method = _METHODS[route.rpc]
         query = query_params(request)
-        if route.rpc in _CACHEABLE and not query:
-            hit = self._cache.get(route.rpc)
+        cache_key = (route.rpc, tuple(sorted(path_args.items()))) if route.rpc in _CACHEABLE and not query else None
+        if cache_key is not None:
+            hit = self._cache.get(cache_key)
             if hit is not None and hit[0] == self.commands.olt.generation:
                 return json_response(request, 200, hit[1])
         from oltsim._proto import bbsim_pb2 as pb
@@ -139,8 +142,10 @@ class V1Rest:
             if shaper is not None:
                 body = shaper(body)
         data = json.dumps(body, separators=(",", ":")).encode("utf-8")
-        if route.rpc in _CACHEABLE and not query:
-            self._cache[route.rpc] = (generation, data)
+        if cache_key is not None:
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()  # entries of an older generation are useless anyway
+            self._cache[cache_key] = (generation, data)
         return json_response(request, 200, data)
 
     @app.route("/v1/events", methods=["GET"], branch=False)

@@ -1,0 +1,196 @@
+"""The real daemon, `twistd -n oltsim`, as a subprocess on loopback ports: options, refusal of an impossible
+configuration before anything listens, and a clean exit on SIGTERM/SIGINT while an adapter holds the stream."""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from scripted_adapter import ScriptedAdapter, listener_options
+
+REPO = Path(__file__).resolve().parents[2]
+# twistd's own entry point, independent of where the venv put its scripts; argv[0] names it in messages.
+TWISTD = [sys.executable, "-c", "import sys; sys.argv[0] = 'twistd'; from twisted.scripts.twistd import run; run()"]
+LISTENERS = tuple(listener_options())
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+
+ISSUE_OPTIONS = ("--config", "--services", "--pon", "--onu", "--uni", "--pots", "--nni", "--olt-id", "--delay",
+                 "--reboot-delay", "--ca", "--api-revision", "--openolt", "--grpc-v1", "--rest-v1", "--grpc-v0",
+                 "--rest-v0")
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the system hands out on 127.0.0.1, released for the daemon to bind."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def environment() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in [env.get("PYTHONPATH")] if p])
+    return env
+
+
+def twistd(*arguments: str, cwd: Path, timeout: float = START_TIMEOUT) -> subprocess.CompletedProcess:
+    """Run twistd to completion (help, refused configuration)."""
+    return subprocess.run([*TWISTD, *arguments], cwd=cwd, env=environment(), capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
+
+
+class Daemon:
+    """One `twistd -n oltsim` process on loopback ports; its output goes to a log file in the test's tmp dir."""
+
+    def __init__(self, tmp_path: Path, *arguments: str):
+        self.ports = dict(zip(LISTENERS, free_ports(len(LISTENERS))))
+        listen = [arg for name, port in self.ports.items()
+                  for arg in (f"--{name}", f"tcp:{port}:interface=127.0.0.1")]
+        self.log_path = tmp_path / "oltsim.log"
+        self._log = open(self.log_path, "w")
+        self.process = subprocess.Popen([*TWISTD, "-n", "--pidfile=", "oltsim", *listen, *arguments],
+                                        cwd=tmp_path, env=environment(), stdout=self._log,
+                                        stderr=subprocess.STDOUT)
+
+    @property
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text()
+
+    def rest_get(self, path: str, timeout: float = 5.0) -> tuple[int, dict]:
+        connection = http.client.HTTPConnection("127.0.0.1", self.ports["rest-v1"], timeout=timeout)
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            return response.status, json.loads(response.read() or b"null")
+        finally:
+            connection.close()
+
+    def wait_serving(self, timeout: float = START_TIMEOUT) -> dict:
+        """Poll GET /v1/olt until it answers 200 (bounded); returns the OLT JSON."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"oltsim exited with {self.process.returncode}:\n{self.log}")
+            try:
+                status, body = self.rest_get("/v1/olt", timeout=2.0)
+            except OSError:
+                time.sleep(0.05)
+                continue
+            if status == 200:
+                return body
+            time.sleep(0.05)
+        raise AssertionError(f"GET /v1/olt did not answer 200 within {timeout:g} s:\n{self.log}")
+
+    def wait_exit(self, timeout: float = STOP_TIMEOUT) -> int:
+        try:
+            return self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"oltsim did not exit within {timeout:g} s:\n{self.log}") from None
+
+    def close(self) -> None:
+        """Make sure the process is gone (only ours, by its pid)."""
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(STOP_TIMEOUT)
+        self._log.close()
+
+
+@pytest.fixture
+def daemon(tmp_path):
+    started = []
+
+    def start(*arguments: str) -> Daemon:
+        process = Daemon(tmp_path, *arguments)
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.close()
+
+
+def test_help_lists_every_option_of_the_issue(tmp_path):
+    """`twistd -n oltsim --help` lists every option the issue names."""
+    result = twistd("-n", "oltsim", "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    missing = [option for option in ISSUE_OPTIONS if f"{option}=" not in result.stdout]
+    assert missing == [], result.stdout
+
+
+@pytest.mark.parametrize("arguments, words", [
+    (("--uni", "99"), ("--uni", "99")),
+    (("--ca", "bogus"), ("--ca", "bogus")),
+])
+def test_impossible_configuration_fails_before_listening(tmp_path, arguments, words):
+    """An impossible configuration exits non-zero with one message naming the option, before any port is bound."""
+    ports = free_ports(len(LISTENERS))
+    listen = [arg for name, port in zip(LISTENERS, ports) for arg in (f"--{name}", f"tcp:{port}:interface=127.0.0.1")]
+    result = twistd("-n", "--pidfile=", "oltsim", *listen, *arguments, cwd=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0, output
+    assert "Traceback" not in output
+    errors = [line for line in output.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("oltsim: "), output
+    assert all(word in errors[0] for word in words), errors
+    # Nothing was started: no server log line, and no port left bound.
+    assert "grpc-server-started" not in output and "Site starting" not in output
+    assert not any(listening(port) for port in ports)
+
+
+def test_daemon_serves_rest_and_openolt(daemon):
+    """The daemon answers GET /v1/olt and an adapter can open the indication stream."""
+    process = daemon("--pon", "2", "--onu", "2", "--delay", "0")
+    olt = process.wait_serving()
+    assert (olt["SerialNumber"], olt["InternalState"], len(olt["PONPorts"])) == ("BBSIM_OLT_0", "initialized", 2)
+    with ScriptedAdapter(f"127.0.0.1:{process.ports['openolt']}") as adapter:
+        _, onus = adapter.bring_up(4)
+    assert len(onus) == 4
+    status, onu = process.rest_get(f"/v1/olt/onus/{onus[0].serial}")
+    assert (status, onu["InternalState"]) == (200, "enabled")
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_stops_daemon_cleanly_while_adapter_holds_stream(daemon, signum):
+    """SIGTERM or SIGINT stops the daemon with exit code 0 within a few seconds; the adapter's stream ends with
+    UNAVAILABLE and every port is closed."""
+    process = daemon("--pon", "1", "--onu", "1", "--delay", "0")
+    process.wait_serving()
+    with ScriptedAdapter(f"127.0.0.1:{process.ports['openolt']}") as adapter:
+        adapter.bring_up(1)
+        assert not adapter.stream.ended
+        process.process.send_signal(signum)
+        code, details = adapter.stream.wait_end(STOP_TIMEOUT)
+        assert code == grpc.StatusCode.UNAVAILABLE, (code, details)
+    assert process.wait_exit() == 0, process.log
+    assert not any(listening(port) for port in process.ports.values())
+    assert "Traceback" not in process.log, process.log
+
