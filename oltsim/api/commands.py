@@ -93,6 +93,10 @@ class V1Commands:
         msg = bbsim_pb2.ONUTrafficSchedulers()
         if onu.traffic_schedulers is not None:
             msg.traffSchedulers.CopyFrom(onu.traffic_schedulers)
+            for sched in msg.traffSchedulers.traffic_scheds:
+                # Every field of the scheduler table is always shown (decisions 2), even when not sent.
+                sched.scheduler.SetInParent()
+                sched.traffic_shaping_info.SetInParent()
         return msg
 
     def GetServices(self, request) -> bbsim_pb2.Services:
@@ -274,7 +278,7 @@ class V1Commands:
         uni = self._uni(onu, request.UniID, eth_only=True)
         action = request.SubActionVal
         if action not in (bbsim_pb2.JOIN, bbsim_pb2.LEAVE, bbsim_pb2.JOINV3):
-            raise InvalidArgument(f"SubActionVal must be JOIN, LEAVE or JOINV3 (got {action})")
+            raise InvalidArgument(f"SubActionVal must be one of JOIN, LEAVE, JOINV3 (got {action!r})")
         try:
             group = ipaddress.IPv4Address(request.GroupAddress)
         except ValueError:

@@ -150,21 +150,22 @@ def uni_to_pb(uni, out=None) -> bbsim_pb2.UNI:
 
 
 def onu_to_pb(onu, revision: str = "extended", out=None) -> bbsim_pb2.ONU:
-    """The ONU record: extended gives `unis[]`; base gives HwAddress, PortNo and `services[]`."""
+    """The ONU record: HwAddress, PortNo and `services[]` (all services of all UNIs) always;
+    the extended revision adds `unis[]` and the image fields."""
     msg = out if out is not None else bbsim_pb2.ONU()
     msg.ID = onu.onu_id
     msg.SerialNumber = onu.serial
     msg.OperState = onu.oper_state
     msg.InternalState = onu.state
     msg.PonPortID = onu.pon.id
-    if revision == "base":
-        services = onu.services
-        msg.HwAddress = services[0].mac if services else ""
-        eth = onu.eth_unis
-        msg.PortNo = eth[0].port_no if eth else 0
-        for service in services:
-            service_to_pb(service, msg.services.add())
-    else:
+    # HwAddress, PortNo and services[] belong to both revisions (service document 2.2).
+    services = onu.services
+    msg.HwAddress = services[0].mac if services else ""
+    eth = onu.eth_unis
+    msg.PortNo = eth[0].port_no if eth else 0
+    for service in services:
+        service_to_pb(service, msg.services.add())
+    if revision != "base":
         msg.ImageSoftwareExpectedSections = onu.image_expected_sections
         msg.ImageSoftwareReceivedSections = onu.image_received_sections
         msg.ActiveImageEntityId = onu.active_image
@@ -178,7 +179,11 @@ def flows_to_pb(flows) -> bbsim_pb2.Flows:
     msg = bbsim_pb2.Flows(flow_count=len(flows))
     for flow in flows:
         if flow.payload is not None:
-            msg.flows.append(flow.payload)
+            msg.flows.append(flow.payload)  # a copy: the stored flow stays as the adapter sent it
+            # Every field of the flow table is always shown (decisions 2), also inside the sub-messages an
+            # adapter left out, which JSON rendering would otherwise omit.
+            msg.flows[-1].classifier.SetInParent()
+            msg.flows[-1].action.cmd.SetInParent()
     return msg
 
 

@@ -710,6 +710,8 @@ class Olt(StateHolder):
         if self.state == "deleted":
             raise FailedPrecondition(f"OLT {self.serial} is rebooting")
         onus = [o for p in self.pons if p.state == "enabled" for o in p.onus]
+        if not onus and self._serials:
+            raise FailedPrecondition("no PON is enabled; ONUs can be powered on once their PON is enabled")
         done, skipped = self._bulk(onus, self._check_power_on, Onu.power_on, "power on")
         return done, skipped + (len(self._serials) - len(onus))
 
