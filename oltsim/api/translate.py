@@ -150,22 +150,24 @@ def uni_to_pb(uni, out=None) -> bbsim_pb2.UNI:
 
 
 def onu_to_pb(onu, revision: str = "extended", out=None) -> bbsim_pb2.ONU:
-    """The ONU record: HwAddress, PortNo and `services[]` (all services of all UNIs) always;
-    the extended revision adds `unis[]` and the image fields."""
+    """The ONU record: extended gives `unis[]` and the image fields; base gives HwAddress, PortNo and
+    `services[]` (all services of all UNIs) in their place."""
     msg = out if out is not None else bbsim_pb2.ONU()
     msg.ID = onu.onu_id
     msg.SerialNumber = onu.serial
     msg.OperState = onu.oper_state
     msg.InternalState = onu.state
     msg.PonPortID = onu.pon.id
-    # HwAddress, PortNo and services[] belong to both revisions (service document 2.2).
-    services = onu.services
-    msg.HwAddress = services[0].mac if services else ""
-    eth = onu.eth_unis
-    msg.PortNo = eth[0].port_no if eth else 0
-    for service in services:
-        service_to_pb(service, msg.services.add())
-    if revision != "base":
+    # decisions section 2: the base revision gives HwAddress, PortNo and services[] in place of unis[]
+    # (in the extended revision they stay empty, as BBSim's deprecated fields, and unis[] carries them).
+    if revision == "base":
+        services = onu.services
+        msg.HwAddress = services[0].mac if services else ""
+        eth = onu.eth_unis
+        msg.PortNo = eth[0].port_no if eth else 0
+        for service in services:
+            service_to_pb(service, msg.services.add())
+    else:
         msg.ImageSoftwareExpectedSections = onu.image_expected_sections
         msg.ImageSoftwareReceivedSections = onu.image_received_sections
         msg.ActiveImageEntityId = onu.active_image

@@ -5,6 +5,7 @@ import json
 
 from klein import Klein
 from twisted.internet.defer import Deferred
+from twisted.web.resource import Resource
 from werkzeug.exceptions import NotFound as RouteNotFound
 
 from oltsim._proto import bbsim_pb2
@@ -108,6 +109,25 @@ class EventStream:
         self.stop()
 
 
+class CachedReads(Resource):
+    """Answers GETs of unchanged cached reads (OLT, ONU list, one ONU) without routing them
+    through Klein; everything else goes to the Klein resource."""
+
+    isLeaf = True
+
+    def __init__(self, api: "V1Rest", inner):
+        super().__init__()
+        self.api = api
+        self.inner = inner
+
+    def render(self, request):
+        if request.method == b"GET" and not request.args:
+            data = self.api.cached(request.path)
+            if data is not None:
+                return json_response(request, 200, data)
+        return self.inner.render(request)
+
+
 class V1Rest:
     """The `/v1` REST API over `V1Commands`; one instance per server."""
 
@@ -117,20 +137,28 @@ class V1Rest:
         self.bus = bus
         self.commands = commands
         self.revision = commands.revision
-        self._cache: dict[tuple, tuple[int, bytes]] = {}
+        self._cache: dict[bytes, tuple[int, bytes]] = {}
         self._routes = {(r.method, r.path): r for r in routes_for(self.revision)}
 
     def resource(self):
-        return self.app.resource()
+        """The Klein resource behind a fast path that answers unchanged cached reads directly."""
+        return CachedReads(self, self.app.resource())
+
+    def cached(self, path: bytes) -> bytes | None:
+        """The JSON cached for `path` if the model has not changed since it was rendered."""
+        hit = self._cache.get(path)
+        if hit is not None and hit[0] == self.commands.olt.generation:
+            return hit[1]
+        return None
 
     def dispatch(self, request, route: Route, path_args: dict) -> bytes:
         method = _METHODS[route.rpc]
         query = query_params(request)
-        cache_key = (route.rpc, tuple(sorted(path_args.items()))) if route.rpc in _CACHEABLE and not query else None
+        cache_key = request.path if route.rpc in _CACHEABLE and not query else None
         if cache_key is not None:
-            hit = self._cache.get(cache_key)
-            if hit is not None and hit[0] == self.commands.olt.generation:
-                return json_response(request, 200, hit[1])
+            data = self.cached(cache_key)
+            if data is not None:
+                return json_response(request, 200, data)
         from oltsim._proto import bbsim_pb2 as pb
         request_type = getattr(pb, method.input_type.name)
         message = build_request(request_type, path_args, query, set(route.placeholders))
