@@ -304,6 +304,12 @@ class Onu(StateHolder):
         self._timer_calls.add(call)
         return call
 
+    def cancel_call(self, call) -> None:
+        """Cancel one timer scheduled with `call_later` and forget it."""
+        self._timer_calls.discard(call)
+        if call.active():
+            call.cancel()
+
     def cancel_timers(self) -> None:
         """Cancel every pending timer of this ONU."""
         self._cancel_discovery()

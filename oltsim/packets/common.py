@@ -78,11 +78,8 @@ class ServiceTimers:
 
     def cancel(self, service) -> None:
         call = self._calls.pop(service, None)
-        if call is not None and call.active():
-            call.cancel()
-            # The ONU keeps the calls it scheduled until they run or it cancels them all;
-            # forget this one now so that repeated attempts do not accumulate.
-            service.uni.onu._timer_calls.discard(call)
+        if call is not None:
+            service.uni.onu.cancel_call(call)
 
     def pending(self, service) -> bool:
         call = self._calls.get(service)
