@@ -21,6 +21,7 @@ setup(
         "oltsim.api.v0",
         "oltsim.southbound",
         "oltsim._proto",
+        "oltsim.platform",
         # Twisted discovers plugins in twisted.plugins; named explicitly because
         # twisted/ and twisted/plugins/ deliberately have no __init__.py.
         "twisted.plugins",
@@ -45,5 +46,5 @@ setup(
             "grpcio-tools==1.85.1",
         ],
     },
-    entry_points={},
+    entry_points={"console_scripts": ["oltsim-platform = oltsim.platform.cli:main"]},
 )
