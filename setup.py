@@ -35,6 +35,7 @@ setup(
         "protobuf==7.36.2",
         "voltha-protos==5.7.10",
         "PyYAML>=6",
+        "treq>=24.9",  # oltsim-platform talks to the controller's REST API
         "service-identity>=24.1",
         "pyOpenSSL>=24",
     ],
