@@ -38,6 +38,8 @@ setup(
         "treq>=24.9",  # oltsim-platform talks to the controller's REST API
         "service-identity>=24.1",
         "pyOpenSSL>=24",
+        "cryptography>=42",  # TLS listeners read keys and certificates with it (oltsim.security)
+        "prometheus_client>=0.20",  # GET /metrics (oltsim.metrics)
     ],
     extras_require={
         "test": [
@@ -45,6 +47,7 @@ setup(
             "pytest-twisted>=1.14",
             "treq>=24.9",
             "grpcio-tools==1.85.1",
+            "hypothesis>=6",
         ],
     },
     entry_points={"console_scripts": ["oltsim-platform = oltsim.platform.cli:main"]},

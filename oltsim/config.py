@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from importlib import resources
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -228,6 +228,9 @@ class Settings:
     grpc_v0: str = "tcp:50072"
     rest_v0: str = "tcp:50073"
     sadis: str = "tcp:50074"
+    # security (issue 5): the control APIs' access token, "" = open as BBSim; kept out of repr so it is never logged
+    api_token: str = field(default="", repr=False)
+    api_token_file: str = ""
     services: tuple[ServiceSpec, ...] = ATT_SERVICES
     workflow: str = "att"
     pon_ranges: tuple[PonRange, ...] = ()
@@ -285,6 +288,8 @@ _BBSIM_KEYS = {
     "sadis_host": "sadis_host",
     "eapol_timeout": "eapol_timeout",
     "dhcp_timeout": "dhcp_timeout",
+    "api_token": "api_token",
+    "api_token_file": "api_token_file",
 }
 _OLT_KEYS = {
     "model": "model",
@@ -389,6 +394,8 @@ def load_settings(given: Mapping[str, object], config_path: str | os.PathLike[st
         else:
             raise ConfigError(f"unknown option {key!r}")
 
+    _resolve_api_token(values, origins)
+
     services: tuple[ServiceSpec, ...] = ATT_SERVICES
     services_path: str | None = None
     workflow = "att"
@@ -471,6 +478,11 @@ def _read_config_file(path: str) -> tuple[dict[str, Any], dict[str, str], list[s
                 if not isinstance(raw, str):
                     raise ConfigError(f"{where}: {label} must be a file name (got {raw!r})", setting)
                 values[setting] = os.path.expanduser(raw)
+            elif setting == "api_token_file":
+                if not isinstance(raw, str):
+                    raise ConfigError(f"{where}: {label} must be a file name (got {raw!r})", setting)
+                # Relative to the config file, as the services file is.
+                values[setting] = os.path.join(os.path.dirname(path), os.path.expanduser(raw)) if raw else ""
             else:
                 values[setting] = _coerce_setting(setting, raw, f"{label}", where)
             origins[setting] = f"{label} in {path}"
@@ -696,6 +708,9 @@ def _escape(text: str) -> str:
 
 
 def _coerce_setting(setting: str, raw: object, label: str, where: str = "") -> Any:
+    if setting == "api_token" and not isinstance(raw, str):
+        # Never echo a secret into an error message (and so into logs).
+        raise ConfigError(f"{where + ': ' if where else ''}{label} must be a string (quote it in YAML)", setting)
     if setting in LISTENER_FIELDS:
         try:
             return endpoint_from_address(raw)
@@ -807,6 +822,7 @@ def validate(settings: Settings) -> None:
     _one_of("log_level", s.log_level, LOG_LEVELS)
     if not s.sadis_host:
         raise ConfigError("sadis_host must not be empty", "sadis_host")
+    _validate_api_token(s)
     _validate_listeners(s)
     _validate_services(s.services)
     _validate_pon_ranges(s)
@@ -898,7 +914,7 @@ def _validate_listeners(s: Settings) -> None:
         if name == "sadis" and not s.sadis_server:
             continue
         # Port 0 asks the OS for a free port, so equal strings only clash when they name a real port.
-        if re.fullmatch(r"tcp6?:0(:.*)?", value):
+        if re.fullmatch(r"(?:tcp6?|ssl):0(:.*)?", value):
             continue
         if value in used:
             raise ConfigError(f"{used[value]} and {name} both listen on {value}", name)
@@ -923,3 +939,65 @@ def _positive(name: str, value: float) -> None:
 def _one_of(name: str, value: str, allowed: tuple[str, ...]) -> None:
     if value not in allowed:
         raise ConfigError(f"{name} must be one of {', '.join(allowed)} (got {value!r})", name)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Access token (issue 5: security options)
+
+#: What an access token may hold: visible ASCII, since it travels in an HTTP header and in gRPC metadata.
+_TOKEN = re.compile(r"[\x21-\x7e]+")
+
+
+def _resolve_api_token(values: dict[str, Any], origins: dict[str, str]) -> None:
+    """Make ``api_token`` and ``api_token_file`` one setting, then read the file into ``api_token``.
+
+    The one from the higher-precedence source wins (an option given beats the YAML file); both non-empty from the
+    same source is an error. The file holds the token on one line; surrounding whitespace (a Kubernetes secret's
+    trailing newline) is dropped.
+    """
+    if "api_token" in values and "api_token_file" in values:
+        token_in_file, path_in_file = "api_token" in origins, "api_token_file" in origins
+        if token_in_file == path_in_file:
+            if values["api_token"] and values["api_token_file"]:
+                raise ConfigError("give api_token or api_token_file, not both", "api_token")
+        elif token_in_file:
+            values["api_token"] = ""
+            origins.pop("api_token", None)
+        else:
+            values["api_token_file"] = ""
+            origins.pop("api_token_file", None)
+    path = values.get("api_token_file")
+    if path:
+        values["api_token"] = read_token_file(path)
+
+
+def read_token_file(path: str) -> str:
+    """The access token held by the file at ``path`` (one line, surrounding whitespace dropped); ConfigError if
+    the file cannot be read or holds no token."""
+    path = os.path.expanduser(path)
+    where = f"api_token_file {path}"
+    try:
+        with open(path, encoding="utf-8") as stream:
+            text = stream.read()
+    except FileNotFoundError:
+        raise ConfigError(f"{where} does not exist", "api_token_file") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{where} is a directory, not a file", "api_token_file") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{where} is not UTF-8 text", "api_token_file") from None
+    except OSError as error:
+        raise ConfigError(f"{where} cannot be read: {error.strerror or error}", "api_token_file") from None
+    token = text.strip()
+    if not token:
+        raise ConfigError(f"{where} is empty", "api_token_file")
+    if not _TOKEN.fullmatch(token):
+        raise ConfigError(f"{where} must hold the token on one line, printable ASCII without spaces",
+                          "api_token_file")
+    return token
+
+
+def _validate_api_token(s: Settings) -> None:
+    if s.api_token and not _TOKEN.fullmatch(s.api_token):
+        # The message never repeats the token.
+        raise ConfigError("api_token must be printable ASCII without spaces (it is sent in an HTTP header)",
+                          "api_token")

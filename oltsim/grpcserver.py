@@ -12,7 +12,7 @@ import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import grpc
 from twisted.application.service import Service
@@ -277,6 +277,7 @@ class GrpcServerService(Service):
         max_workers: int = 32,
         reactor: Any = None,
         grace: float = 0.5,
+        interceptors: Sequence[grpc.ServerInterceptor] = (),
     ) -> None:
         self.setName(name)
         self.endpoint = endpoint
@@ -285,6 +286,8 @@ class GrpcServerService(Service):
         self._max_workers = max_workers
         self._reactor = reactor
         self.grace = grace
+        #: grpc.ServerInterceptors, outermost first; they see every method of the server, reflection included
+        self.interceptors = tuple(interceptors)
         #: the port actually bound (set by the first start; later starts re-bind it)
         self.port: int | None = None
         self.address: str | None = None
@@ -325,7 +328,7 @@ class GrpcServerService(Service):
         listen = self._listen if self.port is None else self._listen.with_port(self.port)
         executor = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix=f"grpc-{self.name}")
         # so_reuseport off: otherwise a second simulator could bind the same port and silently share its clients.
-        server = grpc.server(executor, options=[("grpc.so_reuseport", 0)])
+        server = grpc.server(executor, interceptors=self.interceptors, options=[("grpc.so_reuseport", 0)])
         try:
             self._add_servicers(server)
             address, bound = self._bind(server, listen)

@@ -10,7 +10,7 @@ import socket
 import sys
 
 from grpc_reflection.v1alpha import reflection
-from twisted.application import service, strports
+from twisted.application import service
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 from twisted.python import usage
 from twisted.web.server import Site
@@ -26,9 +26,11 @@ from oltsim.api.v0.rest import V0Rest
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
 from oltsim.api.v1.rest import V1Rest
 from oltsim.bridge import Bridge
-from oltsim.config import ConfigError, load_settings
+from oltsim.config import LISTENER_FIELDS, ConfigError, load_settings
 from oltsim.grpcserver import GrpcServerService, parse_grpc_endpoint
 from oltsim.logs import CONTROL, logger
+from oltsim.metrics import Metrics, MetricsInterceptor, counted, with_metrics
+from oltsim.security import AccessToken, check_listener, guard, interceptors, server_service
 from oltsim.model import events
 from oltsim.model.builder import build_olt, check_buildable
 from oltsim.model.errors import OltsimError
@@ -70,6 +72,11 @@ PARAMETERS = [
     ("rest-v0", None, None, "legacy API v0 REST endpoint (default tcp:50073)", "rest_v0"),
     ("sadis", None, None, "SADIS REST endpoint (default tcp:50074; off with bbsim.sadis_server: false)", "sadis"),
     ("sadis-host", None, None, "host name in the SADIS integration URLs (default bbsim)", "sadis_host"),
+    # security (issue 5): off by default, as BBSim
+    ("api-token", None, None, "access token the v1/v0 REST and gRPC APIs and /metrics require as "
+     "'Authorization: Bearer TOKEN' (default none: open, as BBSim); prefer --api-token-file", "api_token"),
+    ("api-token-file", None, None, "file holding the access token (kept out of the process list)",
+     "api_token_file"),
 ]
 
 FLAGS = [
@@ -113,8 +120,7 @@ class Options(usage.Options):
         try:
             settings = load_settings(given, self["config"])
             check_buildable(settings)
-            for name in ("openolt", "grpc_v1", "grpc_v0"):
-                parse_grpc_endpoint(getattr(settings, name))
+            check_listeners(settings)
         except (ConfigError, OltsimError, ValueError) as exc:
             # One clear message, naming the option when the user typed it; not twistd's usage page.
             option = _OPTION_OF.get(getattr(exc, "setting", None) or "")
@@ -178,10 +184,14 @@ def makeService(options, reactor=None):
     bridge = Bridge(reactor)
     hub = IndicationHub(olt)
     top = service.MultiService()
+    # security and metrics (issue 5): one registry per service; the token guards the control surfaces only
+    metrics = Metrics(olt, hub)
+    token = AccessToken(settings.api_token) if settings.api_token else None
 
     openolt = GrpcServerService(
         "openolt", settings.openolt,
-        lambda server: _add_openolt(server, OpenoltServicer(olt, bridge, hub)), reactor=reactor)
+        lambda server: _add_openolt(server, OpenoltServicer(olt, bridge, hub)), reactor=reactor,
+        interceptors=[MetricsInterceptor(metrics, "openolt")])
     openolt.on_stopping.append(hub.end_all)
     openolt.setServiceParent(top)
 
@@ -202,30 +212,47 @@ def makeService(options, reactor=None):
     grpc_v1 = GrpcServerService(
         "grpc-v1", settings.grpc_v1,
         lambda server: _add_v1(server, BBSimServicer(commands, bridge), OltsimServicer(bridge, bus)),
-        reactor=reactor)
+        reactor=reactor, interceptors=[MetricsInterceptor(metrics, "grpc-v1"), *interceptors(token, "grpc-v1")])
     grpc_v1.on_stopping.append(bus.close_all)
     grpc_v1.setServiceParent(top)
-    rest_v1 = strports.service(settings.rest_v1, QuietSite(V1Rest(commands, bus).resource()), reactor=reactor)
+    rest_v1 = server_service(settings.rest_v1, _site(with_metrics(V1Rest(commands, bus).resource(), metrics),
+                                                     "rest-v1", metrics, token), reactor=reactor)
     rest_v1.setName("rest-v1")
     rest_v1.setServiceParent(top)
     v0_commands = V0Commands(olt, olt_ip=commands.olt_ip)
     grpc_v0 = GrpcServerService("grpc-v0", settings.grpc_v0,
-                                lambda server: _add_v0(server, LegacyServicer(v0_commands, bridge)), reactor=reactor)
+                                lambda server: _add_v0(server, LegacyServicer(v0_commands, bridge)), reactor=reactor,
+                                interceptors=[MetricsInterceptor(metrics, "grpc-v0"), *interceptors(token, "grpc-v0")])
     grpc_v0.setServiceParent(top)
-    rest_v0 = strports.service(settings.rest_v0, QuietSite(V0Rest(v0_commands).resource()), reactor=reactor)
+    rest_v0 = server_service(settings.rest_v0, _site(V0Rest(v0_commands).resource(), "rest-v0", metrics, token,
+                                                     headers=[(b"Deprecation", b"true")]), reactor=reactor)
     rest_v0.setName("rest-v0")
     rest_v0.setServiceParent(top)
     if settings.sadis_server:
         sadis = SadisRest(olt, olt_ip=commands.olt_ip, bp_format=settings.bp_format,
                           advertised_host=settings.sadis_host, port=_port_of(settings.sadis))
-        sadis_service = strports.service(settings.sadis, QuietSite(sadis.resource()), reactor=reactor)
+        # Never token-protected: the controller's SADIS app sends no token, and the data is read-only.
+        sadis_service = server_service(settings.sadis, _site(sadis.resource(), "sadis", metrics), reactor=reactor)
         sadis_service.setName("sadis")
         sadis_service.setServiceParent(top)
     top.olt = olt
     top.commands = commands
     top.hub = hub
     top.bus = bus
+    top.metrics = metrics
     return top
+
+
+def _site(resource, surface: str, metrics, token=None, headers=()):
+    """A REST listener's Site: requests counted in `metrics`, then refused without `token` (when one is set)."""
+    return QuietSite(counted(guard(resource, token, surface, headers), metrics, surface))
+
+
+def check_listeners(settings) -> None:
+    """Every listener's endpoint string is usable, TLS files included (read now, before anything listens)."""
+    for name in LISTENER_FIELDS:
+        if name != "sadis" or settings.sadis_server:
+            check_listener(name, getattr(settings, name), grpc_server=name in ("openolt", "grpc_v1", "grpc_v0"))
 
 
 def _add_v0(server, servicer):

@@ -1,0 +1,292 @@
+"""Access control and TLS for the listeners: the optional access token of the control APIs, and REST listeners that
+verify client certificates.
+
+Defaults are BBSim's: plain TCP and no token, so existing clients (bbsimctl, BBR, VOLTHA's adapter) work unchanged.
+When an access token is configured, the control surfaces (v1 and v0, REST and gRPC, including gRPC server
+reflection and ``/metrics``) answer only requests that carry it as ``Authorization: Bearer <token>`` (REST) or the
+metadata ``authorization: Bearer <token>`` (gRPC); others get 401 / UNAUTHENTICATED. The OpenOLT surface never asks
+for a token (a real OLT agent does not), nor does the SADIS server (the controller's SADIS app reads it and sends no
+token; its data is read-only).
+
+Listeners take Twisted endpoint strings everywhere. ``ssl:PORT:privateKey=KEY[:certKey=CERT]`` works on every
+listener; ``caCertsDir=DIR`` (verify client certificates signed by a CA in DIR) and ``requireClientCert=yes`` (refuse
+clients without one) are accepted by the gRPC listeners (grpcserver) and, through :func:`server_service`, by the REST
+listeners too, although Twisted's own ``ssl:`` parser knows neither.
+"""
+from __future__ import annotations
+
+import hmac
+import os
+import re
+from typing import Any, Callable, Iterable
+
+import grpc
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from OpenSSL import crypto
+from twisted.application.internet import StreamServerEndpointService
+from twisted.internet import endpoints, ssl
+from twisted.web.resource import Resource, getChildForRequest
+
+from oltsim.api import translate
+from oltsim.api.rest import json_response
+from oltsim.config import ConfigError
+from oltsim.grpcserver import GrpcListen, _split_endpoint, parse_grpc_endpoint
+from oltsim.logs import logger
+
+__all__ = ["AccessToken", "TokenGuard", "TokenInterceptor", "certificate_options", "check_listener", "guard",
+           "handler_with", "interceptors", "server_endpoint", "server_service"]
+
+log = logger("oltsim.security")
+
+#: The realm named in ``WWW-Authenticate``.
+REALM = "oltsim"
+
+_BEARER = re.compile(r"[Bb][Ee][Aa][Rr][Ee][Rr] +(\S+) *")
+_CERTIFICATE = re.compile(rb"-----BEGIN CERTIFICATE-----.+?-----END CERTIFICATE-----", re.DOTALL)
+_CLIENT_CERT_OPTIONS = frozenset({"caCertsDir", "requireClientCert"})
+_TWISTED_ONLY_OPTIONS = frozenset({"sslmethod", "dhParameters"})
+
+
+class AccessToken:
+    """The shared secret of the control APIs. :meth:`refusal` compares in constant time and says why a
+    presented ``Authorization`` value is refused; the secret never appears in a repr or a log."""
+
+    def __init__(self, secret: str) -> None:
+        if not secret:
+            raise ValueError("an access token must not be empty")
+        self._secret = secret.encode("utf-8")
+
+    def __repr__(self) -> str:
+        return "<AccessToken (hidden)>"
+
+    def refusal(self, authorization: str | bytes | None) -> str | None:
+        """None when ``authorization`` is ``Bearer <the token>``; otherwise ``missing`` (no header),
+        ``malformed`` (not a Bearer credential) or ``invalid`` (another token)."""
+        if authorization is None:
+            return "missing"
+        if isinstance(authorization, bytes):
+            authorization = authorization.decode("latin-1")
+        match = _BEARER.fullmatch(authorization)
+        if match is None:
+            return "malformed"
+        if not hmac.compare_digest(match.group(1).encode("latin-1", "replace"), self._secret):
+            return "invalid"
+        return None
+
+
+def _message(reason: str) -> str:
+    if reason == "missing":
+        return "this API needs an access token: send Authorization: Bearer <token>"
+    if reason == "malformed":
+        return "the Authorization header must be Bearer <token>"
+    return "the access token is not valid"
+
+
+# ---- REST ---------------------------------------------------------------------------------------------------
+
+
+class TokenGuard(Resource):
+    """A REST resource that serves ``wrapped`` only to requests with the access token.
+
+    Others get 401 with the JSON error body (code 16, UNAUTHENTICATED) and ``WWW-Authenticate: Bearer`` (RFC 6750,
+    ``error="invalid_token"`` when a credential was sent but refused). ``headers`` are set on refusals too (v0's
+    ``Deprecation``). A leaf: ``wrapped`` sees the request path exactly as it would as the site's root.
+    """
+
+    isLeaf = True
+
+    def __init__(self, wrapped: Resource, token: AccessToken, surface: str,
+                 headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+        super().__init__()
+        self.wrapped = wrapped
+        self.token = token
+        self.surface = surface
+        self.headers = tuple(headers)
+
+    def render(self, request) -> Any:
+        reason = self.token.refusal(request.getHeader(b"authorization"))
+        if reason is None:
+            return getChildForRequest(self.wrapped, request).render(request)
+        log.info("access-refused surface={surface} reason={reason} method={method} path={path} peer={peer}",
+                 surface=self.surface, reason=reason, method=request.method.decode("latin-1"),
+                 path=request.path.decode("latin-1"), peer=_peer(request))
+        challenge = f'Bearer realm="{REALM}"' + ("" if reason == "missing" else ', error="invalid_token"')
+        request.setHeader(b"WWW-Authenticate", challenge.encode("ascii"))
+        for name, value in self.headers:
+            request.setHeader(name, value)
+        return json_response(request, 401, translate.error_body(grpc.StatusCode.UNAUTHENTICATED, _message(reason)))
+
+
+def _peer(request) -> str:
+    address = request.getClientAddress()
+    host = getattr(address, "host", None)
+    return f"{host}:{address.port}" if host is not None else str(address)
+
+
+def guard(resource: Resource, token: AccessToken | None, surface: str,
+          headers: Iterable[tuple[bytes, bytes]] = ()) -> Resource:
+    """``resource`` behind a :class:`TokenGuard`, or unchanged when no token is configured."""
+    return resource if token is None else TokenGuard(resource, token, surface, headers)
+
+
+# ---- gRPC ---------------------------------------------------------------------------------------------------
+
+_HANDLER_KINDS = {
+    (False, False): (grpc.unary_unary_rpc_method_handler, "unary_unary"),
+    (False, True): (grpc.unary_stream_rpc_method_handler, "unary_stream"),
+    (True, False): (grpc.stream_unary_rpc_method_handler, "stream_unary"),
+    (True, True): (grpc.stream_stream_rpc_method_handler, "stream_stream"),
+}
+
+
+def handler_with(handler: grpc.RpcMethodHandler,
+                 wrap: Callable[[Callable[..., Any], bool], Callable[..., Any]]) -> grpc.RpcMethodHandler:
+    """A method handler of the same kind and (de)serializers as ``handler`` whose behaviour is
+    ``wrap(behaviour, response_streaming)`` (what a server interceptor returns to run code around a call)."""
+    factory, attribute = _HANDLER_KINDS[(handler.request_streaming, handler.response_streaming)]
+    return factory(wrap(getattr(handler, attribute), handler.response_streaming),
+                   request_deserializer=handler.request_deserializer,
+                   response_serializer=handler.response_serializer)
+
+
+class TokenInterceptor(grpc.ServerInterceptor):
+    """Refuses, with UNAUTHENTICATED, every call (server reflection included) whose metadata lacks
+    ``authorization: Bearer <token>``. Unknown methods stay UNIMPLEMENTED (grpcio's own answer)."""
+
+    def __init__(self, token: AccessToken, surface: str) -> None:
+        self.token = token
+        self.surface = surface
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        authorization = next((value for key, value in handler_call_details.invocation_metadata or ()
+                              if key == "authorization"), None)
+        reason = self.token.refusal(authorization)
+        if reason is None or handler is None:
+            return handler
+        method = handler_call_details.method
+        log.info("access-refused surface={surface} reason={reason} method={method}",
+                 surface=self.surface, reason=reason, method=method)
+
+        def refuse(_behaviour, _streaming):
+            def refused(request, context):
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, _message(reason))
+            return refused
+
+        return handler_with(handler, refuse)
+
+
+def interceptors(token: AccessToken | None, surface: str) -> list[grpc.ServerInterceptor]:
+    """The token interceptor for a control gRPC server, or none when no token is configured."""
+    return [] if token is None else [TokenInterceptor(token, surface)]
+
+
+# ---- TLS listeners ------------------------------------------------------------------------------------------
+
+
+def _ours(description: str) -> bool:
+    """Whether to build an ``ssl:`` endpoint ourselves (the gRPC listeners' grammar, with client certificates):
+    always, unless it uses an option only Twisted's parser knows (``sslmethod``, also as a fourth positional
+    argument, or ``dhParameters``) and no client-certificate option, which only we know."""
+    items = _split_endpoint(description)
+    if not items or items[0][0] is not None or items[0][1].strip().lower() != "ssl":
+        return False
+    keywords = {key for key, _ in items if key is not None}
+    positional = sum(1 for key, _ in items if key is None)  # "ssl", PORT, KEY, CERT, then Twisted's SSLMETHOD
+    twisted_only = bool(keywords & _TWISTED_ONLY_OPTIONS) or positional > 4
+    return not twisted_only or bool(keywords & _CLIENT_CERT_OPTIONS)
+
+
+def _read(path: str, option: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise ValueError(f"cannot read {option} file {path!r}: {exc.strerror}") from None
+
+
+def _certificates(data: bytes, what: str) -> list[x509.Certificate]:
+    pems = _CERTIFICATE.findall(data)
+    if not pems:
+        raise ValueError(f"{what} holds no PEM certificate")
+    return [x509.load_pem_x509_certificate(pem) for pem in pems]
+
+
+def _ca_certificates(directory: str) -> list[x509.Certificate]:
+    """Every PEM certificate in the files of ``directory`` (what ``caCertsDir`` means for gRPC too)."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError as exc:
+        raise ValueError(f"cannot read caCertsDir {directory!r}: {exc.strerror}") from None
+    data = b"".join(_read(os.path.join(directory, name), "caCertsDir") + b"\n" for name in names
+                    if os.path.isfile(os.path.join(directory, name)))
+    return _certificates(data, f"caCertsDir {directory!r}")
+
+
+def certificate_options(listen: GrpcListen) -> ssl.CertificateOptions:
+    """Twisted TLS options for a parsed ``ssl:`` endpoint: our key, certificate and chain, and client-certificate
+    verification against ``caCertsDir`` (mandatory with ``requireClientCert=yes``). ValueError for unreadable or
+    unusable files."""
+    key_pem = _read(listen.private_key, "privateKey")  # type: ignore[arg-type]
+    cert_path = listen.cert_key or listen.private_key
+    try:
+        key = serialization.load_pem_private_key(key_pem, password=None)
+        certificate, *chain = _certificates(_read(cert_path, "certKey"), f"certKey {cert_path!r}")  # type: ignore
+        if listen.extra_cert_chain:
+            chain += _certificates(_read(listen.extra_cert_chain, "extraCertChain"),
+                                   f"extraCertChain {listen.extra_cert_chain!r}")
+        verify = {}
+        if listen.ca_certs_dir:
+            # pyOpenSSL's X509Store takes only its own X509 objects (key and chain take cryptography's).
+            cas = [crypto.X509.from_cryptography(ca) for ca in _ca_certificates(listen.ca_certs_dir)]
+            verify = {"verify": True, "caCerts": cas,
+                      "requireCertificate": listen.require_client_cert}
+        options = ssl.CertificateOptions(privateKey=key, certificate=certificate, extraCertChain=chain or None,
+                                         **verify)
+        options.getContext()  # loads the key and certificate now: a mismatch fails here, not at the first client
+        return options
+    except ValueError:
+        raise
+    except Exception as exc:  # OpenSSL's errors for a key that does not match its certificate, ...
+        raise ValueError(f"cannot use the TLS key and certificate: {exc}") from None
+
+
+def server_endpoint(reactor: Any, description: str):
+    """The server endpoint for a REST listener's endpoint string (not listening yet).
+
+    Any Twisted endpoint string works. ``ssl:`` strings are read with the gRPC listeners' grammar, so one string
+    means the same on every port, including ``caCertsDir`` / ``requireClientCert`` (which Twisted's own parser
+    does not know); only strings using Twisted's ``sslmethod`` or ``dhParameters`` go to Twisted's parser. Raises
+    ValueError (or Twisted's parse errors) for an unusable string.
+    """
+    if not _ours(description):
+        return endpoints.serverFromString(reactor, description)
+    listen = parse_grpc_endpoint(description)
+    return endpoints.SSL4ServerEndpoint(reactor, listen.port, certificate_options(listen),
+                                        interface=listen.host or "")
+
+
+def server_service(description: str, factory, reactor: Any = None) -> StreamServerEndpointService:
+    """What ``strports.service`` gives, for every endpoint string :func:`server_endpoint` accepts."""
+    if reactor is None:
+        from twisted.internet import reactor
+    service = StreamServerEndpointService(server_endpoint(reactor, description), factory)
+    service._raiseSynchronously = True  # as strports.service: a failed bind stops twistd at start
+    return service
+
+
+def check_listener(name: str, description: str, grpc_server: bool) -> None:
+    """Raise ConfigError (``setting`` = ``name``, the Settings field) if ``description`` cannot be listened on:
+    syntax, and for TLS the key, certificate and CA files (read now, so a bad file stops the start before anything
+    listens)."""
+    try:
+        if grpc_server:
+            listen = parse_grpc_endpoint(description)
+            if listen.secure:
+                listen.credentials()
+                certificate_options(listen)  # grpcio only checks the PEM when it binds; this checks it now
+        else:
+            server_endpoint(None, description)
+    except Exception as exc:
+        raise ConfigError(f"{name} cannot listen on {description!r}: {exc}", name) from None

@@ -1,0 +1,344 @@
+"""The container image and Helm chart under deploy/, checked without Docker or Helm (neither runs here): the chart's
+YAML parses, its templates are balanced and reference only values that exist, the oltsim.yaml its ConfigMap renders
+loads in oltsim without a warning, and the Dockerfile is multi-stage, non-root and exposes the five ports and
+SADIS."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+import yaml
+
+import oltsim
+from oltsim.config import _BBSIM_KEYS, _OLT_KEYS, LISTENER_FIELDS, Settings, load_services, load_settings
+from oltsim.grpcserver import parse_grpc_endpoint
+
+REPO = Path(__file__).resolve().parents[2]
+DEPLOY = REPO / "deploy"
+CHART = DEPLOY / "helm" / "oltsim"
+TEMPLATES = CHART / "templates"
+DOCKERFILE = DEPLOY / "Dockerfile"
+
+ACTION = re.compile(r"\{\{(.*?)\}\}", re.DOTALL)
+OPENERS = ("if", "range", "with", "define", "block")
+
+
+def values() -> dict:
+    return yaml.safe_load((CHART / "values.yaml").read_text())
+
+
+def templates() -> list[Path]:
+    return sorted(TEMPLATES.iterdir())
+
+
+def actions(text: str) -> list[str]:
+    """The body of every template action, trim markers and comments removed (comments become "")."""
+    out = []
+    for match in ACTION.finditer(text):
+        body = match.group(1)
+        body = body[1:] if body.startswith("-") else body
+        body = body[:-1] if body.endswith("-") else body
+        body = body.strip()
+        out.append("" if body.startswith("/*") and body.endswith("*/") else body)
+    return out
+
+
+# ---- chart files --------------------------------------------------------------------------------------------
+
+
+def test_chart_yaml_files_parse():
+    """Every YAML file of the chart that is not a template parses; Chart.yaml is a v2 application chart."""
+    for path in CHART.rglob("*.yaml"):
+        if TEMPLATES in path.parents:
+            continue
+        assert yaml.safe_load(path.read_text()) is not None, path
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    assert (chart["apiVersion"], chart["name"], chart["type"]) == ("v2", "oltsim", "application")
+    assert re.fullmatch(r"\d+\.\d+\.\d+", chart["version"])
+
+
+def test_chart_app_version_is_the_oltsim_version():
+    """The image tag defaults to appVersion, so it must follow oltsim's version."""
+    assert yaml.safe_load((CHART / "Chart.yaml").read_text())["appVersion"] == oltsim.__version__
+
+
+def test_chart_has_the_bbsim_layout():
+    """Chart.yaml, values.yaml, README.md, _helpers.tpl and a ConfigMap, Deployment and Service per OLT."""
+    names = {p.name for p in templates()}
+    assert {"_helpers.tpl", "configmap.yaml", "deployment.yaml", "service.yaml"} <= names
+    assert (CHART / "README.md").exists()
+    for name in ("configmap.yaml", "deployment.yaml", "service.yaml"):
+        assert 'range $olt := (fromYaml (include "oltsim.olts" .)).olts' in (TEMPLATES / name).read_text(), name
+
+
+@pytest.mark.parametrize("path", templates(), ids=lambda p: p.name)
+def test_template_delimiters_are_balanced(path):
+    """{{ and }} pair up, never nest, and every action's parentheses and quotes are balanced."""
+    text = path.read_text()
+    depth = 0
+    for token in re.findall(r"\{\{|\}\}", text):
+        depth += 1 if token == "{{" else -1
+        assert depth in (0, 1), f"{path.name}: nested or unopened delimiters"
+    assert depth == 0, f"{path.name}: unclosed {{{{"
+    for body in actions(text):
+        unquoted = re.sub(r'"(?:[^"\\]|\\.)*"', 'S', body)  # string literals out of the way
+        assert unquoted.count('"') == 0, f"{path.name}: unbalanced quotes in {{{{ {body} }}}}"
+        assert unquoted.count("(") == unquoted.count(")"), f"{path.name}: unbalanced parentheses in {body}"
+
+
+@pytest.mark.parametrize("path", templates(), ids=lambda p: p.name)
+def test_template_blocks_are_balanced(path):
+    """Every if/range/with/define has its end, in order; else only inside an if/range/with."""
+    stack = []
+    for body in actions(path.read_text()):
+        word = body.split()[0] if body else ""
+        if word in OPENERS:
+            stack.append(word)
+        elif word == "else":
+            assert stack and stack[-1] in ("if", "range", "with"), f"{path.name}: else outside a block"
+        elif word == "end":
+            assert stack, f"{path.name}: end without a block"
+            stack.pop()
+    assert stack == [], f"{path.name}: unclosed {stack}"
+
+
+def test_included_templates_are_defined():
+    """Every include/template names a define of _helpers.tpl."""
+    defined = set(re.findall(r'define "([^"]+)"', (TEMPLATES / "_helpers.tpl").read_text()))
+    for path in templates():
+        for name in re.findall(r'(?:include|template) "([^"]+)"', path.read_text()):
+            assert name in defined, f"{path.name}: {name} is not defined"
+
+
+def test_every_value_referenced_exists():
+    """Every .Values.a.b a template reads is in values.yaml, and every $olt.key is an `olt` setting (or id)."""
+    tree = values()
+    for path in templates():
+        text = path.read_text()
+        for dotted in re.findall(r"\.Values((?:\.[A-Za-z_][A-Za-z0-9_]*)+)", text):
+            node = tree
+            for part in dotted.strip(".").split("."):
+                assert isinstance(node, dict) and part in node, f"{path.name}: .Values{dotted} is not in values.yaml"
+                node = node[part]
+        for key in re.findall(r"\$olt\.([A-Za-z_][A-Za-z0-9_]*)", text):
+            assert key == "id" or key in tree["olt"], f"{path.name}: $olt.{key} is not a key of olt in values.yaml"
+
+
+def test_ports_agree_everywhere():
+    """values.yaml ports, the Settings defaults and the Dockerfile's EXPOSE name the same six ports."""
+    defaults = {f.name: f.default for f in fields(Settings) if f.name in LISTENER_FIELDS}
+    assert {name: int(value.split(":")[1]) for name, value in defaults.items()} == values()["ports"]
+    assert set(values()["ports"].values()) == set(dockerfile_exposed())
+
+
+def test_default_services_load():
+    """The chart's default services file is valid for oltsim (and is BBSim's ATT workflow)."""
+    loaded = load_services("services.yaml", str(_write_services(values())))
+    assert loaded.workflow == "att" and [s.name for s in loaded.services] == ["hsia"]
+
+
+# ---- the oltsim.yaml the ConfigMap renders ------------------------------------------------------------------
+
+
+def _write_services(tree, directory: Path | None = None) -> Path:
+    import tempfile
+    directory = directory or Path(tempfile.mkdtemp())
+    (directory / "services.yaml").write_text(yaml.safe_dump(tree["servicesConfig"]))
+    return directory
+
+
+def _lookup(tree, dotted: str):
+    node = tree
+    for part in dotted.split("."):
+        node = node[part]
+    return node
+
+
+def render_oltsim_yaml(tree: dict, olt: dict) -> str:
+    """The `oltsim.yaml: |` block of configmap.yaml rendered for one OLT, evaluating the few expression forms it
+    uses (an unknown form fails the test, so this keeps up with the template)."""
+    text = (TEMPLATES / "configmap.yaml").read_text()
+    block = text.split("oltsim.yaml: |\n", 1)[1].split("  services.yaml: |", 1)[0]
+
+    def evaluate(body: str) -> str:
+        if m := re.fullmatch(r"int \$olt\.(\w+)", body):
+            return str(int(olt[m.group(1)]))
+        if m := re.fullmatch(r"\$olt\.(\w+)", body):
+            value = olt[m.group(1)]
+            return json.dumps(value) if isinstance(value, bool) else str(value)
+        if m := re.fullmatch(r"\$olt\.(\w+) \| quote", body):
+            return json.dumps(str(olt[m.group(1)]))
+        if m := re.fullmatch(r'include "oltsim\.listen" \(dict "root" \$ "port" \$\.Values\.ports\.(\w+) '
+                             r'"tls" (true|\$\.Values\.tls\.\w+)\) \| quote', body):
+            port = tree["ports"][m.group(1)]
+            applies = m.group(2) == "true" or _lookup(tree, m.group(2)[len("$.Values."):])
+            if tree["tls"]["enabled"] and applies:
+                endpoint = (f"ssl:{port}:privateKey=/var/run/secrets/oltsim/tls/tls.key"
+                            f":certKey=/var/run/secrets/oltsim/tls/tls.crt")
+                if tree["tls"]["clientCA"]["secretName"]:
+                    endpoint += ":caCertsDir=/var/run/secrets/oltsim/client-ca"
+                    if tree["tls"]["clientCA"]["required"]:
+                        endpoint += ":requireClientCert=yes"
+                return json.dumps(endpoint)
+            return json.dumps(f"tcp:{port}")
+        if m := re.fullmatch(r'printf "/var/run/secrets/oltsim/token/%s" \$\.Values\.apiToken\.key \| quote', body):
+            return json.dumps("/var/run/secrets/oltsim/token/" + tree["apiToken"]["key"])
+        if body.startswith('printf "%s.%s.svc"') and body.endswith("| quote"):
+            return json.dumps(f"oltsim-{int(olt['id'])}.voltha.svc")
+        raise AssertionError(f"configmap.yaml: the test cannot evaluate {{{{ {body} }}}}")
+
+    lines, keep = [], [True]
+    for line in block.splitlines():
+        only = re.fullmatch(r"\s*\{\{-?\s*(.*?)\s*-?\}\}\s*", line)
+        if only:
+            body = only.group(1)
+            if body.startswith("if "):
+                m = re.fullmatch(r"if \$\.Values\.([\w.]+)", body)
+                assert m, f"configmap.yaml: the test cannot evaluate {{{{ {body} }}}}"
+                keep.append(keep[-1] and bool(_lookup(tree, m.group(1))))
+            elif body == "end":
+                keep.pop()
+            else:
+                raise AssertionError(f"configmap.yaml: unexpected action line {line!r}")
+            continue
+        if keep[-1]:
+            lines.append(ACTION.sub(lambda m: evaluate(m.group(1).strip("-").strip()), line))
+    assert keep == [True], "configmap.yaml: unbalanced if/end in the oltsim.yaml block"
+    return "\n".join(line[4:] if line.startswith("    ") else line for line in lines) + "\n"
+
+
+def load_rendered(tmp_path, tree, olt=None) -> object:
+    olt = {**tree["olt"], "id": 0, **(olt or {})}
+    rendered = render_oltsim_yaml(tree, olt)
+    document = yaml.safe_load(rendered)
+    assert set(document) == {"bbsim", "olt"}
+    assert set(document["bbsim"]) <= set(_BBSIM_KEYS), set(document["bbsim"]) - set(_BBSIM_KEYS)
+    assert set(document["olt"]) <= set(_OLT_KEYS), set(document["olt"]) - set(_OLT_KEYS)
+    _write_services(tree, tmp_path)
+    config = tmp_path / "oltsim.yaml"
+    config.write_text(rendered)
+    return load_settings({}, config)
+
+
+def test_rendered_config_with_default_values_loads_cleanly(tmp_path):
+    """The oltsim.yaml of an OLT with the default values: only known keys, no warning, BBSim's defaults, and the
+    listeners on the chart's ports."""
+    settings = load_rendered(tmp_path, values(), {"id": 3})
+    assert settings.warnings == ()
+    assert (settings.olt_id, settings.pon, settings.onu, settings.uni, settings.delay_ms) == (3, 1, 1, 4, 200)
+    assert settings.reboot_delay == 60 and settings.workflow == "att" and settings.sadis_host == "oltsim-3.voltha.svc"
+    assert (settings.openolt, settings.rest_v1, settings.sadis) == ("tcp:50060", "tcp:50071", "tcp:50074")
+    assert settings.api_token == ""
+
+
+def test_rendered_config_with_tls_and_token_loads(tmp_path):
+    """With TLS, a required client CA and a token Secret, the control listeners get ssl: endpoints the gRPC parser
+    accepts, OpenOLT and SADIS stay tcp:, and the token is read from the mounted file."""
+    tree = values()
+    tree["tls"].update(enabled=True, secretName="oltsim-tls", clientCA={"secretName": "cas", "required": True})
+    tree["apiToken"]["existingSecret"] = "oltsim-token"
+    rendered = render_oltsim_yaml(tree, {**tree["olt"], "id": 0})
+    (tmp_path / "token").write_text("t0ken\n")
+    rendered = rendered.replace("/var/run/secrets/oltsim/token/token", str(tmp_path / "token"))
+    _write_services(tree, tmp_path)
+    (tmp_path / "oltsim.yaml").write_text(rendered)
+    settings = load_settings({}, tmp_path / "oltsim.yaml")
+    assert settings.api_token == "t0ken"
+    assert settings.openolt == "tcp:50060" and settings.sadis == "tcp:50074"
+    for name in ("grpc_v1", "rest_v1", "grpc_v0", "rest_v0"):
+        listen = parse_grpc_endpoint(getattr(settings, name))
+        assert listen.secure and listen.require_client_cert, name
+
+
+def test_rendered_config_takes_per_olt_overrides(tmp_path):
+    """Per-OLT settings reach the file: id, ONUs, activation mode, retries, and a zero delay stays zero."""
+    settings = load_rendered(tmp_path, values(), {"id": 7, "onu": 32, "controlledActivation": "only-onu",
+                                                  "authRetry": True, "delay": 0})
+    assert (settings.olt_id, settings.onu, settings.controlled_activation) == (7, 32, "only-onu")
+    assert settings.auth_retry is True and settings.delay_ms == 0
+
+
+def test_helper_copies_overrides_key_by_key():
+    """Per-OLT overrides use `set`, never sprig's merge (which lets a default replace an override of 0 or false),
+    and ids are checked for duplicates."""
+    helpers = (TEMPLATES / "_helpers.tpl").read_text()
+    olts = helpers.split('define "oltsim.olts"', 1)[1].split('define "oltsim.listen"', 1)[0]
+    assert "merge" not in olts.replace("`merge`", "") and "set $olt $key $value" in olts
+    assert "is used twice" in olts and "has no id" in olts
+
+
+# ---- Dockerfile ---------------------------------------------------------------------------------------------
+
+
+def dockerfile_instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) in order, continuation lines joined and comments dropped."""
+    out, current = [], ""
+    for line in DOCKERFILE.read_text().splitlines():
+        if not current and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if current and line.lstrip().startswith("#"):
+            continue
+        current += line.rstrip("\\").strip() + " " if line.endswith("\\") else line.strip()
+        if not line.endswith("\\"):
+            word, _, rest = current.partition(" ")
+            out.append((word.upper(), rest.strip()))
+            current = ""
+    return out
+
+
+def final_stage() -> list[tuple[str, str]]:
+    instructions = dockerfile_instructions()
+    last_from = max(i for i, (word, _) in enumerate(instructions) if word == "FROM")
+    return instructions[last_from:]
+
+
+def dockerfile_exposed() -> list[int]:
+    return [int(port) for word, args in final_stage() if word == "EXPOSE" for port in args.split()]
+
+
+def test_dockerfile_is_multi_stage_on_python_311_slim():
+    """A builder stage and a runtime stage, both from python:3.11-slim; the runtime copies only the venv."""
+    instructions = dockerfile_instructions()
+    froms = [args for word, args in instructions if word == "FROM"]
+    assert len(froms) == 2 and froms[0].endswith(" AS builder")
+    arg = next(args for word, args in instructions if word == "ARG" and args.startswith("PYTHON_IMAGE="))
+    assert arg.split("=", 1)[1].startswith("python:3.11-slim")
+    assert all(f.split()[0] == "${PYTHON_IMAGE}" for f in froms)
+    assert ("COPY", "--from=builder /opt/oltsim /opt/oltsim") in final_stage()
+    builder = instructions[:instructions.index(final_stage()[0])]
+    assert any(word == "RUN" and "python -m venv /opt/oltsim" in args for word, args in builder)
+
+
+def test_dockerfile_runs_as_a_non_root_user():
+    """The runtime stage ends as a numeric non-root user (Kubernetes' runAsNonRoot can check a number)."""
+    users = [args for word, args in final_stage() if word == "USER"]
+    assert users, "no USER in the runtime stage"
+    user = users[-1].split(":")[0]
+    assert user.isdigit() and int(user) != 0
+    assert user == str(values()["podSecurityContext"]["runAsUser"])
+
+
+def test_dockerfile_exposes_the_ports_and_runs_twistd():
+    """EXPOSE names the five API ports and SADIS; the entry point is twistd in the foreground without a pidfile."""
+    assert sorted(dockerfile_exposed()) == [50060, 50070, 50071, 50072, 50073, 50074]
+    entrypoint = json.loads(next(args for word, args in final_stage() if word == "ENTRYPOINT"))
+    assert Path(entrypoint[0]).name == "twistd" and entrypoint[1:] == ["--nodaemon", "--pidfile=", "oltsim"]
+
+
+def test_dockerfile_copies_only_what_exists_and_the_context_sends():
+    """Every COPY source exists in the repository and is not excluded by .dockerignore (an allow-list)."""
+    patterns = [line.strip() for line in (REPO / ".dockerignore").read_text().splitlines()
+                if line.strip() and not line.startswith("#")]
+    allowed = [p[1:].rstrip("/") for p in patterns if p.startswith("!")]
+    assert patterns[0] == "*"
+    for word, args in dockerfile_instructions():
+        if word != "COPY" or args.startswith("--from"):
+            continue
+        for source in args.split()[:-1]:
+            source = source.rstrip("/")
+            assert (REPO / source).exists(), f"COPY {source}: no such file"
+            assert any(source == a or source.startswith(a + "/") for a in allowed), f"{source} is not in the context"
