@@ -1,0 +1,385 @@
+"""The Debian package on this machine: built by `packaging/build-deb`, installed with dpkg, the installed daemon run
+the way its systemd unit runs it, upgraded by a newer package (an OLT reboot for the adapter: new heartbeat
+signature, same serial and device id, no flows), removed, then purged until nothing is left.
+
+Installing needs root and dpkg and changes this machine, so these tests run only as root on a Debian host without an
+oltsim package or user of its own, and not with OLTSIM_DEB_TEST=0. Whatever happens, the teardown stops the daemon
+and purges the package. systemd need not run: the daemon is started by hand from the unit's own lines (User,
+WorkingDirectory, ExecStart) with loopback listeners on free ports. The conffile test runs everywhere.
+"""
+from __future__ import annotations
+
+import configparser
+import dataclasses
+import grp
+import http.client
+import json
+import os
+import pwd
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+from voltha_protos import openolt_pb2, openolt_pb2_grpc
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD_DEB = REPO / "packaging" / "build-deb"
+CONFFILE_SOURCE = REPO / "debian" / "oltsim.yaml"
+
+PACKAGE = "oltsim"
+USER = "oltsim"
+PREFIX = Path("/opt/oltsim")
+CONFIG_DIR = Path("/etc/oltsim")
+CONFFILE = CONFIG_DIR / "oltsim.yaml"
+STATE_DIR = Path("/var/lib/oltsim")
+UNIT_FILE = Path("/lib/systemd/system/oltsim.service")
+SYSTEMD_LEFTOVERS = (Path("/etc/systemd/system"), Path("/var/lib/systemd/deb-systemd-helper-enabled"),
+                     Path("/var/lib/systemd/deb-systemd-helper-masked"))
+
+BUILD_TIMEOUT = 900.0  # pip downloads on a cold cache
+DPKG_TIMEOUT = 180.0
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 10.0
+CALL_TIMEOUT = 10.0
+
+LLDP_ETH_TYPE = 0x88CC
+
+
+def _skip_reason() -> str | None:
+    if os.environ.get("OLTSIM_DEB_TEST") == "0":
+        return "OLTSIM_DEB_TEST=0"
+    if os.geteuid() != 0:
+        return "needs root: it installs, upgrades and purges the oltsim package on this machine"
+    if shutil.which("dpkg-deb") is None or shutil.which("dpkg") is None:
+        return "needs dpkg-deb and dpkg (a Debian host)"
+    if _installed_version() is not None:
+        return "an oltsim package is already installed here; the test would replace and purge it"
+    if _user_exists():
+        return "a user or group oltsim already exists here; purging the test package would delete it"
+    return None
+
+
+def _installed_version() -> str | None:
+    """The installed (or half-installed) version of the package, None when dpkg does not know it."""
+    if shutil.which("dpkg-query") is None:
+        return None
+    result = subprocess.run(["dpkg-query", "-W", "-f", "${db:Status-Status} ${Version}", PACKAGE],
+                            capture_output=True, text=True, timeout=30)
+    if result.returncode != 0 or not result.stdout.strip():
+        return None
+    status, _, version = result.stdout.strip().partition(" ")
+    return None if status == "not-installed" else version
+
+
+def _user_exists() -> bool:
+    for lookup in (pwd.getpwnam, grp.getgrnam):
+        try:
+            lookup(USER)
+        except KeyError:
+            continue
+        return True
+    return False
+
+
+SKIP_REASON = _skip_reason()
+needs_dpkg = pytest.mark.skipif(SKIP_REASON is not None, reason=str(SKIP_REASON))
+
+
+def run(*command, timeout: float, check: bool = True) -> subprocess.CompletedProcess:
+    """Run a command to completion within `timeout`; failing, the assertion shows its output."""
+    result = subprocess.run([str(c) for c in command], capture_output=True, text=True, timeout=timeout)
+    if check:
+        assert result.returncode == 0, (f"{' '.join(map(str, command))} exited {result.returncode}:\n"
+                                        f"{result.stdout}{result.stderr}")
+    return result
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the system hands out on 127.0.0.1, released for the daemon to bind."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def listener_options() -> list[str]:
+    """The oltsim options that take a listening endpoint (openolt, grpc-v1, ...): every one is put on loopback so
+    that the installed daemon binds no default port and no public interface."""
+    from oltsim.config import Settings
+    from oltsim.tap import PARAMETERS
+
+    endpoints = {f.name for f in dataclasses.fields(Settings) if isinstance(f.default, str)
+                 and f.default.startswith("tcp:")}
+    return [name for name, _, _, _, setting in PARAMETERS if setting in endpoints]
+
+
+def unit_service_section(path: Path) -> dict[str, str]:
+    """The [Service] settings of a unit file (the last value of a repeated key)."""
+    parser = configparser.ConfigParser(strict=False, interpolation=None, delimiters=("=",))
+    parser.optionxform = str  # keys are case-sensitive in systemd
+    parser.read_string(path.read_text())
+    return dict(parser["Service"])
+
+
+@dataclasses.dataclass(frozen=True)
+class Identity:
+    """What the adapter learns from the OLT agent: heartbeat signature, serial number, device id."""
+
+    signature: int
+    serial: str
+    device_id: str
+
+
+class InstalledDaemon:
+    """The installed oltsim started as its systemd unit starts it: the unit's ExecStart as its User in its
+    WorkingDirectory with an empty environment and no new privileges, plus loopback listeners on free ports."""
+
+    def __init__(self, log_path: Path):
+        service = unit_service_section(UNIT_FILE)
+        names = listener_options()
+        self.ports = dict(zip(names, free_ports(len(names))))
+        listen = [arg for name, port in self.ports.items() for arg in (f"--{name}", f"tcp:{port}:interface=127.0.0.1")]
+        command = ["setpriv", f"--reuid={service['User']}", f"--regid={service.get('Group', service['User'])}",
+                   "--init-groups", "--no-new-privs", "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
+                   *shlex.split(service["ExecStart"]), *listen]
+        self.log_path = log_path
+        self._log = open(log_path, "w")
+        # setpriv and env exec the daemon, so this pid is twistd's own.
+        self.process = subprocess.Popen(command, cwd=service.get("WorkingDirectory", "/"), stdout=self._log,
+                                        stderr=subprocess.STDOUT)
+
+    @property
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text()
+
+    def rest_get(self, path: str, timeout: float = 5.0) -> tuple[int, dict]:
+        connection = http.client.HTTPConnection("127.0.0.1", self.ports["rest-v1"], timeout=timeout)
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            return response.status, json.loads(response.read() or b"null")
+        finally:
+            connection.close()
+
+    def wait_serving(self, timeout: float = START_TIMEOUT) -> dict:
+        """Poll GET /v1/olt until it answers 200 (bounded); returns the OLT JSON."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"the installed oltsim exited with {self.process.returncode}:\n{self.log}")
+            try:
+                status, body = self.rest_get("/v1/olt", timeout=2.0)
+            except OSError:
+                time.sleep(0.1)
+                continue
+            if status == 200:
+                return body
+            time.sleep(0.1)
+        raise AssertionError(f"GET /v1/olt did not answer 200 within {timeout:g} s:\n{self.log}")
+
+    def openolt(self) -> openolt_pb2_grpc.OpenoltStub:
+        channel = grpc.insecure_channel(f"127.0.0.1:{self.ports['openolt']}")
+        grpc.channel_ready_future(channel).result(timeout=CALL_TIMEOUT)
+        self._channel = channel
+        return openolt_pb2_grpc.OpenoltStub(channel)
+
+    def identity(self) -> Identity:
+        """HeartbeatCheck and GetDeviceInfo over the OpenOLT port, as the adapter calls them."""
+        stub = self.openolt()
+        heartbeat = stub.HeartbeatCheck(openolt_pb2.Empty(), timeout=CALL_TIMEOUT)
+        info = stub.GetDeviceInfo(openolt_pb2.Empty(), timeout=CALL_TIMEOUT)
+        return Identity(heartbeat.heartbeat_signature, info.device_serial_number, info.device_id)
+
+    def add_nni_trap_flow(self) -> None:
+        """The first flow the adapter installs: LLDP from the NNI trapped to the host (needs no active ONU)."""
+        self.openolt().FlowAdd(openolt_pb2.Flow(
+            access_intf_id=-1, onu_id=-1, uni_id=-1, flow_id=1, flow_type="downstream", network_intf_id=0,
+            classifier=openolt_pb2.Classifier(eth_type=LLDP_ETH_TYPE),
+            action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True)),
+            priority=1000, cookie=1, port_no=1048576), timeout=CALL_TIMEOUT)
+
+    def flow_count(self) -> int:
+        status, body = self.rest_get("/v1/olt/flows")
+        assert status == 200, body
+        return body["flow_count"]
+
+    def stop(self) -> int:
+        """SIGTERM, as systemctl stop sends it; returns the exit code."""
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"oltsim did not exit within {STOP_TIMEOUT:g} s of SIGTERM:\n{self.log}") from None
+
+    def close(self) -> None:
+        """Make sure the process is gone (only this one, by its pid)."""
+        channel = getattr(self, "_channel", None)
+        if channel is not None:
+            channel.close()
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(STOP_TIMEOUT)
+        self._log.close()
+
+
+# ---- fixtures -----------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def packages(tmp_path_factory):
+    """Version A built by the documented command, and version A+1 repacked from it with a higher version (the
+    same files: what matters to dpkg and to the adapter is that a newer package replaces a running one)."""
+    out = tmp_path_factory.mktemp("debs")
+    result = run(BUILD_DEB, "--out", out, timeout=BUILD_TIMEOUT)
+    first = Path(result.stdout.strip())
+    assert first.parent == out and first.exists(), result.stdout
+    version = run("dpkg-deb", "-f", first, "Version", timeout=30).stdout.strip()
+    assert first.name == f"{PACKAGE}_{version.partition(':')[2] or version}_amd64.deb"
+
+    newer_version = f"{version}+upgrade1"
+    run("dpkg", "--compare-versions", newer_version, "gt", version, timeout=30)
+    tree = out / "repack"
+    run("dpkg-deb", "--raw-extract", first, tree, timeout=DPKG_TIMEOUT)
+    control = tree / "DEBIAN" / "control"
+    control.write_text(re.sub(r"(?m)^Version: .*$", f"Version: {newer_version}", control.read_text()))
+    second = out / f"{PACKAGE}_{newer_version}_amd64.deb"
+    # gzip -1: this package only lives for the test, compressing it well would cost half a minute.
+    run("dpkg-deb", "--root-owner-group", "-Zgzip", "-z1", "--build", tree, second, timeout=DPKG_TIMEOUT)
+    shutil.rmtree(tree)
+    yield {"first": first, "version": version, "second": second, "newer_version": newer_version}
+    shutil.rmtree(out, ignore_errors=True)  # 40 MB that pytest would otherwise keep for three runs
+
+
+@pytest.fixture
+def machine(tmp_path):
+    """Daemons started during the test, and the promise that they are stopped and the package purged, pass or
+    fail (the skip conditions made sure the package and user were not there before)."""
+    daemons: list[InstalledDaemon] = []
+
+    def start() -> InstalledDaemon:
+        daemon = InstalledDaemon(tmp_path / f"oltsim-{len(daemons)}.log")
+        daemons.append(daemon)
+        return daemon
+
+    try:
+        yield start
+    finally:
+        for daemon in daemons:
+            daemon.close()
+        if _installed_version() is not None or PREFIX.exists():
+            subprocess.run(["dpkg", "--purge", PACKAGE], capture_output=True, timeout=DPKG_TIMEOUT)
+
+
+# ---- tests --------------------------------------------------------------------------------------------------
+
+
+def test_conffile_holds_the_builtin_defaults(tmp_path):
+    """Every key commented out in debian/oltsim.yaml is a key oltsim reads, its value is the built-in default, and
+    every listener is among them, so uncommenting the whole file changes nothing."""
+    from oltsim.config import LISTENER_FIELDS, load_settings
+
+    text = CONFFILE_SOURCE.read_text()
+    line = re.compile(r"^  # ([a-z_]+):(.*)$", re.M)
+    keys = line.findall(text)
+    assert keys, "no commented key: value lines found"
+    uncommented = tmp_path / "oltsim.yaml"
+    uncommented.write_text(line.sub(r"  \1:\2", text))
+    settings = load_settings({}, uncommented)
+    defaults = load_settings({}, None)
+    assert settings.warnings == (), settings.warnings
+    differing = [f.name for f in dataclasses.fields(settings)
+                 if f.name not in ("config_path", "services_path")
+                 and getattr(settings, f.name) != getattr(defaults, f.name)]
+    assert differing == []
+    listener_keys = {"openolt_address", "api_address", "rest_api_address", "legacy_api_address",
+                     "legacy_rest_api_address", "sadis_rest_address"}
+    assert len(listener_keys) == len(LISTENER_FIELDS)
+    assert listener_keys <= {key for key, _ in keys}
+
+
+@needs_dpkg
+def test_package_contents(packages):
+    """The .deb holds the unit, the conffile (declared as one), the venv's twistd and the journal observer, depends
+    on the system python3 and adduser, and ships no byte code or plugin cache (postinst makes those)."""
+    deb = packages["first"]
+    listing = run("dpkg-deb", "--contents", deb, timeout=DPKG_TIMEOUT).stdout
+    paths = {line.split()[5].removeprefix(".") for line in listing.splitlines()}
+    for expected in ("/lib/systemd/system/oltsim.service", "/etc/oltsim/oltsim.yaml", "/opt/oltsim/bin/twistd",
+                     "/opt/oltsim/bin/python", "/opt/oltsim/lib/python3.11/site-packages/oltsim_journal.py",
+                     "/opt/oltsim/lib/python3.11/site-packages/twisted/plugins/oltsim_plugin.py"):
+        assert expected in paths, expected
+    assert not [p for p in paths if "__pycache__" in p or p.endswith((".pyc", "dropin.cache"))]
+    assert run("dpkg-deb", "--info", deb, "conffiles", timeout=30).stdout.split() == ["/etc/oltsim/oltsim.yaml"]
+    depends = run("dpkg-deb", "--field", deb, "Depends", timeout=30).stdout
+    assert "python3 (>= 3.11)" in depends and "adduser" in depends, depends
+    assert run("dpkg-deb", "--field", deb, "Architecture", timeout=30).stdout.strip() == "amd64"
+
+
+@needs_dpkg
+def test_install_upgrade_is_an_olt_reboot_then_purge_leaves_nothing(packages, machine):
+    """Install: the user, the plugin cache and a unit that verifies; the installed daemon answers GET /v1/olt and
+    the OpenOLT port. Upgrade over it: the same serial and device id with a new heartbeat signature and no flows,
+    the administrator's conffile kept. Remove keeps the configuration; purge leaves nothing."""
+    run("dpkg", "--install", packages["first"], timeout=DPKG_TIMEOUT)
+    assert _installed_version() == packages["version"]
+    account = pwd.getpwnam(USER)
+    assert account.pw_uid < 1000 and account.pw_shell.endswith("nologin"), account
+    assert grp.getgrgid(account.pw_gid).gr_name == USER
+    assert STATE_DIR.stat().st_uid == account.pw_uid
+    assert list(PREFIX.glob("lib/python3*/site-packages/twisted/plugins/dropin.cache"))
+    if shutil.which("systemd-analyze"):
+        verify = run("systemd-analyze", "verify", UNIT_FILE, timeout=60, check=False)
+        complaints = [line for line in (verify.stdout + verify.stderr).splitlines() if "oltsim" in line]
+        assert verify.returncode == 0 and complaints == [], verify.stdout + verify.stderr
+
+    daemon = machine()
+    olt = daemon.wait_serving()
+    before = daemon.identity()
+    assert before.serial == olt["SerialNumber"] == "BBSIM_OLT_0"
+    assert before.signature != 0
+    daemon.add_nni_trap_flow()
+    assert daemon.flow_count() == 1
+    assert daemon.stop() == 0, daemon.log
+    # Every line the daemon wrote is a JSON log event (what the journal gets under systemd).
+    events = [json.loads(line) for line in daemon.log.splitlines() if line.strip()]
+    assert any(event.get("log_namespace", "").startswith("oltsim") for event in events)
+
+    with CONFFILE.open("a") as conffile:
+        conffile.write("# changed by the administrator\n")
+    run("dpkg", "--install", packages["second"], timeout=DPKG_TIMEOUT)
+    assert _installed_version() == packages["newer_version"]
+    assert CONFFILE.read_text().endswith("# changed by the administrator\n")
+
+    daemon = machine()
+    daemon.wait_serving()
+    after = daemon.identity()
+    assert after.signature != before.signature
+    assert (after.serial, after.device_id) == (before.serial, before.device_id)
+    assert daemon.flow_count() == 0
+    assert daemon.stop() == 0, daemon.log
+
+    run("dpkg", "--remove", PACKAGE, timeout=DPKG_TIMEOUT)
+    assert not PREFIX.exists() and not UNIT_FILE.exists()
+    assert CONFFILE.exists() and _user_exists()
+
+    run("dpkg", "--purge", PACKAGE, timeout=DPKG_TIMEOUT)
+    assert _installed_version() is None
+    left = [str(p) for p in (PREFIX, CONFIG_DIR, STATE_DIR, UNIT_FILE) if p.exists() or p.is_symlink()]
+    left += [str(p) for directory in SYSTEMD_LEFTOVERS if directory.exists()
+             for p in directory.rglob("oltsim*")]
+    assert left == []
+    assert not _user_exists()
