@@ -48,6 +48,8 @@ setup(
             "treq>=24.9",
             "grpcio-tools==1.85.1",
             "hypothesis>=6",
+            "openapi-spec-validator>=0.7",  # tests/unit/test_openapi.py: the documents are valid OpenAPI 3.0
+            "schemathesis>=4.32,<5",  # tests/integration/test_fuzz_rest.py (docs/fuzzing.md)
         ],
     },
     entry_points={"console_scripts": ["oltsim-platform = oltsim.platform.cli:main"]},

@@ -215,8 +215,9 @@ def makeService(options, reactor=None):
         reactor=reactor, interceptors=[MetricsInterceptor(metrics, "grpc-v1"), *interceptors(token, "grpc-v1")])
     grpc_v1.on_stopping.append(bus.close_all)
     grpc_v1.setServiceParent(top)
-    rest_v1 = server_service(settings.rest_v1, _site(with_metrics(V1Rest(commands, bus).resource(), metrics),
-                                                     "rest-v1", metrics, token), reactor=reactor)
+    secured = token is not None  # documented in the OpenAPI documents; the guard itself wraps the resources
+    rest_v1 = server_service(settings.rest_v1, _site(with_metrics(V1Rest(commands, bus, secured=secured).resource(),
+                                                                  metrics), "rest-v1", metrics, token), reactor=reactor)
     rest_v1.setName("rest-v1")
     rest_v1.setServiceParent(top)
     v0_commands = V0Commands(olt, olt_ip=commands.olt_ip)
@@ -224,8 +225,9 @@ def makeService(options, reactor=None):
                                 lambda server: _add_v0(server, LegacyServicer(v0_commands, bridge)), reactor=reactor,
                                 interceptors=[MetricsInterceptor(metrics, "grpc-v0"), *interceptors(token, "grpc-v0")])
     grpc_v0.setServiceParent(top)
-    rest_v0 = server_service(settings.rest_v0, _site(V0Rest(v0_commands).resource(), "rest-v0", metrics, token,
-                                                     headers=[(b"Deprecation", b"true")]), reactor=reactor)
+    rest_v0 = server_service(settings.rest_v0, _site(V0Rest(v0_commands, secured=secured).resource(), "rest-v0",
+                                                     metrics, token, headers=[(b"Deprecation", b"true")]),
+                             reactor=reactor)
     rest_v0.setName("rest-v0")
     rest_v0.setServiceParent(top)
     if settings.sadis_server:

@@ -226,3 +226,124 @@ def describe(indication) -> tuple:
     if kind == "port_stats":
         return ("PortStats", msg.intf_id)
     return (kind,)
+
+
+# ---- invariants (fuzz, load and fault tests) -------------------------------------------------------
+
+
+def model_invariants(olt) -> list[str]:
+    """What must hold of the model after any input, as a list of violations (empty when all hold):
+
+    every device is in exactly one state of its machine (each ONU listed once, on one PON, in a state of
+    ONU_MACHINE; its UNIs, services and protocol states in theirs); the resource registries agree with the
+    ONUs and flows (every ONU flow belongs to an existing, active ONU that lists it; an ONU lists only its own
+    stored flows; the per-PON ONU id, GEM port and alloc id registries name active ONUs of that PON under their
+    own ids; the flow store's GEM/alloc indexes match its flows); and the OLT's timers are bounded."""
+    from oltsim.model.olt import OLT_MACHINE, OPER_MACHINE, PON_MACHINE
+    from oltsim.model.onu import (DHCP_MACHINE, EAPOL_MACHINE, IGMP_MACHINE, ONU_MACHINE, SERVICE_MACHINE,
+                                  UNI_MACHINE)
+
+    bad: list[str] = []
+    if olt.state not in OLT_MACHINE.states:
+        bad.append(f"OLT state {olt.state!r}")
+    if olt.oper_state not in OPER_MACHINE.states:
+        bad.append(f"OLT oper state {olt.oper_state!r}")
+    seen: dict[str, int] = {}
+    for pon in olt.pons:
+        if pon.state not in PON_MACHINE.states:
+            bad.append(f"PON {pon.id} state {pon.state!r}")
+        for onu in pon.onus:
+            seen[onu.serial] = seen.get(onu.serial, 0) + 1
+            where = f"ONU {onu.serial}"
+            if onu.pon is not pon:
+                bad.append(f"{where} is listed on PON {pon.id} but belongs to PON {onu.pon.id}")
+            if onu.state not in ONU_MACHINE.states:
+                bad.append(f"{where} state {onu.state!r} is not a state of ONU_MACHINE")
+            for uni in onu.unis:
+                if uni.state not in UNI_MACHINE.states:
+                    bad.append(f"{where} UNI {uni.id} state {uni.state!r}")
+                for service in uni.services:
+                    for value, machine in ((service.state, SERVICE_MACHINE), (service.eapol_state, EAPOL_MACHINE),
+                                           (service.dhcp_state, DHCP_MACHINE), (service.igmp_state, IGMP_MACHINE)):
+                        if value not in machine.states:
+                            bad.append(f"{where} service {service.name} {machine.name} state {value!r}")
+            if onu.is_active:
+                if pon.onu_ids.get(onu.onu_id) != onu.serial:
+                    bad.append(f"{where} is {onu.state} but ONU id {onu.onu_id} of PON {pon.id} is registered to "
+                               f"{pon.onu_ids.get(onu.onu_id)!r}")
+            elif onu.flow_keys:
+                bad.append(f"{where} is {onu.state} and still lists flows {sorted(onu.flow_keys)}")
+            for key in onu.flow_keys:
+                flow = olt.flows._flows.get(key)
+                if flow is None:
+                    bad.append(f"{where} lists flow {key} which is not stored")
+                elif flow.serial != onu.serial:
+                    bad.append(f"{where} lists flow {key} of {flow.serial}")
+        for onu_id, serial in pon.onu_ids.items():
+            owner = next((o for o in pon.onus if o.serial == serial), None)
+            if owner is None or not owner.is_active or owner.onu_id != onu_id:
+                bad.append(f"PON {pon.id} registers ONU id {onu_id} to {serial}, which is "
+                           + ("not on the PON" if owner is None else f"{owner.state} with id {owner.onu_id}"))
+        active = {o.serial for o in pon.onus if o.is_active}
+        for gem, serial in pon.gem_ports.items():
+            if serial not in active:
+                bad.append(f"PON {pon.id} registers GEM port {gem} to {serial}, which is not active")
+        for key, (alloc, serial) in pon.alloc_ids.items():
+            if serial not in active:
+                bad.append(f"PON {pon.id} registers alloc id {alloc} to {serial}, which is not active")
+    for serial, count in seen.items():
+        if count != 1:
+            bad.append(f"ONU {serial} is listed {count} times")
+    if set(seen) != set(olt._serials):
+        bad.append("the OLT's serial index does not match its PONs' ONUs")
+    store = olt.flows
+    for key, flow in store._flows.items():
+        if flow.key != key:
+            bad.append(f"flow stored under {key} has key {flow.key}")
+        if not flow.is_onu_flow:
+            continue
+        try:
+            onu = olt.onu_by_id(flow.access_intf_id, flow.onu_id)
+        except Exception:
+            bad.append(f"flow {key} belongs to ONU {flow.onu_id} of PON {flow.access_intf_id}, which does not exist")
+            continue
+        if not onu.is_active:
+            bad.append(f"flow {key} belongs to ONU {onu.serial}, which is {onu.state}")
+        if key not in onu.flow_keys or flow.serial != onu.serial:
+            bad.append(f"flow {key} is not listed by its ONU {onu.serial}")
+        for gem in flow.gem_ports:
+            if store._gems.get((flow.access_intf_id, gem), {}).get(key) is not flow:
+                bad.append(f"flow {key} is missing from the GEM port index ({gem})")
+        if store._allocs.get((flow.access_intf_id, flow.alloc_id), {}).get(key) is not flow:
+            bad.append(f"flow {key} is missing from the alloc id index ({flow.alloc_id})")
+    for index in (store._gems, store._allocs):
+        for rid, users in index.items():
+            for key, flow in users.items():
+                if store._flows.get(key) is not flow:
+                    bad.append(f"index entry {rid} names flow {key}, which is not stored")
+    # Timers: a few per ONU (discovery, protocol timers) and a few for the OLT, never a growing pile.
+    limit = 8 * len(olt._serials) + 8
+    if olt.pending_calls() > limit:
+        bad.append(f"{olt.pending_calls()} delayed calls pending (more than {limit})")
+    return bad
+
+
+def fuzz_examples(default: int) -> tuple[int, bool]:
+    """(examples per fuzz test, derandomize): `default` and derandomized (the same inputs on every CI run), or with
+    OLTSIM_FUZZ_EXAMPLES=N, N drawn at random (a longer run finds new inputs each time). See docs/fuzzing.md."""
+    import os
+
+    configured = os.environ.get("OLTSIM_FUZZ_EXAMPLES")
+    return (int(configured), False) if configured else (default, True)
+
+
+def fuzz_settings(default_examples: int, **overrides):
+    """Hypothesis settings of the fuzz tests (`fuzz_examples`); a failure prints the @reproduce_failure blob that
+    replays it."""
+    from hypothesis import HealthCheck, settings
+
+    examples, derandomize = fuzz_examples(default_examples)
+    options = dict(max_examples=examples, derandomize=derandomize, deadline=None, database=None, print_blob=True,
+                   suppress_health_check=list(HealthCheck))
+    options.update(overrides)
+    return settings(**options)

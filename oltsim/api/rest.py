@@ -9,7 +9,9 @@ from typing import Callable
 
 from google.protobuf import descriptor as _descriptor
 from oltsim.logs import logger
+from twisted.web.resource import Resource
 from werkzeug.exceptions import MethodNotAllowed, NotFound as RouteNotFound
+from werkzeug.routing import RequestRedirect
 
 from oltsim.api import translate
 from oltsim.model.errors import InvalidArgument, OltsimError
@@ -55,7 +57,10 @@ def set_field(message, dotted: str, raw: str) -> None:
     parts = dotted.split(".")
     target = message
     for part in parts[:-1]:
-        if part not in target.DESCRIPTOR.fields_by_name:
+        field = target.DESCRIPTOR.fields_by_name.get(part)
+        # Only a singular sub-message has fields to name (`onu.onu_id`); a scalar, a repeated field or a map
+        # has none that a URL could set.
+        if field is None or field.type != _descriptor.FieldDescriptor.TYPE_MESSAGE or field.is_repeated:
             raise InvalidArgument(f"unknown parameter {dotted!r}")
         target = getattr(target, part)
     name = parts[-1]
@@ -119,7 +124,8 @@ def json_response(request, status: int, body) -> bytes:
 def render_error(request, failure, where: str) -> bytes:
     """The one place REST errors become responses; unexpected ones are logged with an id."""
     exc = failure.value
-    if isinstance(exc, RouteNotFound):
+    # werkzeug redirects a non-canonical path (/v1//olt) to the canonical one; for an API that is no such path.
+    if isinstance(exc, (RouteNotFound, RequestRedirect)):
         return json_response(request, 404, translate.error_body(
             translate.ERROR_TABLE[_not_found()][0], f"no such path: {request.path.decode('latin-1')}"))
     if isinstance(exc, MethodNotAllowed):
@@ -140,6 +146,36 @@ def render_error(request, failure, where: str) -> bytes:
                     path=request.path.decode("latin-1"), request_id=request_id)
         message = f"internal error (request id {request_id})"
     return json_response(request, status, translate.error_body(code, message))
+
+
+def bad_url(request, headers=()) -> bytes | None:
+    """The JSON 400 for a request whose path or Host header is not UTF-8, or None when both are. Klein would answer
+    those itself, with a text/html body, and log the client's mistake as a failure."""
+    try:
+        b"/".join(request.postpath or ()).decode("utf-8")
+        request.getRequestHostname().decode("utf-8")
+    except UnicodeDecodeError:
+        import grpc
+        for name, value in headers:
+            request.setHeader(name, value)
+        return json_response(request, 400, translate.error_body(
+            grpc.StatusCode.INVALID_ARGUMENT, "the URL path and the Host header must be UTF-8"))
+    return None
+
+
+class Utf8Only(Resource):
+    """`inner` (a Klein resource) behind the `bad_url` check; `headers` go on the refusals too."""
+
+    isLeaf = True
+
+    def __init__(self, inner, headers=()):
+        super().__init__()
+        self.inner = inner
+        self.headers = tuple(headers)
+
+    def render(self, request):
+        refusal = bad_url(request, self.headers)
+        return refusal if refusal is not None else self.inner.render(request)
 
 
 def _not_found():

@@ -13,7 +13,7 @@ import re
 
 from klein import Klein
 
-from oltsim.api.rest import json_response, render_error
+from oltsim.api.rest import Utf8Only, json_response, render_error
 from oltsim.model.errors import InvalidArgument, NotFound
 
 #: The SADIS API versions; v1 serves the configuration, OLT entries and bandwidth profiles only.
@@ -138,8 +138,8 @@ class SadisRest:
         self.base_url = f"http://{host}:{port}"
 
     def resource(self):
-        """The twisted.web resource to serve (one per listener)."""
-        return self.app.resource()
+        """The twisted.web resource to serve (one per listener), refusing a non-UTF-8 URL as JSON."""
+        return Utf8Only(self.app.resource())
 
     # ---- records ---------------------------------------------------------------------------
 

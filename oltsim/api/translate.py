@@ -56,6 +56,18 @@ _EXT_SERVICE = ("ConfigureMacAddress", "DsCTagPriority", "DsSTagPriority", "Enab
                 "NeedsPPPoE", "UniId", "UniTagMatch", "UsCTagPriority", "UsSTagPriority")
 _EXT_FLOW = ("gemport_to_aes", "pbit_to_gemport", "replicate_flow", "symmetric_flow_id")
 
+#: The base revision per message (full proto name): the fields it drops, and the 64-bit fields it renders as
+#: JSON integers instead of strings. The shapers below apply it to rendered JSON, `oltsim.api.openapi` to the
+#: schemas of the v1 OpenAPI document, so that the document describes exactly what is served.
+BASE_DROPPED: dict[str, tuple[str, ...]] = {
+    "bbsim.Olt": _EXT_OLT,
+    "bbsim.PONPort": _EXT_PON,
+    "bbsim.ONU": _EXT_ONU,
+    "bbsim.Service": _EXT_SERVICE,
+    "openolt.Flow": _EXT_FLOW,
+}
+BASE_INTEGERS: dict[str, tuple[str, ...]] = {"openolt.Flow": ("flow_id",)}
+
 
 def _drop(d: dict, keys) -> dict:
     for key in keys:
@@ -83,8 +95,9 @@ def base_onu(d: dict) -> dict:
 
 def base_flow(d: dict) -> dict:
     _drop(d, _EXT_FLOW)
-    if "flow_id" in d:
-        d["flow_id"] = int(d["flow_id"])
+    for key in BASE_INTEGERS["openolt.Flow"]:
+        if key in d:
+            d[key] = int(d[key])
     return d
 
 
@@ -190,6 +203,38 @@ def flows_to_pb(flows) -> bbsim_pb2.Flows:
 
 
 # ---- openolt messages -> model --------------------------------------------------------------
+
+def check_enums(message, where: str = "") -> None:
+    """Refuse (InvalidArgument) a message holding an enum number that its enum does not define.
+
+    proto3 parses unknown enum numbers, but the JSON of the control APIs gives every enum by name (decisions 2,
+    the OpenAPI documents), so a stored message holding one could not be shown as documented: refuse it before
+    it is stored (validate first)."""
+    for fd, value in message.ListFields():
+        name = where + fd.name
+        if fd.type == fd.TYPE_ENUM:
+            _check_numbers(fd.enum_type, name, value if fd.is_repeated else [value])
+        elif fd.type == fd.TYPE_MESSAGE:
+            if fd.message_type.GetOptions().map_entry:
+                value_fd = fd.message_type.fields_by_name["value"]
+                for key, item in value.items():
+                    if value_fd.type == fd.TYPE_MESSAGE:
+                        check_enums(item, f"{name}[{key}].")
+                    elif value_fd.type == fd.TYPE_ENUM:
+                        _check_numbers(value_fd.enum_type, f"{name}[{key}]", [item])
+            elif fd.is_repeated:
+                for index, item in enumerate(value):
+                    check_enums(item, f"{name}[{index}].")
+            else:
+                check_enums(value, name + ".")
+
+
+def _check_numbers(enum, name: str, numbers) -> None:
+    for number in numbers:
+        if number not in enum.values_by_number:
+            known = ", ".join(v.name for v in enum.values)
+            raise InvalidArgument(f"{name} must be one of {known} (got {number})")
+
 
 def serial_from_pb(sn: openolt_pb2.SerialNumber) -> str:
     """vendor id (4 ASCII bytes) + vendor specific as upper-case hex: BBSM00000001."""

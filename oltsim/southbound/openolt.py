@@ -220,6 +220,7 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
             value = getattr(request.classifier, name)
             if value > 4096:
                 raise InvalidArgument(f"classifier.{name} must be a VLAN id 0..4096 (got {value})")
+        translate.check_enums(request)
         self._olt.flow_add(translate.flow_from_pb(request))
         return openolt_pb2.Empty()
 
@@ -228,6 +229,7 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         return openolt_pb2.Empty()
 
     def CreateTrafficSchedulers(self, request, context):
+        translate.check_enums(request)  # stored and shown by name in REST (GET .../trafficschedulers, v0 tconts)
         payload = tech_profile_pb2.TrafficSchedulers()
         payload.CopyFrom(request)
         self._olt.set_traffic_schedulers(request.intf_id, request.onu_id, payload)

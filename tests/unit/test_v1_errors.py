@@ -267,13 +267,23 @@ def test_error_table_is_the_one_of_decisions_section_3():
 
 
 @pytest.mark.parametrize("path", ["/v1/nope", "/v1/olt/onus/BBSM00000001/bogus", "/", "/v2/olt",
-                                  "/v1/olt/port/0"])
+                                  "/v1/olt/port/0", "/v1//olt", "/v1/olt//onus", "/v1/olt/"])
 def test_unknown_path_is_404_json(path):
     """An unknown path is 404 with the JSON error body (BBSim answers text/plain)."""
     reply = Sim().rest.call("GET", path)
     assert reply.code == 404
     message = assert_error_body(reply, grpc.StatusCode.NOT_FOUND)
     assert path in message
+
+
+@pytest.mark.parametrize("path", ["/v1/olt/onus/%FF", "/v1/olt/onus/BBSM00000001/%C3%28/igmp/JOIN/224.0.0.1/1",
+                                  "/v1/%80"])
+def test_non_utf8_path_is_400_json(path):
+    """A path that is not UTF-8 once decoded is refused with the JSON error body (Klein answers text/html and logs
+    the client's mistake as a failure; found by probing the REST port)."""
+    reply = Sim().rest.call("GET", path)
+    assert reply.code == 400
+    assert "UTF-8" in assert_error_body(reply, grpc.StatusCode.INVALID_ARGUMENT)
 
 
 @pytest.mark.parametrize("method,path,allowed", [
@@ -381,6 +391,13 @@ OPENOLT_CASES = [
     ("omci-unknown-onu", "OmciMsgOut", openolt_pb2.OmciMsg(intf_id=0, onu_id=9, pkt=b"00"), NF),
     ("schedulers-unknown-onu", "CreateTrafficSchedulers", tech_profile_pb2.TrafficSchedulers(
         intf_id=0, onu_id=9), NF),
+    # Found by tests/unit/test_fuzz_grpc.py: proto3 parses unknown enum numbers, which REST would then show as
+    # numbers instead of names (GET .../trafficschedulers, v0 tconts), against the OpenAPI documents.
+    ("schedulers-unknown-enum", "CreateTrafficSchedulers", tech_profile_pb2.TrafficSchedulers(
+        intf_id=0, onu_id=1, traffic_scheds=[tech_profile_pb2.TrafficScheduler(direction=7)]), IA),
+    ("schedulers-unknown-nested-enum", "CreateTrafficSchedulers", tech_profile_pb2.TrafficSchedulers(
+        intf_id=0, onu_id=1, traffic_scheds=[tech_profile_pb2.TrafficScheduler(
+            scheduler=tech_profile_pb2.SchedulerConfig(sched_policy=-1))]), IA),
 ]
 
 
@@ -523,3 +540,49 @@ def test_repeated_poweron_of_a_pon():
     assert again.json["message"] == ("no ONU to power on: ONU BBSM00000001 is already powered on (discovered); "
                                      "ONU BBSM00000002 is already powered on (discovered)")
     assert sim.events == []
+
+
+def raw_http(resource, data: bytes) -> bytes:
+    """What a Site serving `resource` writes back for the raw request bytes `data` (no client normalises them)."""
+    from twisted.internet.testing import StringTransport
+    from twisted.web.server import Site
+
+    protocol = Site(resource).buildProtocol(None)
+    transport = StringTransport()
+    protocol.makeConnection(transport)
+    protocol.dataReceived(data)
+    return transport.value()
+
+
+@pytest.mark.parametrize("path", [b"/v1/olt", b"/v0/olt"])
+@pytest.mark.parametrize("method", [b"get", b"Get"])
+def test_method_case_does_not_crash(method, path):
+    """werkzeug routes a lower-case method like its upper-case form: the handlers take it too (it was a KeyError, so
+    a 500; found by the raw-request fuzz of tests/integration/test_fuzz_rest.py)."""
+    from oltsim.api.v0.commands import V0Commands
+    from oltsim.api.v0.rest import V0Rest
+    from oltsim.api.v1.rest import V1Rest
+
+    sim = Sim()
+    resource = V1Rest(sim.commands).resource() if path.startswith(b"/v1") else V0Rest(V0Commands(sim.olt)).resource()
+    answer = raw_http(resource, method + b" " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+
+
+def test_non_utf8_path_on_v0_and_sadis_is_400_json():
+    """The v0 and SADIS apps refuse a non-UTF-8 path with the JSON error body too (v0 with its Deprecation
+    header)."""
+    from oltsim.api.sadis import SadisRest
+    from oltsim.api.v0.commands import V0Commands
+    from oltsim.api.v0.rest import V0Rest
+
+    sim = Sim()
+    sadis = SadisRest(sim.olt, olt_ip="127.0.0.1", bp_format="mef", advertised_host="bbsim", port=50074)
+    for resource, path in ((V0Rest(V0Commands(sim.olt)).resource(), b"/v0/olt/onus/%FF"),
+                           (sadis.resource(), b"/v2/subscribers/%C3%28")):
+        answer = raw_http(resource, b"GET " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        head, _, _ = answer.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 400 "), answer[:300]
+        assert b"Content-Type: application/json" in head
+        if path.startswith(b"/v0"):
+            assert b"Deprecation: true" in head

@@ -17,7 +17,8 @@ from klein import Klein
 
 from oltsim._proto import legacy_pb2
 from oltsim.api import translate
-from oltsim.api.rest import Route, build_request, json_response, query_params, render_error
+from oltsim.api.openapi import ExtraPath, build_document
+from oltsim.api.rest import Route, Utf8Only, build_request, json_response, query_params, render_error
 from oltsim.api.v0.mapping import MAPPING, successor_link
 from oltsim.model.errors import InvalidArgument
 
@@ -25,11 +26,40 @@ ROUTES: tuple[Route, ...] = tuple(Route(method, path, rpc, note) for method, pat
 
 #: Routes whose body is the `onus_batch` field.
 BODY_ROUTES = frozenset({("POST", "/v0/olt/onus"), ("DELETE", "/v0/olt/onus")})
+BODY_FIELD = "onus_batch"
 
 #: RPCs whose commands take the set of given field names.
 FILTERED_RPCS = frozenset({"ONUStatus", "ONUActivate", "ONUDeactivate", "GetFlows", "PortStatus"})
 
-_METHODS = legacy_pb2.DESCRIPTOR.services_by_name["BBSimService"].methods_by_name
+_SERVICE = legacy_pb2.DESCRIPTOR.services_by_name["BBSimService"]
+_METHODS = _SERVICE.methods_by_name
+
+OPENAPI_PATH = "/v0/openapi.json"
+
+_HEADERS = {"Deprecation": {"description": "always `true`: the legacy API is deprecated",
+                            "schema": {"type": "string", "enum": ["true"]}}}
+
+
+def _describe(route: Route) -> tuple[str, str]:
+    """(summary, description) of a v0 operation: the legacy RPC, then MAPPING's note and v1 successor."""
+    for method, path, rpc, v1_method, v1_path, note in MAPPING:
+        if (method, path) == (route.method, route.path):
+            successor = f"Successor: `{v1_method} {v1_path}`." if v1_path else "No single v1 successor."
+            return f"legacy.BBSimService/{rpc}", " ".join(part for part in (note + "." if note else "",
+                                                                             successor) if part)
+    return route.rpc, ""
+
+
+def openapi_document(secured: bool = False) -> dict:
+    """The OpenAPI document of `/v0`: every route of MAPPING and the document itself."""
+    return build_document(
+        title="oltsim legacy API v0 (deprecated)",
+        description="BBSim's legacy REST API (service document 4.2), deprecated: every response carries "
+                    "`Deprecation: true` and, where one v1 call does the same, a `Link` to it. Generated from the "
+                    "route table the server routes with and the legacy protobuf messages.",
+        routes=ROUTES, service=_SERVICE, secured=secured, deprecated=True, describe=_describe,
+        body_routes={route: BODY_FIELD for route in BODY_ROUTES}, response_headers=_HEADERS,
+        extra=[ExtraPath("GET", OPENAPI_PATH, "This document (OpenAPI 3.0)", errors=(404,))])
 
 
 def read_batch(request, message) -> None:
@@ -48,19 +78,27 @@ def read_batch(request, message) -> None:
         json_format.ParseDict(data, batch)
     except json_format.ParseError as exc:
         raise InvalidArgument(f"request body: {exc}") from None
-    message.onus_batch.CopyFrom(batch)
+    getattr(message, BODY_FIELD).CopyFrom(batch)
 
 
 class V0Rest:
-    """The `/v0` REST API over `V0Commands`; one instance per server."""
+    """The `/v0` REST API over `V0Commands`; one instance per server. `secured` (an access token guards the
+    server) is only documented here: the guard wraps the resource outside."""
 
     app = Klein()
 
-    def __init__(self, commands):
+    def __init__(self, commands, secured: bool = False):
         self.commands = commands
+        self.secured = secured
+        self._openapi: bytes | None = None
+
+    def openapi(self) -> dict:
+        """This server's OpenAPI document."""
+        return openapi_document(self.secured)
 
     def resource(self):
-        return self.app.resource()
+        """The Klein resource, behind the check that the URL is UTF-8 (refused as JSON, deprecated as any answer)."""
+        return Utf8Only(self.app.resource(), headers=[(b"Deprecation", b"true")])
 
     def dispatch(self, request, route: Route, path_args: dict) -> bytes:
         raw_args = {name.replace("__", "."): value for name, value in path_args.items()}
@@ -80,6 +118,14 @@ class V0Rest:
             response = handler(message)
         return json_response(request, 200, translate.to_json_dict(response))
 
+    @app.route(OPENAPI_PATH, methods=["GET"], branch=False)
+    def openapi_json(self, request):
+        """The OpenAPI document, built on first request (it never changes while the server runs)."""
+        request.setHeader(b"Deprecation", b"true")
+        if self._openapi is None:
+            self._openapi = json.dumps(self.openapi(), separators=(",", ":")).encode("utf-8")
+        return json_response(request, 200, self._openapi)
+
     @app.handle_errors(Exception)
     def errors(self, request, failure):
         request.setHeader(b"Deprecation", b"true")
@@ -95,7 +141,7 @@ def _register(routes) -> None:
 
         def handler(self, request, _table=table, **kwargs):
             request.setHeader(b"Deprecation", b"true")
-            verb = request.method.decode("ascii")
+            verb = request.method.decode("latin-1").upper()  # werkzeug routes methods case-insensitively
             route = _table["GET" if verb == "HEAD" else verb]
             return self.dispatch(request, route, kwargs)
 

@@ -8,9 +8,10 @@ from twisted.internet.defer import Deferred
 from twisted.web.resource import Resource
 from werkzeug.exceptions import NotFound as RouteNotFound
 
-from oltsim._proto import bbsim_pb2
+from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.api import translate
-from oltsim.api.rest import Route, build_request, json_response, query_params, render_error
+from oltsim.api.openapi import ExtraPath, build_document
+from oltsim.api.rest import Route, bad_url, build_request, json_response, query_params, render_error
 from oltsim.model.errors import InvalidArgument
 
 ROUTES: tuple[Route, ...] = (
@@ -43,7 +44,8 @@ EXTENDED_ROUTES: tuple[Route, ...] = (
           "ChangeIgmpState", "Join or leave a multicast group on a UNI"),
 )
 
-_METHODS = bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"].methods_by_name
+_SERVICE = bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"]
+_METHODS = _SERVICE.methods_by_name
 
 # What the base revision drops, per response type.
 _BASE = {
@@ -60,6 +62,29 @@ _CACHE_LIMIT = 8192
 def routes_for(revision: str) -> tuple[Route, ...]:
     """The routes served in `revision` (extended adds the DHCP/EAPOL/IGMP actions)."""
     return ROUTES + (EXTENDED_ROUTES if revision == "extended" else ())
+
+
+OPENAPI_PATH = "/v1/openapi.json"
+EVENTS_PATH = "/v1/events"
+
+
+def openapi_document(revision: str = "extended", secured: bool = False, events: bool = True) -> dict:
+    """The OpenAPI document of `/v1` in `revision`: the routes of `routes_for(revision)`, the event stream (when
+    served) and the document itself; with `secured`, every call needs the access token."""
+    extra = [ExtraPath("GET", OPENAPI_PATH, "This document (OpenAPI 3.0)", errors=(404,))]
+    if events:
+        extra.append(ExtraPath(
+            "GET", EVENTS_PATH, "Server-Sent Events: every event of the simulator", media_type="text/event-stream",
+            schema={"type": "string", "description": "one `event: <type>` / `data: <JSON record>` pair per event; "
+                    "the record has the fields of oltsim.v1.Event (sequence and dropped as integers)"},
+            request=oltsim_pb2.EventFilter.DESCRIPTOR, errors=(400, 404),
+            description="`types` filters by event type (repeated, or comma-separated), `onu_serial` by ONU. A "
+                        "reader that does not keep up loses events (counted in `dropped`), never the simulator."))
+    return build_document(
+        title="oltsim control API v1",
+        description=f"BBSim-compatible REST control API, response revision `{revision}` (service document 4.1). "
+                    "Generated from the route table the server routes with and the bbsim protobuf messages.",
+        routes=routes_for(revision), service=_SERVICE, revision=revision, secured=secured, extra=extra)
 
 
 class EventStream:
@@ -121,6 +146,9 @@ class CachedReads(Resource):
         self.inner = inner
 
     def render(self, request):
+        refusal = bad_url(request)
+        if refusal is not None:
+            return refusal
         if request.method == b"GET" and not request.args:
             data = self.api.cached(request.path)
             if data is not None:
@@ -129,16 +157,23 @@ class CachedReads(Resource):
 
 
 class V1Rest:
-    """The `/v1` REST API over `V1Commands`; one instance per server."""
+    """The `/v1` REST API over `V1Commands`; one instance per server. `secured` (an access token guards the
+    server) is only documented here: the guard wraps the resource outside."""
 
     app = Klein()
 
-    def __init__(self, commands, bus=None):
+    def __init__(self, commands, bus=None, secured: bool = False):
         self.bus = bus
         self.commands = commands
         self.revision = commands.revision
+        self.secured = secured
         self._cache: dict[bytes, tuple[int, bytes]] = {}
         self._routes = {(r.method, r.path): r for r in routes_for(self.revision)}
+        self._openapi: bytes | None = None
+
+    def openapi(self) -> dict:
+        """This server's OpenAPI document."""
+        return openapi_document(self.revision, self.secured, events=self.bus is not None)
 
     def resource(self):
         """The Klein resource behind a fast path that answers unchanged cached reads directly."""
@@ -176,7 +211,14 @@ class V1Rest:
             self._cache[cache_key] = (generation, data)
         return json_response(request, 200, data)
 
-    @app.route("/v1/events", methods=["GET"], branch=False)
+    @app.route(OPENAPI_PATH, methods=["GET"], branch=False)
+    def openapi_json(self, request):
+        """The OpenAPI document, built on first request (it never changes while the server runs)."""
+        if self._openapi is None:
+            self._openapi = json.dumps(self.openapi(), separators=(",", ":")).encode("utf-8")
+        return json_response(request, 200, self._openapi)
+
+    @app.route(EVENTS_PATH, methods=["GET"], branch=False)
     def events(self, request):
         """Server-Sent Events: every event of the simulator (`types`, `onu_serial` filter)."""
         if self.bus is None:
@@ -205,7 +247,7 @@ def _register(routes) -> None:
         table = {r.method: r for r in group}
 
         def handler(self, request, _table=table, **kwargs):
-            method = request.method.decode("ascii")
+            method = request.method.decode("latin-1").upper()  # werkzeug routes methods case-insensitively
             route = _table["GET" if method == "HEAD" else method]
             if (route.method, route.path) not in self._routes:
                 raise RouteNotFound()
