@@ -156,6 +156,11 @@ class OltService(service.Service):
 
     def startService(self):
         super().startService()
+        # A process started in the background of a non-interactive shell inherits SIGINT as ignored, and
+        # Twisted then leaves it ignored; oltsim promises that SIGINT stops it (decisions section 6).
+        sig_int = getattr(self.reactor, "sigInt", None)
+        if sig_int is not None and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, sig_int)
         self.olt.start()
         log.info("olt-started serial={serial} pons={pons} onus={onus}", serial=self.olt.serial,
                  pons=len(self.olt.pons), onus=len(self.olt.onus))
