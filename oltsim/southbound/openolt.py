@@ -10,7 +10,7 @@ from oltsim.logs import logger
 from voltha_protos import extensions_pb2, openolt_pb2, openolt_pb2_grpc, tech_profile_pb2
 
 from oltsim.api import translate
-from oltsim.api.v1.grpc import abort_for
+from oltsim.api.grpc_common import abort_for
 from oltsim.bridge import StreamQueue, iterate, on_reactor, streaming
 from oltsim.model import events
 from oltsim.model.errors import InvalidArgument, OltsimError

@@ -10,7 +10,7 @@ from twisted.internet.task import Clock
 from oltsim._proto import bbsim_pb2, legacy_pb2, legacy_pb2_grpc
 from oltsim.api.commands import V1Commands
 from oltsim.api.v0.commands import V0Commands
-from oltsim.api.v0.grpc import RPC_NAMES, LegacyServicer
+from oltsim.api.v0.grpc import LegacyServicer
 from oltsim.bridge import Bridge, unwrapped_methods
 from oltsim.config import load_settings
 from oltsim.model.builder import build_olt
@@ -60,8 +60,7 @@ def state(v1, serial):
 def test_every_method_runs_on_the_reactor():
     """No RPC of the servicer escapes the bridge, and it implements every RPC of the service."""
     assert unwrapped_methods(LegacyServicer) == []
-    assert set(RPC_NAMES) == {m.name for m in legacy_pb2.DESCRIPTOR.services_by_name["BBSimService"].methods}
-    for name in RPC_NAMES:
+    for name in (m.name for m in legacy_pb2.DESCRIPTOR.services_by_name["BBSimService"].methods):
         assert getattr(LegacyServicer, name) is not getattr(legacy_pb2_grpc.BBSimServiceServicer, name)
 
 

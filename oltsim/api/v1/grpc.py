@@ -9,44 +9,15 @@ import twisted
 
 from oltsim import __version__
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
-from oltsim.api import translate
+from oltsim.api.grpc_common import abort_for, delegating_servicer
 from oltsim.bridge import StreamQueue, iterate, on_reactor, streaming
-from oltsim.model.errors import OltsimError
 
 RPC_NAMES = tuple(m.name for m in bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"].methods)
+__all__ = ["BBSimServicer", "OltsimServicer", "abort_for", "event_to_pb"]
 
 
-def abort_for(context, exc) -> None:
-    """Answer a refused request with the status of the one error table; anything that is not a
-    domain error is left to the bridge, which logs it with a request id and answers INTERNAL."""
-    if isinstance(exc, OltsimError):
-        code, _ = translate.status_for(exc)
-        context.abort(code, exc.message)
-
-
-class _BBSimServicer(bbsim_pb2_grpc.BBSimServicer):
-    """Every RPC delegates to the same `V1Commands` method the REST API calls."""
-
-    def __init__(self, commands, bridge):
-        self._commands = commands
-        self._bridge = bridge
-
-    def _abort(self, context, exc):
-        abort_for(context, exc)
-
-
-def _delegate(name: str):
-    def method(self, request, context):
-        return getattr(self._commands, name)(request)
-    method.__name__ = name
-    method.__doc__ = f"bbsim.BBSim/{name} via V1Commands.{name}."
-    return method
-
-
-for _name in RPC_NAMES:
-    setattr(_BBSimServicer, _name, _delegate(_name))
-
-BBSimServicer = on_reactor(_BBSimServicer)
+BBSimServicer = delegating_servicer(bbsim_pb2_grpc.BBSimServicer, bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"],
+                                    "V1Commands")
 
 
 @on_reactor
