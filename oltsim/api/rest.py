@@ -7,14 +7,15 @@ import uuid
 from dataclasses import dataclass
 from typing import Callable
 
+import grpc
 from google.protobuf import descriptor as _descriptor
-from oltsim.logs import logger
 from twisted.web.resource import Resource
 from werkzeug.exceptions import MethodNotAllowed, NotFound as RouteNotFound
 from werkzeug.routing import RequestRedirect
 
 from oltsim.api import translate
-from oltsim.model.errors import InvalidArgument, OltsimError
+from oltsim.logs import logger
+from oltsim.model.errors import InvalidArgument, NotFound, OltsimError
 
 log = logger("oltsim.api.rest")
 
@@ -127,11 +128,10 @@ def render_error(request, failure, where: str) -> bytes:
     # werkzeug redirects a non-canonical path (/v1//olt) to the canonical one; for an API that is no such path.
     if isinstance(exc, (RouteNotFound, RequestRedirect)):
         return json_response(request, 404, translate.error_body(
-            translate.ERROR_TABLE[_not_found()][0], f"no such path: {request.path.decode('latin-1')}"))
+            translate.ERROR_TABLE[NotFound][0], f"no such path: {request.path.decode('latin-1')}"))
     if isinstance(exc, MethodNotAllowed):
         allowed = ", ".join(exc.valid_methods or [])
         request.setHeader(b"Allow", allowed.encode("ascii"))
-        import grpc
         return json_response(request, 405, translate.error_body(
             grpc.StatusCode.UNIMPLEMENTED,
             f"method {request.method.decode('latin-1')} not allowed on {request.path.decode('latin-1')};"
@@ -155,7 +155,6 @@ def bad_url(request, headers=()) -> bytes | None:
         b"/".join(request.postpath or ()).decode("utf-8")
         request.getRequestHostname().decode("utf-8")
     except UnicodeDecodeError:
-        import grpc
         for name, value in headers:
             request.setHeader(name, value)
         return json_response(request, 400, translate.error_body(
@@ -176,11 +175,6 @@ class Utf8Only(Resource):
     def render(self, request):
         refusal = bad_url(request, self.headers)
         return refusal if refusal is not None else self.inner.render(request)
-
-
-def _not_found():
-    from oltsim.model.errors import NotFound
-    return NotFound
 
 
 def query_params(request, exclude=()) -> dict[str, list[str]]:
