@@ -11,6 +11,7 @@ the same process.
 """
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -65,6 +66,20 @@ def listener_options() -> list[str]:
 
     endpoints = {f.name for f in fields(Settings) if isinstance(f.default, str) and f.default.startswith("tcp:")}
     return [name for name, _, _, _, field in PARAMETERS if field in endpoints]
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the system hands out on 127.0.0.1, released for a daemon to bind."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind(("127.0.0.1", 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
 
 
 # ---- predicates ---------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from scripted_adapter import ScriptedAdapter, listener_options
+from scripted_adapter import ScriptedAdapter, free_ports, listener_options
 
 REPO = Path(__file__).resolve().parents[2]
 # twistd's own entry point, independent of where the venv put its scripts; argv[0] names it in messages.
@@ -27,20 +27,6 @@ STOP_TIMEOUT = 10.0
 ISSUE_OPTIONS = ("--config", "--services", "--pon", "--onu", "--uni", "--pots", "--nni", "--olt-id", "--delay",
                  "--reboot-delay", "--ca", "--api-revision", "--openolt", "--grpc-v1", "--rest-v1", "--grpc-v0",
                  "--rest-v0")
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports the system hands out on 127.0.0.1, released for the daemon to bind."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def environment() -> dict:
@@ -63,18 +49,12 @@ def listening(port: int) -> bool:
     return True
 
 
-class Daemon:
-    """One `twistd -n oltsim` process on loopback ports; its output goes to a log file in the test's tmp dir."""
+class DaemonProcess:
+    """A started oltsim process on loopback ports: its log, REST reads and the wait until it serves. Subclasses
+    start the process (`self.process`, `self.ports`, `self.log_path`, `self._log`)."""
 
-    def __init__(self, tmp_path: Path, *arguments: str):
-        self.ports = dict(zip(LISTENERS, free_ports(len(LISTENERS))))
-        listen = [arg for name, port in self.ports.items()
-                  for arg in (f"--{name}", f"tcp:{port}:interface=127.0.0.1")]
-        self.log_path = tmp_path / "oltsim.log"
-        self._log = open(self.log_path, "w")
-        self.process = subprocess.Popen([*TWISTD, "-n", "--pidfile=", "oltsim", *listen, *arguments],
-                                        cwd=tmp_path, env=environment(), stdout=self._log,
-                                        stderr=subprocess.STDOUT)
+    name = "oltsim"
+    poll_interval = 0.05
 
     @property
     def log(self) -> str:
@@ -95,16 +75,30 @@ class Daemon:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise AssertionError(f"oltsim exited with {self.process.returncode}:\n{self.log}")
+                raise AssertionError(f"{self.name} exited with {self.process.returncode}:\n{self.log}")
             try:
                 status, body = self.rest_get("/v1/olt", timeout=2.0)
             except OSError:
-                time.sleep(0.05)
+                time.sleep(self.poll_interval)
                 continue
             if status == 200:
                 return body
-            time.sleep(0.05)
+            time.sleep(self.poll_interval)
         raise AssertionError(f"GET /v1/olt did not answer 200 within {timeout:g} s:\n{self.log}")
+
+
+class Daemon(DaemonProcess):
+    """One `twistd -n oltsim` process on loopback ports; its output goes to a log file in the test's tmp dir."""
+
+    def __init__(self, tmp_path: Path, *arguments: str):
+        self.ports = dict(zip(LISTENERS, free_ports(len(LISTENERS))))
+        listen = [arg for name, port in self.ports.items()
+                  for arg in (f"--{name}", f"tcp:{port}:interface=127.0.0.1")]
+        self.log_path = tmp_path / "oltsim.log"
+        self._log = open(self.log_path, "w")
+        self.process = subprocess.Popen([*TWISTD, "-n", "--pidfile=", "oltsim", *listen, *arguments],
+                                        cwd=tmp_path, env=environment(), stdout=self._log,
+                                        stderr=subprocess.STDOUT)
 
     def wait_exit(self, timeout: float = STOP_TIMEOUT) -> int:
         try:

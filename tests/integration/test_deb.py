@@ -12,7 +12,6 @@ from __future__ import annotations
 import configparser
 import dataclasses
 import grp
-import http.client
 import json
 import os
 import pwd
@@ -20,14 +19,15 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
-import time
 from pathlib import Path
 
 import grpc
 import pytest
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
+
+from scripted_adapter import free_ports, listener_options
+from test_daemon import DaemonProcess
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_DEB = REPO / "packaging" / "build-deb"
@@ -101,31 +101,6 @@ def run(*command, timeout: float, check: bool = True) -> subprocess.CompletedPro
     return result
 
 
-def free_ports(count: int) -> list[int]:
-    """Ports the system hands out on 127.0.0.1, released for the daemon to bind."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def listener_options() -> list[str]:
-    """The oltsim options that take a listening endpoint (openolt, grpc-v1, ...): every one is put on loopback so
-    that the installed daemon binds no default port and no public interface."""
-    from oltsim.config import Settings
-    from oltsim.tap import PARAMETERS
-
-    endpoints = {f.name for f in dataclasses.fields(Settings) if isinstance(f.default, str)
-                 and f.default.startswith("tcp:")}
-    return [name for name, _, _, _, setting in PARAMETERS if setting in endpoints]
-
-
 def unit_service_section(path: Path) -> dict[str, str]:
     """The [Service] settings of a unit file (the last value of a repeated key)."""
     parser = configparser.ConfigParser(strict=False, interpolation=None, delimiters=("=",))
@@ -143,9 +118,12 @@ class Identity:
     device_id: str
 
 
-class InstalledDaemon:
+class InstalledDaemon(DaemonProcess):
     """The installed oltsim started as its systemd unit starts it: the unit's ExecStart as its User in its
     WorkingDirectory with an empty environment and no new privileges, plus loopback listeners on free ports."""
+
+    name = "the installed oltsim"
+    poll_interval = 0.1
 
     def __init__(self, log_path: Path):
         service = unit_service_section(UNIT_FILE)
@@ -160,36 +138,6 @@ class InstalledDaemon:
         # setpriv and env exec the daemon, so this pid is twistd's own.
         self.process = subprocess.Popen(command, cwd=service.get("WorkingDirectory", "/"), stdout=self._log,
                                         stderr=subprocess.STDOUT)
-
-    @property
-    def log(self) -> str:
-        self._log.flush()
-        return self.log_path.read_text()
-
-    def rest_get(self, path: str, timeout: float = 5.0) -> tuple[int, dict]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.ports["rest-v1"], timeout=timeout)
-        try:
-            connection.request("GET", path)
-            response = connection.getresponse()
-            return response.status, json.loads(response.read() or b"null")
-        finally:
-            connection.close()
-
-    def wait_serving(self, timeout: float = START_TIMEOUT) -> dict:
-        """Poll GET /v1/olt until it answers 200 (bounded); returns the OLT JSON."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"the installed oltsim exited with {self.process.returncode}:\n{self.log}")
-            try:
-                status, body = self.rest_get("/v1/olt", timeout=2.0)
-            except OSError:
-                time.sleep(0.1)
-                continue
-            if status == 200:
-                return body
-            time.sleep(0.1)
-        raise AssertionError(f"GET /v1/olt did not answer 200 within {timeout:g} s:\n{self.log}")
 
     def openolt(self) -> openolt_pb2_grpc.OpenoltStub:
         channel = grpc.insecure_channel(f"127.0.0.1:{self.ports['openolt']}")
