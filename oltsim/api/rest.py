@@ -114,6 +114,24 @@ def _convert(field, dotted: str, raw: str):
     return raw
 
 
+def register_routes(app, routes, handle) -> None:
+    """Add one Klein route per path of `routes` to `app` (a class-level Klein); each request is answered by
+    `handle(self, request, route, path_args)` with the Route of its method (HEAD as GET)."""
+    by_path: dict[str, list[Route]] = {}
+    for route in routes:
+        by_path.setdefault(route.werkzeug_path, []).append(route)
+    for wpath, group in by_path.items():
+        table = {r.method: r for r in group}
+
+        def handler(self, request, _table=table, **kwargs):
+            verb = request.method.decode("latin-1").upper()  # werkzeug routes methods case-insensitively
+            return handle(self, request, _table["GET" if verb == "HEAD" else verb], kwargs)
+
+        handler.__name__ = "route_" + "_".join(
+            wpath.strip("/").replace("<", "").replace(">", "").replace(".", "_").split("/"))
+        app.route(wpath, methods=list(table), branch=False)(handler)
+
+
 def json_response(request, status: int, body) -> bytes:
     request.setResponseCode(status)
     request.setHeader(b"Content-Type", b"application/json")

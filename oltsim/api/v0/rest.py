@@ -18,7 +18,8 @@ from klein import Klein
 from oltsim._proto import legacy_pb2
 from oltsim.api import translate
 from oltsim.api.openapi import ExtraPath, build_document
-from oltsim.api.rest import Route, Utf8Only, build_request, json_response, query_params, render_error
+from oltsim.api.rest import (Route, Utf8Only, build_request, json_response, query_params, register_routes,
+                             render_error)
 from oltsim.api.v0.mapping import MAPPING, successor_link
 from oltsim.model.errors import InvalidArgument
 
@@ -132,22 +133,9 @@ class V0Rest:
         return render_error(request, failure, "rest-v0")
 
 
-def _register(routes) -> None:
-    by_path: dict[str, list[Route]] = {}
-    for route in routes:
-        by_path.setdefault(route.werkzeug_path, []).append(route)
-    for wpath, group in by_path.items():
-        table = {r.method: r for r in group}
-
-        def handler(self, request, _table=table, **kwargs):
-            request.setHeader(b"Deprecation", b"true")
-            verb = request.method.decode("latin-1").upper()  # werkzeug routes methods case-insensitively
-            route = _table["GET" if verb == "HEAD" else verb]
-            return self.dispatch(request, route, kwargs)
-
-        handler.__name__ = "route_" + "_".join(
-            wpath.strip("/").replace("<", "").replace(">", "").replace(".", "_").split("/"))
-        V0Rest.app.route(wpath, methods=list(table), branch=False)(handler)
+def _handle(self, request, route: Route, path_args: dict) -> bytes:
+    request.setHeader(b"Deprecation", b"true")
+    return self.dispatch(request, route, path_args)
 
 
-_register(ROUTES)
+register_routes(V0Rest.app, ROUTES, _handle)

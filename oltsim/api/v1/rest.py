@@ -11,7 +11,8 @@ from werkzeug.exceptions import NotFound as RouteNotFound
 from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.api import translate
 from oltsim.api.openapi import ExtraPath, build_document
-from oltsim.api.rest import Route, bad_url, build_request, json_response, query_params, render_error
+from oltsim.api.rest import (Route, bad_url, build_request, json_response, query_params, register_routes,
+                             render_error)
 from oltsim.model.errors import InvalidArgument
 
 ROUTES: tuple[Route, ...] = (
@@ -238,23 +239,10 @@ class V1Rest:
         return render_error(request, failure, "rest-v1")
 
 
-def _register(routes) -> None:
-    by_path: dict[str, list[Route]] = {}
-    for route in routes:
-        by_path.setdefault(route.werkzeug_path, []).append(route)
-    for wpath, group in by_path.items():
-        methods = [r.method for r in group]
-        table = {r.method: r for r in group}
-
-        def handler(self, request, _table=table, **kwargs):
-            method = request.method.decode("latin-1").upper()  # werkzeug routes methods case-insensitively
-            route = _table["GET" if method == "HEAD" else method]
-            if (route.method, route.path) not in self._routes:
-                raise RouteNotFound()
-            return self.dispatch(request, route, kwargs)
-
-        handler.__name__ = "route_" + "_".join(wpath.strip("/").replace("<", "").replace(">", "").split("/"))
-        V1Rest.app.route(wpath, methods=methods, branch=False)(handler)
+def _handle(self, request, route: Route, path_args: dict) -> bytes:
+    if (route.method, route.path) not in self._routes:  # an extended-only route in the base revision
+        raise RouteNotFound()
+    return self.dispatch(request, route, path_args)
 
 
-_register(ROUTES + EXTENDED_ROUTES)
+register_routes(V1Rest.app, ROUTES + EXTENDED_ROUTES, _handle)
