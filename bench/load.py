@@ -59,7 +59,7 @@ def main(argv=None) -> int:
                 yield threads.deferToThread(storm.close)
                 left -= span
             for _ in range(100):
-                if due_soon(sim.olt, 0.5) == 0:
+                if due_soon(sim.olt) == 0:
                     break
                 yield deferLater(reactor, 0.1, lambda: None)
             problems = check_invariants(sim.olt)

@@ -40,7 +40,7 @@ def test_adapter_drops_stream_mid_bring_up_and_reconnects(tmp_path):
         first, rest = yield deferToThread(script)
         assert len({o.serial for o in first + rest}) == 8
         for _ in range(50):
-            if due_soon(sim.olt, 0.5) == 0:
+            if due_soon(sim.olt) == 0:
                 break
             yield deferLater(reactor, 0.1, lambda: None)
         assert {onu.state for onu in sim.olt.onus} == {"enabled"}
