@@ -29,6 +29,7 @@ __all__ = [
     "BridgeTimeout",
     "BridgeUnavailable",
     "StreamQueue",
+    "failure_status",
     "iterate",
     "on_reactor",
     "streaming",
@@ -209,6 +210,50 @@ class _TrackedContext:
         return getattr(self._context, name)
 
 
+class _Recorded(Exception):
+    """Raised by :class:`_AbortRecorder` to end a servicer's ``_abort`` the way grpcio's abort would."""
+
+
+class _AbortRecorder:
+    """A stand-in context for a servicer's ``_abort``: records the status it aborts with instead of answering."""
+
+    def __init__(self) -> None:
+        self.status: tuple[grpc.StatusCode, str] | None = None
+
+    def abort(self, code: grpc.StatusCode, details: str) -> None:
+        self.status = (code, details)
+        raise _Recorded()
+
+
+def failure_status(servicer: Any, name: str, exc: BaseException) -> tuple[grpc.StatusCode, str]:
+    """The status an exception raised by ``servicer``'s RPC ``name`` is answered with.
+
+    ``servicer._abort(context, exc)``, if defined, decides for the domain errors it knows (it aborts) and returns
+    for others; then ``NotImplementedError`` (generated base-class stubs) gives UNIMPLEMENTED and anything else
+    INTERNAL, logged with the traceback and a request id that the answer names.  Shared by the thread seam here
+    and the grpc.aio handlers of :mod:`oltsim.onloop`, so both surfaces answer a failure alike.
+    """
+    mapper = getattr(servicer, "_abort", None)
+    if mapper is not None:
+        recorder = _AbortRecorder()
+        try:
+            mapper(recorder, exc)  # aborts (raises) for the domain errors it knows, returns for others
+        except _Recorded:
+            return recorder.status  # type: ignore[return-value]
+        except Exception:
+            log.failure("grpc-abort-mapper-failed method={method}", method=name)
+    if isinstance(exc, NotImplementedError):
+        return grpc.StatusCode.UNIMPLEMENTED, "method not implemented"
+    request_id = uuid.uuid4().hex[:12]
+    log.failure(
+        "grpc-handler-failed method={method} request_id={request_id}",
+        failure=Failure(exc),
+        method=name,
+        request_id=request_id,
+    )
+    return grpc.StatusCode.INTERNAL, f"internal error (request id {request_id})"
+
+
 def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def on_reactor_method(self: Any, request: Any, context: Any) -> Any:
@@ -222,25 +267,8 @@ def _wrap(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         except Exception as exc:
             if tracked.aborted:
                 raise
-            mapper = getattr(self, "_abort", None)
-            if mapper is not None:
-                mapped = _TrackedContext(context)
-                try:
-                    mapper(mapped, exc)  # aborts (raises) for the domain errors it knows, returns for others
-                except Exception:
-                    if mapped.aborted:
-                        raise
-                    log.failure("grpc-abort-mapper-failed method={method}", method=name)
-            if isinstance(exc, NotImplementedError):
-                context.abort(grpc.StatusCode.UNIMPLEMENTED, "method not implemented")
-            request_id = uuid.uuid4().hex[:12]
-            log.failure(
-                "grpc-handler-failed method={method} request_id={request_id}",
-                failure=Failure(exc),
-                method=name,
-                request_id=request_id,
-            )
-            context.abort(grpc.StatusCode.INTERNAL, f"internal error (request id {request_id})")
+            code, details = failure_status(self, name, exc)
+            context.abort(code, details)
 
     setattr(on_reactor_method, _WRAPPED_MARK, True)
     return on_reactor_method

@@ -7,6 +7,7 @@ reactor; it can also be stopped and restarted at runtime on the same port (OLT r
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import os
 import re
@@ -19,6 +20,7 @@ from twisted.application.service import Service
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.threads import deferToThreadPool
 from oltsim.logs import logger
+from oltsim.onloop import check_asyncio_reactor
 
 __all__ = ["AlreadyRunning", "GrpcListen", "GrpcServerService", "parse_grpc_endpoint"]
 
@@ -26,6 +28,9 @@ log = logger("oltsim.grpcserver")
 
 _TRUE = {"yes", "true", "1", "on"}
 _FALSE = {"no", "false", "0", "off"}
+
+# so_reuseport off: otherwise a second simulator could bind the same port and silently share its clients.
+_OPTIONS = [("grpc.so_reuseport", 0)]
 
 # grpcio's server.stop() event normally fires right after the grace period; this bounds the wait in case it does not.
 _STOP_WAIT_SLACK = 5.0
@@ -267,6 +272,10 @@ class GrpcServerService(Service):
     ``IService.running`` keeps its Twisted meaning (the service was started); ``serving`` says whether the gRPC
     server is up (false between ``stop_server`` and ``start_server``).  Callables in ``on_stopping`` run on the
     reactor thread just before each stop, so open streams can be closed (UNAVAILABLE) through their StreamQueues.
+
+    With ``aio`` the server is a ``grpc.aio`` server on the reactor's own asyncio loop (Twisted's asyncio reactor;
+    see :mod:`oltsim.onloop`): handlers run on the reactor thread, ``interceptors`` are ``grpc.aio`` ones and
+    ``max_workers`` is unused.  Starting it on another reactor fails with :class:`oltsim.onloop.NotOnLoop`.
     """
 
     def __init__(
@@ -277,7 +286,8 @@ class GrpcServerService(Service):
         max_workers: int = 32,
         reactor: Any = None,
         grace: float = 0.5,
-        interceptors: Sequence[grpc.ServerInterceptor] = (),
+        interceptors: Sequence[Any] = (),
+        aio: bool = False,
     ) -> None:
         self.setName(name)
         self.endpoint = endpoint
@@ -292,7 +302,9 @@ class GrpcServerService(Service):
         self.port: int | None = None
         self.address: str | None = None
         self.on_stopping: list[Callable[[], Any]] = []
-        self._server: grpc.Server | None = None
+        self.aio = aio
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: Any = None
         self._executor: ThreadPoolExecutor | None = None
 
     def _get_reactor(self) -> Any:
@@ -326,19 +338,33 @@ class GrpcServerService(Service):
         if self._server is not None:
             raise AlreadyRunning(f"gRPC server {self.name} is already serving on {self.address}")
         listen = self._listen if self.port is None else self._listen.with_port(self.port)
-        executor = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix=f"grpc-{self.name}")
-        # so_reuseport off: otherwise a second simulator could bind the same port and silently share its clients.
-        server = grpc.server(executor, interceptors=self.interceptors, options=[("grpc.so_reuseport", 0)])
+        if self.aio:
+            server, executor = self._aio_server(), None
+        else:
+            executor = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix=f"grpc-{self.name}")
+            server = grpc.server(executor, interceptors=self.interceptors, options=_OPTIONS)
         try:
             self._add_servicers(server)
             address, bound = self._bind(server, listen)
         except BaseException:
-            executor.shutdown(wait=False)
+            if executor is not None:
+                executor.shutdown(wait=False)
             raise
-        server.start()
+        if self.aio:
+            # Bound above; serving starts on the loop's next turn (grpc.aio's start is a coroutine).
+            Deferred.fromFuture(self._loop.create_task(server.start())).addErrback(
+                lambda failure: log.failure("grpc-server-start-failed name={name}", failure, name=self.name))
+        else:
+            server.start()
         self._server, self._executor = server, executor
         self.port, self.address = bound, address
         log.info("grpc-server-started name={name} address={address}", name=self.name, address=address)
+
+    def _aio_server(self) -> grpc.aio.Server:
+        # grpc.aio binds its server to the thread's current asyncio loop: it must be the reactor's.
+        self._loop = check_asyncio_reactor(self._get_reactor())
+        asyncio.set_event_loop(self._loop)
+        return grpc.aio.server(interceptors=self.interceptors, options=_OPTIONS)
 
     def _bind(self, server: grpc.Server, listen: GrpcListen) -> tuple[str, int]:
         """Add the listening port; returns the address actually bound (real port) and the port."""
@@ -377,6 +403,10 @@ class GrpcServerService(Service):
                 log.failure("grpc-server-stopping-hook-failed name={name}", name=self.name)
         server, executor = self._server, self._executor
         self._server = self._executor = None
+        if executor is None:
+            # grpc.aio: refuses new calls at once, cancels those still running after the grace period.
+            return Deferred.fromFuture(self._loop.create_task(server.stop(self.grace))).addCallback(
+                lambda _: self._report_stopped(True))
         stopped = server.stop(self.grace)
         reactor = self._get_reactor()
 
@@ -386,12 +416,12 @@ class GrpcServerService(Service):
             executor.shutdown(wait=False, cancel_futures=True)
             return finished
 
-        def report(finished: bool) -> None:
-            log.info(
-                "grpc-server-stopped name={name} address={address} clean={clean}",
-                name=self.name,
-                address=self.address,
-                clean=finished,
-            )
+        return deferToThreadPool(reactor, reactor.getThreadPool(), wait_stopped).addCallback(self._report_stopped)
 
-        return deferToThreadPool(reactor, reactor.getThreadPool(), wait_stopped).addCallback(report)
+    def _report_stopped(self, finished: bool) -> None:
+        log.info(
+            "grpc-server-stopped name={name} address={address} clean={clean}",
+            name=self.name,
+            address=self.address,
+            clean=finished,
+        )

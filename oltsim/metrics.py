@@ -20,6 +20,7 @@ Series (all prefixed ``oltsim_``):
 """
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import grpc
@@ -191,6 +192,12 @@ class MetricsInterceptor(grpc.ServerInterceptor):
         self.metrics = metrics
         self.surface = surface
 
+    def record(self, method: str, code: grpc.StatusCode) -> None:
+        """One call of ``method`` answered with ``code``."""
+        self.metrics.count_request(self.surface, code.name)
+        if method == OMCI_REQUEST_METHOD and code is grpc.StatusCode.OK:
+            self.metrics.omci.labels("request").inc()
+
     def intercept_service(self, continuation, handler_call_details):
         handler = continuation(handler_call_details)
         if handler is None:
@@ -198,10 +205,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):
         method = handler_call_details.method
 
         def record(context, default: grpc.StatusCode) -> None:
-            code = context.code() or default
-            self.metrics.count_request(self.surface, code.name)
-            if method == OMCI_REQUEST_METHOD and code is grpc.StatusCode.OK:
-                self.metrics.omci.labels("request").inc()
+            self.record(method, context.code() or default)
 
         def wrap(behaviour, response_streaming: bool):
             if not response_streaming:
@@ -228,3 +232,54 @@ class MetricsInterceptor(grpc.ServerInterceptor):
             return counted_stream
 
         return handler_with(handler, wrap)
+
+
+class AioMetricsInterceptor(grpc.aio.ServerInterceptor):
+    """:class:`MetricsInterceptor` for a grpc.aio server (the OpenOLT one, see :mod:`oltsim.onloop`): the same
+    counts, taken around coroutine handlers."""
+
+    def __init__(self, metrics: Metrics, surface: str) -> None:
+        self.counts = MetricsInterceptor(metrics, surface)
+
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return None
+        method = handler_call_details.method
+        record = self.counts.record
+
+        def wrap(behaviour, response_streaming: bool):
+            if not response_streaming:
+                async def counted(request, context):
+                    try:
+                        response = await behaviour(request, context)
+                    except asyncio.CancelledError:
+                        record(method, grpc.StatusCode.CANCELLED)
+                        raise
+                    except BaseException:
+                        record(method, _aio_code(context, grpc.StatusCode.UNKNOWN))
+                        raise
+                    record(method, _aio_code(context, grpc.StatusCode.OK))
+                    return response
+                return counted
+
+            async def counted_stream(request, context):
+                try:
+                    async for item in behaviour(request, context):
+                        yield item
+                except (asyncio.CancelledError, GeneratorExit):
+                    record(method, grpc.StatusCode.CANCELLED)
+                    raise
+                except BaseException:
+                    record(method, _aio_code(context, grpc.StatusCode.UNKNOWN))
+                    raise
+                record(method, _aio_code(context, grpc.StatusCode.OK))
+            return counted_stream
+
+        return handler_with(handler, wrap)
+
+
+def _aio_code(context, default: grpc.StatusCode) -> grpc.StatusCode:
+    # grpc.aio's context.code() is the status set by abort/set_code, or None before one is.
+    code = context.code()
+    return code if isinstance(code, grpc.StatusCode) else default

@@ -3,25 +3,31 @@ and the gRPC servicers on an inline bridge with a fake context (style habit 8)."
 
 from __future__ import annotations
 
-import json
-import random
-from dataclasses import dataclass
+# The daemon runs on Twisted's asyncio reactor (oltsim.onloop); so do the tests (pytest.ini: --reactor=asyncio). It
+# has to be installed before treq and Klein, imported below, import the global reactor.
+from oltsim.onloop import install_asyncio_reactor
 
-import pytest
-from treq.testing import StubTreq
-from twisted.internet.task import Clock
-from voltha_protos import openolt_pb2
+install_asyncio_reactor()
 
-from oltsim.api import translate
-from oltsim.api.commands import V1Commands
-from oltsim.api.v1.grpc import BBSimServicer
-from oltsim.api.v1.rest import V1Rest
-from oltsim.bridge import Bridge, StreamQueue
-from oltsim.config import load_settings
-from oltsim.model import events
-from oltsim.model.builder import build_olt
-from oltsim.southbound.indications import to_indications
-from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
+import json  # noqa: E402
+import random  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+import pytest  # noqa: E402
+from treq.testing import StubTreq  # noqa: E402
+from twisted.internet.task import Clock  # noqa: E402
+from voltha_protos import openolt_pb2  # noqa: E402
+
+from oltsim.api import translate  # noqa: E402
+from oltsim.api.commands import V1Commands  # noqa: E402
+from oltsim.api.v1.grpc import BBSimServicer  # noqa: E402
+from oltsim.api.v1.rest import V1Rest  # noqa: E402
+from oltsim.bridge import Bridge, StreamQueue  # noqa: E402
+from oltsim.config import load_settings  # noqa: E402
+from oltsim.model import events  # noqa: E402
+from oltsim.model.builder import build_olt  # noqa: E402
+from oltsim.southbound.indications import to_indications  # noqa: E402
+from oltsim.southbound.openolt import IndicationHub, OpenoltServicer  # noqa: E402
 
 BASE_URL = "http://oltsim.test"
 

@@ -1,7 +1,9 @@
 """The OpenOLT southbound: `openolt.Openolt` as a real OLT agent answers it.
 
-Every unary method runs on the reactor through the bridge (applied to the whole
-class); EnableIndication reads a per-stream queue that the reactor feeds.
+The daemon serves this servicer with grpc.aio on the reactor's own loop (`oltsim.onloop.on_loop`): every unary
+method runs inline on the reactor thread and EnableIndication is `aio_EnableIndication`, reading a queue the model
+feeds on the same thread. The class is also wrapped for the thread seam (`on_reactor`, EnableIndication on a
+StreamQueue), which is how the in-memory tests drive it.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ from oltsim.api.grpc_common import abort_for
 from oltsim.bridge import StreamQueue, iterate, on_reactor, streaming
 from oltsim.model import events
 from oltsim.model.errors import InvalidArgument, OltsimError
+from oltsim.onloop import AsyncStreamQueue
 from oltsim.southbound.indications import port_statistics, to_indications
 
 log = logger("oltsim.southbound")
@@ -129,6 +132,17 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
                 pass  # the reactor is stopping; nothing left to unregister from
 
         yield from iterate(queue, context, on_done=done)
+
+    async def aio_EnableIndication(self, request, context):
+        """EnableIndication on the reactor's loop: the same stream hand-over as above, without a thread."""
+        queue = AsyncStreamQueue(STREAM_BUFFER)
+        self._hub.open_stream(queue)  # a refusal (OLT not up) raises before anything is streamed
+        log.info("indication-stream-opened peer={peer}", peer=context.peer())
+        try:
+            async for indication in queue.items(context):
+                yield indication
+        finally:
+            self._hub.close_stream(queue)
 
     def HeartbeatCheck(self, request, context):
         return openolt_pb2.Heartbeat(heartbeat_signature=self._olt.heartbeat_signature)

@@ -357,6 +357,6 @@ def test_make_service_gives_control_grpc_servers_the_token_interceptor():
     top = built("--api-token", TOKEN)
     kinds = {name: [type(i).__name__ for i in top.getServiceNamed(name).interceptors]
              for name in ("openolt", "grpc-v1", "grpc-v0")}
-    assert kinds == {"openolt": ["MetricsInterceptor"],
+    assert kinds == {"openolt": ["AioMetricsInterceptor"],
                      "grpc-v1": ["MetricsInterceptor", "TokenInterceptor"],
                      "grpc-v0": ["MetricsInterceptor", "TokenInterceptor"]}

@@ -1,0 +1,175 @@
+"""gRPC servicers answered on the reactor thread itself: grpc.aio on the asyncio loop that Twisted's reactor runs.
+
+The OpenOLT southbound carries an adapter's whole bring-up, about 240 unary calls per ONU (MIB upload), so its cost
+per call is what a user feels.  Served by grpcio's thread pool and hopped to the reactor through :mod:`oltsim.bridge`,
+a call wakes half a dozen threads; served by ``grpc.aio`` on the reactor's own loop (Twisted's asyncio reactor), the
+handler runs where the model lives and nothing crosses a thread (bench/bringup.py, docs/performance.md).
+
+:func:`on_loop` turns a servicer written for the bridge (plain methods over the model, errors mapped by its
+``_abort``) into grpc.aio handlers that call the same methods inline, so one servicer class serves both ways and its
+in-memory tests stay synchronous.  A server-streaming RPC needs an async counterpart named ``aio_<Name>``; it reads
+an :class:`AsyncStreamQueue`, which the model feeds on the same thread.
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections import deque
+from typing import Any, AsyncIterator
+
+import grpc
+
+from oltsim.bridge import _STREAMING_MARK, _rpc_functions, failure_status
+from oltsim.logs import logger
+
+__all__ = ["AsyncStreamQueue", "NotOnLoop", "check_asyncio_reactor", "install_asyncio_reactor", "on_loop"]
+
+log = logger("oltsim.onloop")
+
+ASYNC_PREFIX = "aio_"
+
+
+class NotOnLoop(RuntimeError):
+    """The reactor does not run an asyncio loop, so grpc.aio handlers cannot run on the reactor thread."""
+
+
+def install_asyncio_reactor() -> None:
+    """Install Twisted's asyncio reactor as the global one, unless a reactor is installed already.
+
+    Must run before anything imports ``twisted.internet.reactor`` (Klein does so at import), which is why
+    :mod:`oltsim.tap` calls it first thing; a reactor chosen with twistd's ``--reactor`` wins and is checked by
+    :func:`check_asyncio_reactor` when the service is built.
+    """
+    import sys
+
+    if "twisted.internet.reactor" not in sys.modules:
+        from twisted.internet import asyncioreactor
+
+        asyncioreactor.install()
+
+
+def check_asyncio_reactor(reactor: Any) -> asyncio.AbstractEventLoop:
+    """The asyncio loop ``reactor`` runs; NotOnLoop (naming the fix) if it is another kind of reactor."""
+    loop = getattr(reactor, "_asyncioEventloop", None)
+    if not isinstance(loop, asyncio.AbstractEventLoop):
+        raise NotOnLoop(
+            f"the OpenOLT server runs on Twisted's asyncio reactor, not {type(reactor).__name__}: "
+            "start twistd without --reactor or with --reactor=asyncio"
+        )
+    return loop
+
+
+class AsyncStreamQueue:
+    """A bounded queue per open stream, fed and read on the reactor thread (the stream's reader is a coroutine).
+
+    The same contract as :class:`oltsim.bridge.StreamQueue`: ``put`` never blocks and drops (counted in
+    ``dropped``) when full or closed; ``close`` ends the stream after the items already queued, with a status
+    (an abort) or normally, and only the first close counts.
+    """
+
+    def __init__(self, maxsize: int = 1000) -> None:
+        if maxsize < 1:
+            raise ValueError("maxsize must be at least 1")
+        self.maxsize = maxsize
+        self.dropped = 0
+        self._items: deque[Any] = deque()
+        self._closed: tuple[grpc.StatusCode | None, str | None] | None = None
+        self._waiter: asyncio.Future | None = None
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed is not None
+
+    def put(self, item: Any) -> bool:
+        """Queue ``item``; False (and ``dropped`` incremented) if full or closed."""
+        if self._closed is not None or len(self._items) >= self.maxsize:
+            self.dropped += 1
+            return False
+        self._items.append(item)
+        self._wake()
+        return True
+
+    def close(self, status: grpc.StatusCode | None = None, details: str | None = None) -> None:
+        """End the stream once the queued items are read: with ``status`` (an abort) or normally if None."""
+        if self._closed is None:
+            self._closed = (status, details)
+            self._wake()
+
+    def _wake(self) -> None:
+        waiter, self._waiter = self._waiter, None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def items(self, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        """Yield the queued items until the queue is closed; a close with a status aborts the RPC with it.
+
+        A cancelled RPC ends the wait (grpc.aio cancels the task), so nothing outlives its stream.
+        """
+        while True:
+            while self._items:
+                yield self._items.popleft()
+            if self._closed is not None:
+                status, details = self._closed
+                if status is not None:
+                    await context.abort(status, details or "")
+                return
+            self._waiter = asyncio.get_running_loop().create_future()
+            await self._waiter
+
+
+def on_loop(servicer: Any, base: type) -> Any:
+    """grpc.aio handlers for every RPC of ``base`` (a generated ``...Servicer`` class), over ``servicer``.
+
+    A unary RPC calls the servicer's method inline (the one the bridge would have called, unwrapped; it reports a
+    refusal by raising, never through ``context.abort``) and answers a failure with
+    :func:`oltsim.bridge.failure_status`.  A server-streaming
+    RPC delegates to the servicer's ``aio_<Name>`` async generator; TypeError at build time if one is missing, as
+    an unmarked generator is refused by :func:`oltsim.bridge.on_reactor`.
+    """
+    namespace: dict[str, Any] = {"__doc__": f"grpc.aio handlers over {type(servicer).__qualname__}"}
+    for name, _ in _rpc_functions(base):
+        function = inspect.getattr_static(type(servicer), name, None)
+        if function is None:
+            continue
+        if getattr(function, _STREAMING_MARK, False):
+            stream = getattr(servicer, ASYNC_PREFIX + name, None)
+            if stream is None or not inspect.isasyncgenfunction(stream):
+                raise TypeError(f"{type(servicer).__qualname__}.{name} streams: it needs an async generator "
+                                f"{ASYNC_PREFIX}{name}")
+            namespace[name] = _streaming(servicer, name, stream)
+        else:
+            namespace[name] = _unary(servicer, name, getattr(function, "__wrapped__", function))
+    return type(f"OnLoop{type(servicer).__name__}", (), namespace)()
+
+
+def _unary(servicer: Any, name: str, function: Any) -> Any:
+    async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return function(servicer, request, context)
+        except Exception as exc:
+            code, details = failure_status(servicer, name, exc)
+        await context.abort(code, details)
+
+    handler.__name__ = handler.__qualname__ = name
+    return handler
+
+
+def _streaming(servicer: Any, name: str, stream: Any) -> Any:
+    async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        items = stream(request, context)
+        while True:
+            try:
+                item = await items.__anext__()
+            except StopAsyncIteration:
+                return
+            except (asyncio.CancelledError, grpc.aio.AbortError):
+                raise
+            except Exception as exc:
+                code, details = failure_status(servicer, name, exc)
+                break
+            yield item
+        await context.abort(code, details)
+
+    handler.__name__ = handler.__qualname__ = name
+    return handler
