@@ -5,6 +5,7 @@ answered clearly while the simulator keeps serving. A refused request has no sid
 
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -12,13 +13,14 @@ from typing import Callable
 import grpc
 import pytest
 from twisted.logger import capturedLogs
-from voltha_protos import openolt_pb2, tech_profile_pb2
+from voltha_protos import openolt_pb2, openolt_pb2_grpc, tech_profile_pb2
 
 from conftest import Sim, grpc_call, grpc_error
 from oltsim._proto import bbsim_pb2
 from oltsim.api import translate
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
 from oltsim.bridge import unwrapped_methods
+from oltsim.onloop import on_loop
 from oltsim.southbound.openolt import OpenoltServicer
 
 SN = "BBSM00000001"
@@ -360,6 +362,17 @@ def test_every_grpc_method_runs_on_the_reactor():
     assert unwrapped_methods(BBSimServicer) == []
     assert unwrapped_methods(OltsimServicer) == []
     assert unwrapped_methods(OpenoltServicer) == []
+
+
+def test_every_openolt_rpc_is_served_on_the_reactor_loop():
+    """The daemon serves OpenOLT through on_loop: every RPC of openolt.Openolt gets a coroutine handler (the
+    indication stream an async generator), none falls back to the generated UNIMPLEMENTED stub."""
+    sim = Sim()
+    served = on_loop(sim.openolt, openolt_pb2_grpc.OpenoltServicer)
+    for method in openolt_pb2.DESCRIPTOR.services_by_name["Openolt"].methods:
+        handler = getattr(served, method.name)
+        check = inspect.isasyncgenfunction if method.server_streaming else inspect.iscoroutinefunction
+        assert check(handler), method.name
 
 
 # ---- BBSim's process-killing and hanging inputs (reference section 7) ----------------------------

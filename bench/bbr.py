@@ -1,0 +1,190 @@
+#!/usr/bin/env python3
+"""BBSim's own `bbr` load client against oltsim, and optionally against BBSim itself, on this machine.
+
+`bbr` (and `bbsim`) are Go programs of the public opencord/bbsim repository; this script never builds or fetches
+them: pass the binaries you built with --bbr (and --bbsim). For each PONxONU size it starts the simulator on
+loopback, runs `bbr -pon P -onu O -delay 0` against it, checks that bbr ended with "<P*O> ONUs matching expected
+state" and "BBR done!", and prints the medians of --runs runs: the duration bbr reports (its first call to the
+last DHCP Ack), the simulator's CPU seconds meanwhile and bbr's own CPU seconds (both share the machine's cores).
+The issue's target is 512 ONUs within 3 s with delay 0. Exits 0 whatever the numbers are (a report); a run that
+fails is reported and skipped; 1 if no run of any size succeeded.
+
+    python bench/bbr.py --bbr PATH [--bbsim PATH] [--services FILE] [--sizes 2x32,16x32] [--runs 3]
+
+Both programs read configs/att-services.yaml from their working directory; --services names that file (default:
+configs/att-services.yaml beside the directory holding --bbr, as in a checkout where bin/bbr was built). Each run
+gets a fresh temporary working directory holding only that file, so nothing is written into the checkout.
+
+BBSim binds its legacy API ports (50072, 50073) and DMI/SADIS ones on all interfaces whatever it is told; run
+the comparison on a machine where those ports are free.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+from bringup import cpu_seconds
+from startup import Daemon, free_ports
+
+TARGET_ONUS, TARGET_SECONDS = 512, 3.0
+_DURATION = re.compile(r'BBR done!" Duration=([0-9.]+)(ms|s|m[0-9.]+s)')
+
+
+def parse_duration(line_text: str) -> float | None:
+    """Seconds from bbr's closing 'BBR done!' log line (Go durations: 812ms, 7.9s, 1m16.08s)."""
+    found = _DURATION.search(line_text)
+    if not found:
+        return None
+    value, unit = found.groups()
+    if unit == "ms":
+        return float(value) / 1000.0
+    if unit == "s":
+        return float(value)
+    return float(value) * 60.0 + float(unit[1:-1])
+
+
+def workdir(services: str) -> tempfile.TemporaryDirectory:
+    """A temporary working directory with configs/att-services.yaml (and no configs/bbsim.yaml: defaults)."""
+    work = tempfile.TemporaryDirectory()
+    os.mkdir(os.path.join(work.name, "configs"))
+    shutil.copyfile(services, os.path.join(work.name, "configs", "att-services.yaml"))
+    return work
+
+
+def run_bbr(bbr: str, services: str, pon: int, onu: int, openolt: int, api: int, timeout: float) -> dict:
+    """One bbr run against simulator ports; its duration and CPU seconds, or RuntimeError saying what went wrong."""
+    with workdir(services) as work:
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            [bbr, "-pon", str(pon), "-onu", str(onu), "-delay", "0", "-bbsimIp", "127.0.0.1",
+             "-bbsimPort", str(openolt), "-bbsimApiPort", str(api), "-logLevel", "info"],
+            cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            output, _ = process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.communicate()
+            raise RuntimeError(f"bbr did not finish within {timeout:g} s") from None
+    text = output.decode("utf-8", "replace")
+    children = os.times()   # bbr is reaped: its CPU is in the children's times (the caller subtracts the earlier)
+    expected = f"{pon * onu} ONUs matching expected state"
+    if process.returncode != 0 or expected not in text:
+        tail = "\n".join(text.splitlines()[-5:])
+        raise RuntimeError(f"bbr exited {process.returncode} without '{expected}':\n{tail}")
+    return {"seconds": parse_duration(text) or time.perf_counter() - started,
+            "bbr_cpu": children.children_user + children.children_system}
+
+
+class BBSimProcess:
+    """BBSim itself on loopback ports (its legacy and DMI listeners bind where it decides)."""
+
+    def __init__(self, binary: str, services: str, pon: int, onu: int):
+        self.ports = dict(zip(("openolt", "api", "rest", "dmi"), free_ports(4)))
+        self.command = [binary, "-pon", str(pon), "-onu", str(onu), "-delay", "0", "-logLevel", "warn",
+                        "-openolt_address", f"127.0.0.1:{self.ports['openolt']}",
+                        "-api_address", f"127.0.0.1:{self.ports['api']}",
+                        "-rest_api_address", f"127.0.0.1:{self.ports['rest']}",
+                        "-dmi_server_address", f"127.0.0.1:{self.ports['dmi']}"]
+        self.work = workdir(services)
+        self.process: subprocess.Popen | None = None
+
+    def __enter__(self):
+        self.process = subprocess.Popen(self.command, cwd=self.work.name, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"bbsim exited with {self.process.returncode}")
+            try:
+                socket.create_connection(("127.0.0.1", self.ports["api"]), timeout=1).close()
+                time.sleep(0.5)     # its OpenOLT server starts with the API one; give it a moment
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("bbsim did not listen within 30 s")
+
+    def __exit__(self, *exc):
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        self.work.cleanup()
+
+
+def measure(simulator: str, args, pon: int, onu: int) -> dict:
+    before = os.times()
+    if simulator == "oltsim":
+        with Daemon("--pon", str(pon), "--onu", str(onu), "--delay", "0") as daemon:
+            daemon.start()
+            cpu_before = cpu_seconds(daemon.process.pid)
+            result = run_bbr(args.bbr, args.services, pon, onu, daemon.ports["openolt"], daemon.ports["grpc-v1"], args.timeout)
+            result["sim_cpu"] = cpu_seconds(daemon.process.pid) - cpu_before
+    else:
+        with BBSimProcess(args.bbsim, args.services, pon, onu) as bbsim:
+            cpu_before = cpu_seconds(bbsim.process.pid)
+            result = run_bbr(args.bbr, args.services, pon, onu, bbsim.ports["openolt"], bbsim.ports["api"], args.timeout)
+            result["sim_cpu"] = cpu_seconds(bbsim.process.pid) - cpu_before
+    result["bbr_cpu"] -= before.children_user + before.children_system
+    return result
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bbr", required=True, help="path of a bbr binary built from opencord/bbsim")
+    parser.add_argument("--bbsim", help="path of a bbsim binary, to run the same sizes against BBSim too")
+    parser.add_argument("--services", help="BBSim's att-services.yaml (default: configs/ beside bbr's bin/)")
+    parser.add_argument("--sizes", default="2x32,16x32", help="PONxONU sizes (default %(default)s)")
+    parser.add_argument("--runs", type=int, default=3, help="runs per size and simulator; medians (default 3)")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds one bbr run may take")
+    args = parser.parse_args(argv)
+    for path in filter(None, (args.bbr, args.bbsim)):
+        if not os.access(path, os.X_OK):
+            parser.error(f"{path} is not an executable file")
+    if args.services is None:
+        args.services = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.bbr))), "configs",
+                                     "att-services.yaml")
+    if not os.path.isfile(args.services):
+        parser.error(f"no services file {args.services}: give --services")
+    simulators = ["oltsim"] + (["bbsim"] if args.bbsim else [])
+    rows = []
+    for size in [s.strip() for s in args.sizes.split(",") if s.strip()]:
+        pon, onu = (int(n) for n in size.split("x"))
+        for simulator in simulators:
+            runs = []
+            for _ in range(max(1, args.runs)):
+                try:
+                    runs.append(measure(simulator, args, pon, onu))
+                except RuntimeError as exc:
+                    print(f"{simulator} {size}: run failed: {exc}", file=sys.stderr)
+            if runs:
+                rows.append((simulator, size, pon * onu, len(runs),
+                             {k: statistics.median(r[k] for r in runs) for k in runs[0]}))
+    print(f"bbr -delay 0 against each simulator, 4 UNIs per ONU, median of {args.runs} runs "
+          f"(python {sys.version.split()[0]}, {os.cpu_count()} CPUs)")
+    header = (f"{'simulator':<10}{'PONxONU':<9}{'ONUs':>6}{'runs':>5}{'bbr s':>9}{'ms/ONU':>8}{'sim CPU s':>11}"
+              f"{'bbr CPU s':>11}   target")
+    print(header)
+    print("-" * len(header))
+    for simulator, size, onus, count, m in rows:
+        target = ""
+        if onus == TARGET_ONUS:
+            target = f"<= {TARGET_SECONDS:g} s {'PASS' if m['seconds'] <= TARGET_SECONDS else 'FAIL'}"
+        print(f"{simulator:<10}{size:<9}{onus:>6}{count:>5}{m['seconds']:>9.2f}{m['seconds'] / onus * 1000:>8.1f}"
+              f"{m['sim_cpu']:>11.2f}{m['bbr_cpu']:>11.2f}   {target}")
+    return 0 if rows else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

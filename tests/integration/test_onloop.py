@@ -1,0 +1,257 @@
+"""grpc.aio servers on the reactor's own loop (oltsim.onloop): real sockets on 127.0.0.1, a real grpcio channel."""
+
+import asyncio
+
+import grpc
+import pytest
+import pytest_twisted
+from prometheus_client import CollectorRegistry
+from twisted.internet import reactor
+from twisted.internet.task import Clock, deferLater
+from twisted.internet.threads import deferToThread
+from twisted.python import threadable
+
+from oltsim.bridge import Bridge, on_reactor, streaming
+from oltsim.grpcserver import GrpcServerService
+from oltsim.metrics import AioMetricsInterceptor, Metrics
+from oltsim.onloop import AsyncStreamQueue, NotOnLoop, check_asyncio_reactor, on_loop
+
+SERVICE = "oltsim.test.Loop"
+METHODS = ("Echo", "Refuse", "Crash", "Missing")
+
+
+class Refused(Exception):
+    """A domain error the servicer's _abort maps to NOT_FOUND."""
+
+
+class LoopBase:
+    """Stands for a generated ...Servicer base: every RPC a stub answering UNIMPLEMENTED."""
+
+    def Echo(self, request, context):
+        raise NotImplementedError
+
+    def Refuse(self, request, context):
+        raise NotImplementedError
+
+    def Crash(self, request, context):
+        raise NotImplementedError
+
+    def Missing(self, request, context):
+        raise NotImplementedError
+
+    def Watch(self, request, context):
+        raise NotImplementedError
+
+
+@on_reactor
+class LoopServicer(LoopBase):
+    """Written for the thread seam (as OpenoltServicer is); served here through on_loop."""
+
+    def __init__(self):
+        self._bridge = Bridge.inline()
+        self.on_reactor_thread = []
+        self.streams = []
+
+    def _abort(self, context, exc):
+        if isinstance(exc, Refused):
+            context.abort(grpc.StatusCode.NOT_FOUND, str(exc))
+
+    def Echo(self, request, context):
+        self.on_reactor_thread.append(threadable.isInIOThread())
+        return request
+
+    def Refuse(self, request, context):
+        raise Refused(f"no such thing: {request.decode()}")
+
+    def Crash(self, request, context):
+        raise ZeroDivisionError("a bug")
+
+    @streaming
+    def Watch(self, request, context):
+        raise AssertionError("the thread-seam version is not used on the loop")
+
+    async def aio_Watch(self, request, context):
+        queue = AsyncStreamQueue(maxsize=8)
+        self.streams.append(queue)
+        async for item in queue.items(context):
+            yield item
+
+    def close_streams(self):
+        for queue in self.streams:
+            queue.close(grpc.StatusCode.UNAVAILABLE, "going down")
+
+
+def add_to(adapter):
+    def add(server):
+        handlers = {name: grpc.unary_unary_rpc_method_handler(getattr(adapter, name)) for name in METHODS}
+        handlers["Watch"] = grpc.unary_stream_rpc_method_handler(adapter.Watch)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    return add
+
+
+def make_service(interceptors=()):
+    servicer = LoopServicer()
+    service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", add_to(on_loop(servicer, LoopBase)),
+                                grace=0.5, interceptors=interceptors, aio=True)
+    service.on_stopping.append(servicer.close_streams)
+    return service, servicer
+
+
+def call(port, method, payload=b"x"):
+    """A unary call from a client thread: the response, or the RpcError's (code, details)."""
+    def blocking():
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            try:
+                return channel.unary_unary(f"/{SERVICE}/{method}")(payload, timeout=5)
+            except grpc.RpcError as exc:
+                return exc.code(), exc.details()
+    return deferToThread(blocking)
+
+
+def watch(port, received):
+    """Read the Watch stream from a client thread into `received`; fires with how it ended (code, details)."""
+    def blocking():
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            try:
+                for item in channel.unary_stream(f"/{SERVICE}/Watch")(b"", timeout=10):
+                    received.append(item)
+            except grpc.RpcError as exc:
+                return exc.code(), exc.details()
+            return grpc.StatusCode.OK, ""
+    return deferToThread(blocking)
+
+
+@pytest_twisted.inlineCallbacks
+def wait_until(predicate, what, tries=100):
+    for _ in range(tries):
+        if predicate():
+            return
+        yield deferLater(reactor, 0.05, lambda: None)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest_twisted.inlineCallbacks
+def test_unary_methods_run_on_the_reactor_thread():
+    """A unary RPC is answered by the servicer's own method, run inline on the reactor thread."""
+    service, servicer = make_service()
+    service.startService()
+    try:
+        assert (yield call(service.port, "Echo", b"ping")) == b"ping"
+        assert servicer.on_reactor_thread == [True]
+    finally:
+        yield service.stopService()
+
+
+@pytest_twisted.inlineCallbacks
+def test_failures_are_answered_with_the_status_table_and_the_server_keeps_serving():
+    """A domain error gets the servicer's status, a base-class stub UNIMPLEMENTED, a bug INTERNAL naming a request
+    id; none of them stops the server answering the next call."""
+    service, _ = make_service()
+    service.startService()
+    try:
+        assert (yield call(service.port, "Refuse", b"onu 9")) == (grpc.StatusCode.NOT_FOUND, "no such thing: onu 9")
+        assert (yield call(service.port, "Missing")) == (grpc.StatusCode.UNIMPLEMENTED, "method not implemented")
+        code, details = yield call(service.port, "Crash")
+        assert code is grpc.StatusCode.INTERNAL and details.startswith("internal error (request id ")
+        assert (yield call(service.port, "Echo", b"still here")) == b"still here"
+    finally:
+        yield service.stopService()
+
+
+@pytest_twisted.inlineCallbacks
+def test_stream_delivers_in_order_and_ends_with_the_close_status():
+    """Items put on the reactor thread reach the client in order; a close with a status ends the RPC with it."""
+    service, servicer = make_service()
+    service.startService()
+    received = []
+    try:
+        ended = watch(service.port, received)
+        yield wait_until(lambda: servicer.streams, "the stream to open")
+        for item in (b"one", b"two", b"three"):
+            servicer.streams[0].put(item)
+        servicer.streams[0].close(grpc.StatusCode.ABORTED, "done here")
+        assert (yield ended) == (grpc.StatusCode.ABORTED, "done here")
+        assert received == [b"one", b"two", b"three"]
+    finally:
+        yield service.stopService()
+
+
+@pytest_twisted.inlineCallbacks
+def test_stop_ends_streams_refuses_calls_and_restart_serves_on_the_same_port():
+    """Stopping closes open streams (UNAVAILABLE) through on_stopping, refuses new calls; a restart binds the
+    port bound first and serves again."""
+    service, servicer = make_service()
+    service.startService()
+    received = []
+    try:
+        port = service.port
+        ended = watch(port, received)
+        yield wait_until(lambda: servicer.streams, "the stream to open")
+        yield service.stop_server()
+        assert not service.serving
+        assert (yield ended) == (grpc.StatusCode.UNAVAILABLE, "going down")
+        code, _ = yield call(port, "Echo")
+        assert code is grpc.StatusCode.UNAVAILABLE
+        service.start_server()
+        assert service.port == port
+        assert (yield call(port, "Echo", b"back")) == b"back"
+    finally:
+        yield service.stopService()
+
+
+@pytest_twisted.inlineCallbacks
+def test_metrics_count_calls_on_the_loop_server_by_status():
+    """The aio metrics interceptor counts each answered call under the status it ended with."""
+    metrics = Metrics.__new__(Metrics)
+    counted = []
+    metrics.count_request = lambda surface, status: counted.append((surface, status))
+    service, _ = make_service(interceptors=[AioMetricsInterceptor(metrics, "loop")])
+    service.startService()
+    try:
+        yield call(service.port, "Echo")
+        yield call(service.port, "Refuse")
+        yield call(service.port, "Crash")
+        assert counted == [("loop", "OK"), ("loop", "NOT_FOUND"), ("loop", "INTERNAL")]
+    finally:
+        yield service.stopService()
+
+
+def test_a_streaming_rpc_without_an_async_counterpart_is_refused():
+    """Serving a streaming RPC on the loop needs aio_<Name>: building the handlers says so instead of streaming
+    nothing."""
+
+    @on_reactor
+    class NoAsync(LoopBase):
+        _bridge = Bridge.inline()
+
+        @streaming
+        def Watch(self, request, context):
+            yield b"never"
+
+    with pytest.raises(TypeError, match="aio_Watch"):
+        on_loop(NoAsync(), LoopBase)
+
+
+def test_the_loop_server_needs_the_asyncio_reactor():
+    """On any other reactor the loop server refuses to start, saying how to run oltsim, and binds nothing."""
+    service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", lambda server: None, reactor=Clock(), aio=True)
+    with pytest.raises(NotOnLoop, match="--reactor=asyncio"):
+        service.start_server()
+    assert not service.serving and service.port is None
+    assert isinstance(check_asyncio_reactor(reactor), asyncio.AbstractEventLoop)
+
+
+@pytest_twisted.ensureDeferred
+async def test_async_stream_queue_is_bounded_and_ends_after_what_was_queued():
+    """put never blocks: beyond maxsize, or once closed, items are dropped and counted; a close ends the stream
+    only after the items queued before it."""
+    queue = AsyncStreamQueue(maxsize=2)
+    assert queue.put(1) and queue.put(2)
+    assert not queue.put(3)
+    queue.close()
+    assert not queue.put(4)
+    assert queue.dropped == 2 and queue.closed
+
+    assert [item async for item in queue.items(context=None)] == [1, 2]
+    with pytest.raises(ValueError):
+        AsyncStreamQueue(maxsize=0)
