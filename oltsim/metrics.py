@@ -94,18 +94,23 @@ class Metrics:
                                 "gRPC status name for gRPC)", ["surface", "status"], registry=self.registry)
         self.omci = Counter("oltsim_omci_messages", "OMCI messages: request (adapter to ONU, OmciMsgOut) and "
                             "indication (ONU to adapter)", ["direction"], registry=self.registry)
-        for direction in ("request", "indication"):
-            self.omci.labels(direction)  # present (at 0) before the first message
+        # Children resolved once: a labels() lookup costs more than the increment, on a path taken per OMCI call.
+        self.omci_requests = self.omci.labels("request")  # both present (at 0) before the first message
+        self._omci_indications = self.omci.labels("indication")
+        self._request_counters: dict[tuple[str, str], Any] = {}
         self.registry.register(_ModelCollector(olt, hub))
         olt.subscribe(self._on_event)
 
     def _on_event(self, event) -> None:
         if isinstance(event, events.OmciIndication):
-            self.omci.labels("indication").inc()
+            self._omci_indications.inc()
 
     def count_request(self, surface: str, status: str) -> None:
         """One answered request on ``surface`` with ``status``."""
-        self.requests.labels(surface, status).inc()
+        counter = self._request_counters.get((surface, status))
+        if counter is None:  # a race between threads only resolves the same child twice
+            counter = self._request_counters[(surface, status)] = self.requests.labels(surface, status)
+        counter.inc()
 
     def exposition(self, accept: str | None = None) -> tuple[bytes, str]:
         """(body, content type) of a scrape: the text format, or OpenMetrics when ``accept`` asks for it."""
@@ -196,7 +201,7 @@ class MetricsInterceptor(grpc.ServerInterceptor):
         """One call of ``method`` answered with ``code``."""
         self.metrics.count_request(self.surface, code.name)
         if method == OMCI_REQUEST_METHOD and code is grpc.StatusCode.OK:
-            self.metrics.omci.labels("request").inc()
+            self.metrics.omci_requests.inc()
 
     def intercept_service(self, continuation, handler_call_details):
         handler = continuation(handler_call_details)
