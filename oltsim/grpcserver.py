@@ -352,13 +352,18 @@ class GrpcServerService(Service):
             raise
         if self.aio:
             # Bound above; serving starts on the loop's next turn (grpc.aio's start is a coroutine).
-            Deferred.fromFuture(self._loop.create_task(server.start())).addErrback(
-                lambda failure: log.failure("grpc-server-start-failed name={name}", failure, name=self.name))
+            Deferred.fromFuture(self._loop.create_task(server.start())).addErrback(self._start_failed, server)
         else:
             server.start()
         self._server, self._executor = server, executor
         self.port, self.address = bound, address
         log.info("grpc-server-started name={name} address={address}", name=self.name, address=address)
+
+    def _start_failed(self, failure: Any, server: Any) -> None:
+        log.failure("grpc-server-start-failed name={name} address={address}", failure, name=self.name,
+                    address=self.address)
+        if self._server is server:
+            self._server = None  # not serving: a later start_server may try again
 
     def _aio_server(self) -> grpc.aio.Server:
         # grpc.aio binds its server to the thread's current asyncio loop: it must be the reactor's.
@@ -405,8 +410,8 @@ class GrpcServerService(Service):
         self._server = self._executor = None
         if executor is None:
             # grpc.aio: refuses new calls at once, cancels those still running after the grace period.
-            return Deferred.fromFuture(self._loop.create_task(server.stop(self.grace))).addCallback(
-                lambda _: self._report_stopped(True))
+            stopped = Deferred.fromFuture(self._loop.create_task(server.stop(self.grace)))
+            return stopped.addCallbacks(lambda _: self._report_stopped(True), self._stop_failed)
         stopped = server.stop(self.grace)
         reactor = self._get_reactor()
 
@@ -417,6 +422,11 @@ class GrpcServerService(Service):
             return finished
 
         return deferToThreadPool(reactor, reactor.getThreadPool(), wait_stopped).addCallback(self._report_stopped)
+
+    def _stop_failed(self, failure: Any) -> None:
+        # The server object is dropped either way; what grpcio failed to release is logged, not re-raised.
+        log.failure("grpc-server-stop-failed name={name} address={address}", failure, name=self.name,
+                    address=self.address)
 
     def _report_stopped(self, finished: bool) -> None:
         log.info(
