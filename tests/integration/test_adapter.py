@@ -10,10 +10,13 @@ import grpc
 import pytest_twisted
 import treq
 from google.protobuf import json_format
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from prometheus_client.parser import text_string_to_metric_families
 from twisted.internet import reactor
 from twisted.internet.defer import inlineCallbacks
 from twisted.internet.threads import deferToThread
 from twisted.web.client import HTTPConnectionPool
+from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc
 from oltsim.tap import Options, makeService
@@ -381,3 +384,36 @@ def test_alarm_without_adapter_answers_at_once_and_is_dropped(tmp_path):
         assert not [i for i in received if kind(i) == "alarm_ind"], [describe(i) for i in received]
     finally:
         yield stop_oltsim(sim, adapter)
+
+
+@pytest_twisted.inlineCallbacks
+def test_openolt_endpoint_offers_reflection_and_counts_calls(tmp_path):
+    """The OpenOLT server (grpc.aio on the reactor's loop) lists its service by reflection, as BBSim's does, and
+    its calls are counted in /metrics by status, OMCI requests included."""
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1", "--delay", "0")
+    try:
+        def calls():
+            with grpc.insecure_channel(sim.openolt) as channel:
+                reflect = reflection_pb2_grpc.ServerReflectionStub(channel).ServerReflectionInfo(
+                    iter([reflection_pb2.ServerReflectionRequest(list_services="")]), timeout=HTTP_TIMEOUT)
+                services = [s.name for r in reflect for s in r.list_services_response.service]
+                stub = openolt_pb2_grpc.OpenoltStub(channel)
+                stub.GetDeviceInfo(openolt_pb2.Empty(), timeout=HTTP_TIMEOUT)
+                try:
+                    stub.OmciMsgOut(openolt_pb2.OmciMsg(intf_id=0, onu_id=9, pkt=b"00"), timeout=HTTP_TIMEOUT)
+                except grpc.RpcError as exc:
+                    refused = exc.code()
+                return services, refused
+
+        services, refused = yield deferToThread(calls)
+        assert "openolt.Openolt" in services
+        assert refused is grpc.StatusCode.NOT_FOUND
+        response = yield treq.get(sim.rest + "/metrics", pool=sim.pool, timeout=HTTP_TIMEOUT)
+        text = (yield treq.text_content(response))
+        counts = {(s.labels["surface"], s.labels["status"]): s.value
+                  for family in text_string_to_metric_families(text) if family.name == "oltsim_requests"
+                  for s in family.samples if s.name == "oltsim_requests_total"}
+        assert counts[("openolt", "OK")] >= 2          # reflection and GetDeviceInfo
+        assert counts[("openolt", "NOT_FOUND")] == 1   # the OMCI message for an ONU that does not exist
+    finally:
+        yield stop_oltsim(sim)
