@@ -24,7 +24,6 @@ import argparse
 import os
 import re
 import shutil
-import signal
 import socket
 import statistics
 import subprocess
@@ -33,7 +32,7 @@ import tempfile
 import time
 
 from bringup import cpu_seconds
-from startup import Daemon, free_ports
+from startup import Daemon, free_ports, terminate
 
 TARGET_ONUS, TARGET_SECONDS = 512, 3.0
 _DURATION = re.compile(r'BBR done!" Duration=([0-9.]+)(ms|s|m[0-9.]+s)')
@@ -113,13 +112,7 @@ class BBSimProcess:
         raise RuntimeError("bbsim did not listen within 30 s")
 
     def __exit__(self, *exc):
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+        terminate(self.process)
         self.work.cleanup()
 
 

@@ -68,6 +68,17 @@ def rss_bytes(pid: int) -> int:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
+def terminate(process: subprocess.Popen | None) -> None:
+    """SIGTERM a child still running, then SIGKILL if it does not exit within 10 s."""
+    if process is not None and process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+
+
 class Daemon:
     """One oltsim daemon on free loopback ports; `start()` returns seconds to the first 200 on GET /v1/olt."""
 
@@ -115,13 +126,7 @@ class Daemon:
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL if it does not exit within 10 s (only this process, by its pid)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+        terminate(self.process)
         self.log.close()
 
     def __enter__(self):

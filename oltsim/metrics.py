@@ -253,18 +253,21 @@ class AioMetricsInterceptor(grpc.aio.ServerInterceptor):
         method = handler_call_details.method
         record = self.counts.record
 
+        def settle(context, error: BaseException | None) -> None:
+            if isinstance(error, (asyncio.CancelledError, GeneratorExit)):
+                record(method, grpc.StatusCode.CANCELLED)
+            else:
+                record(method, _aio_code(context, grpc.StatusCode.OK if error is None else grpc.StatusCode.UNKNOWN))
+
         def wrap(behaviour, response_streaming: bool):
             if not response_streaming:
                 async def counted(request, context):
                     try:
                         response = await behaviour(request, context)
-                    except asyncio.CancelledError:
-                        record(method, grpc.StatusCode.CANCELLED)
+                    except BaseException as error:
+                        settle(context, error)
                         raise
-                    except BaseException:
-                        record(method, _aio_code(context, grpc.StatusCode.UNKNOWN))
-                        raise
-                    record(method, _aio_code(context, grpc.StatusCode.OK))
+                    settle(context, None)
                     return response
                 return counted
 
@@ -272,13 +275,10 @@ class AioMetricsInterceptor(grpc.aio.ServerInterceptor):
                 try:
                     async for item in behaviour(request, context):
                         yield item
-                except (asyncio.CancelledError, GeneratorExit):
-                    record(method, grpc.StatusCode.CANCELLED)
+                except BaseException as error:
+                    settle(context, error)
                     raise
-                except BaseException:
-                    record(method, _aio_code(context, grpc.StatusCode.UNKNOWN))
-                    raise
-                record(method, _aio_code(context, grpc.StatusCode.OK))
+                settle(context, None)
             return counted_stream
 
         return handler_with(handler, wrap)
