@@ -29,8 +29,18 @@ log = logger("oltsim.grpcserver")
 _TRUE = {"yes", "true", "1", "on"}
 _FALSE = {"no", "false", "0", "off"}
 
-# so_reuseport off: otherwise a second simulator could bind the same port and silently share its clients.
-_OPTIONS = [("grpc.so_reuseport", 0)]
+#: Calls the server accepts before its handlers take them (C-core's default is 1000, then 3000 as a hard limit).
+#: An adapter bringing up 2048 ONUs at once has about that many unary calls outstanding (BBR does: one OMCI
+#: request per ONU), and above the limit C-core refuses streams (REFUSED_STREAM, UNAVAILABLE for the client),
+#: which BBR treats as fatal. The calls still wait at most grpc.server_max_unrequested_time_in_server (30 s).
+MAX_PENDING_CALLS = 65536
+
+_OPTIONS = [
+    # so_reuseport off: otherwise a second simulator could bind the same port and silently share its clients.
+    ("grpc.so_reuseport", 0),
+    ("grpc.server.max_pending_requests", MAX_PENDING_CALLS),
+    ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_CALLS),
+]
 
 # grpcio's server.stop() event normally fires right after the grace period; this bounds the wait in case it does not.
 _STOP_WAIT_SLACK = 5.0

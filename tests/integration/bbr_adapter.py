@@ -24,8 +24,8 @@ What BBR does, step by step, and what this adapter does the same way:
 
 It works as BBR does, on every ONU at once: one thread reads the indication stream and reacts to each indication
 by starting the next call as a gRPC future, so no ONU waits for another (at most `max_in_flight` calls are
-outstanding, the rest wait in a queue: grpcio cancels calls when thousands are outstanding on a channel, which
-2048 ONUs at delay 0 would otherwise cause). Everything is bounded: every call has a
+outstanding, the rest wait in a queue, which keeps this Python client's work per indication small; the server
+itself queues thousands, as BBR's Go client needs at 2048 ONUs). Everything is bounded: every call has a
 deadline and the whole run a timeout; the first failure ends the run with an AssertionError that says what went
 wrong and where every unfinished ONU stopped. Where BBR would only log (a wrong OMCI result, a frame it cannot
 decode, an indication for an ONU it does not know), this adapter fails: it is a test, not a load generator.
@@ -58,8 +58,8 @@ PIR = 1000000
 EAPOL_PACKET_OUT_GEM = 1             # BBR's OnuPacketOut always names GEM port 1
 RELAY_TAG = 900                      # BBR double-tags relayed DHCP 900/900, priority 0
 EAP_PASSWORD = b"password"
-#: Calls outstanding at once; more wait in a queue. grpcio (client and server) cancels some calls when a few
-#: thousand are outstanding on one channel, as BBR's Go client would have them with 2048 ONUs.
+#: Calls outstanding at once; more wait in a queue on this side. (The server accepts thousands pending, see
+#: oltsim.grpcserver.MAX_PENDING_CALLS; grpcio's default refused streams beyond 1000, which BBR found at 2048 ONUs.)
 MAX_IN_FLIGHT = 128
 
 EXPECTED_EAPOL = "eap_response_success_received"

@@ -6,6 +6,8 @@ checking that the model left no delayed call behind.
 """
 from __future__ import annotations
 
+import time
+
 import grpc
 import pytest_twisted
 import treq
@@ -415,5 +417,36 @@ def test_openolt_endpoint_offers_reflection_and_counts_calls(tmp_path):
                   for s in family.samples if s.name == "oltsim_requests_total"}
         assert counts[("openolt", "OK")] >= 2          # reflection and GetDeviceInfo
         assert counts[("openolt", "NOT_FOUND")] == 1   # the OMCI message for an ONU that does not exist
+    finally:
+        yield stop_oltsim(sim)
+
+
+@pytest_twisted.inlineCallbacks
+def test_thousands_of_outstanding_calls_are_queued_not_refused(tmp_path):
+    """An adapter with thousands of calls outstanding while the simulator is busy (BBR bringing up 2048 ONUs sends
+    one OMCI request per ONU together) gets every one answered: the server queues them instead of refusing
+    streams (grpcio's default refuses beyond 1000 pending calls, which BBR treats as fatal)."""
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1", "--delay", "0")
+    calls = 4000
+    try:
+        def burst():
+            with grpc.insecure_channel(sim.openolt) as channel:
+                heartbeat = openolt_pb2_grpc.OpenoltStub(channel).HeartbeatCheck
+                heartbeat(openolt_pb2.Empty(), timeout=10)  # connected
+                # The reactor thread is held for 2 s, as a saturated one would be: the calls pile up unanswered.
+                reactor.callFromThread(time.sleep, 2)
+                futures = [heartbeat.future(openolt_pb2.Empty(), timeout=60) for _ in range(calls)]
+                outcomes = {}
+                for future in futures:
+                    try:
+                        future.result()
+                        code = grpc.StatusCode.OK
+                    except grpc.RpcError as exc:
+                        code = exc.code()
+                    outcomes[code] = outcomes.get(code, 0) + 1
+                return outcomes
+
+        outcomes = yield deferToThread(burst)
+        assert outcomes == {grpc.StatusCode.OK: calls}
     finally:
         yield stop_oltsim(sim)
