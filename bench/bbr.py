@@ -102,7 +102,7 @@ class BBSimProcess:
     def __enter__(self):
         self.process = subprocess.Popen(self.command, cwd=self.work.name, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 300   # BBSim builds its whole model first: ~40 s for 2048 ONUs here
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"bbsim exited with {self.process.returncode}")
@@ -112,7 +112,7 @@ class BBSimProcess:
                 return self
             except OSError:
                 time.sleep(0.05)
-        raise RuntimeError("bbsim did not listen within 30 s")
+        raise RuntimeError("bbsim did not listen within 300 s")
 
     def __exit__(self, *exc):
         terminate(self.process)
