@@ -30,8 +30,10 @@ __all__ = [
     "BridgeUnavailable",
     "StreamQueue",
     "failure_status",
+    "is_streaming",
     "iterate",
     "on_reactor",
+    "rpc_functions",
     "streaming",
     "unwrapped_methods",
 ]
@@ -177,7 +179,13 @@ def _is_rpc_name(name: str) -> bool:
     return name[:1].isupper()
 
 
-def _rpc_functions(cls: type) -> Iterator[tuple[str, Any]]:
+def is_streaming(method: Any) -> bool:
+    """True for a method marked :func:`streaming`."""
+    return bool(getattr(method, _STREAMING_MARK, False))
+
+
+def rpc_functions(cls: type) -> Iterator[tuple[str, Any]]:
+    """(name, function) of every gRPC-named method of ``cls``, own or inherited, as defined (not bound)."""
     for name in dir(cls):
         if not _is_rpc_name(name):
             continue
@@ -285,8 +293,8 @@ def on_reactor(cls: type[T]) -> type[T]:
     :func:`streaming` are left alone; an unmarked generator function is refused with TypeError, since wrapping it
     would run only its creation on the reactor and its body on the worker thread.
     """
-    for name, function in _rpc_functions(cls):
-        if getattr(function, _STREAMING_MARK, False) or getattr(function, _WRAPPED_MARK, False):
+    for name, function in rpc_functions(cls):
+        if is_streaming(function) or getattr(function, _WRAPPED_MARK, False):
             continue
         if inspect.isgeneratorfunction(function):
             raise TypeError(f"{cls.__qualname__}.{name} is a generator: mark it @streaming")
@@ -298,8 +306,8 @@ def unwrapped_methods(cls: type) -> list[str]:
     """The gRPC-named methods of ``cls`` that neither run on the reactor nor are marked streaming."""
     return sorted(
         name
-        for name, function in _rpc_functions(cls)
-        if not getattr(function, _STREAMING_MARK, False) and not getattr(function, _WRAPPED_MARK, False)
+        for name, function in rpc_functions(cls)
+        if not is_streaming(function) and not getattr(function, _WRAPPED_MARK, False)
     )
 
 

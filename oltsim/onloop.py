@@ -19,7 +19,7 @@ from typing import Any, AsyncIterator
 
 import grpc
 
-from oltsim.bridge import _STREAMING_MARK, _rpc_functions, failure_status
+from oltsim.bridge import failure_status, is_streaming, rpc_functions
 from oltsim.logs import logger
 
 __all__ = ["AsyncStreamQueue", "NotOnLoop", "check_asyncio_reactor", "install_asyncio_reactor", "on_loop"]
@@ -128,11 +128,11 @@ def on_loop(servicer: Any, base: type) -> Any:
     an unmarked generator is refused by :func:`oltsim.bridge.on_reactor`.
     """
     namespace: dict[str, Any] = {"__doc__": f"grpc.aio handlers over {type(servicer).__qualname__}"}
-    for name, _ in _rpc_functions(base):
+    for name, _ in rpc_functions(base):
         function = inspect.getattr_static(type(servicer), name, None)
         if function is None:
             continue
-        if getattr(function, _STREAMING_MARK, False):
+        if is_streaming(function):
             stream = getattr(servicer, ASYNC_PREFIX + name, None)
             if stream is None or not inspect.isasyncgenfunction(stream):
                 raise TypeError(f"{type(servicer).__qualname__}.{name} streams: it needs an async generator "

@@ -117,6 +117,8 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
 
     @streaming
     def EnableIndication(self, request, context):
+        """EnableIndication through the thread seam, for a grpcio thread-pool server and the in-memory tests; the
+        daemon serves `aio_EnableIndication`. Both hand the hub a bounded queue and unregister it when they end."""
         queue = StreamQueue(STREAM_BUFFER)
         try:
             self._bridge.call(self._hub.open_stream, queue)
