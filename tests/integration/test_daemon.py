@@ -160,6 +160,19 @@ def test_impossible_configuration_fails_before_listening(tmp_path, arguments, wo
     assert not any(listening(port) for port in ports)
 
 
+def test_another_reactor_is_refused_with_one_line(tmp_path):
+    """oltsim runs on the asyncio reactor: twistd --reactor=epoll exits 2 with one line saying how to start it,
+    before any port is bound."""
+    ports = free_ports(len(LISTENERS))
+    listen = [arg for name, port in zip(LISTENERS, ports) for arg in (f"--{name}", f"tcp:{port}:interface=127.0.0.1")]
+    result = twistd("--reactor=epoll", "-n", "--pidfile=", "oltsim", *listen, cwd=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode == 2, output
+    errors = [line for line in output.splitlines() if line.strip()]
+    assert len(errors) == 1 and errors[0].startswith("oltsim: ") and "--reactor=asyncio" in errors[0], output
+    assert not any(listening(port) for port in ports)
+
+
 def test_daemon_serves_rest_and_openolt(daemon):
     """The daemon answers GET /v1/olt and an adapter can open the indication stream."""
     process = daemon("--pon", "2", "--onu", "2", "--delay", "0")
