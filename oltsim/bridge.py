@@ -353,6 +353,7 @@ class StreamQueue:
                 return False
             self._items.append(item)
             self._cond.notify()
+            self._changed()
             return True
 
     def close(self, status: grpc.StatusCode | None = None, details: str | None = None) -> None:
@@ -364,6 +365,11 @@ class StreamQueue:
             if self._closed is None:
                 self._closed = _Closed(status, details)
                 self._cond.notify_all()
+                self._changed()
+
+    def _changed(self) -> None:
+        """Called (under the queue's lock) after an item is queued or the queue is closed; for subclasses whose
+        reader waits some other way than on this thread condition."""
 
     def get(self, timeout: float) -> Any:
         """Wait at most ``timeout`` s for the next item; returns it, or ``StreamQueue.EMPTY``, or the close marker."""

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections import deque
 from typing import Any, AsyncIterator
 
 import grpc
 
-from oltsim.bridge import failure_status, is_streaming, rpc_functions
+from oltsim.bridge import StreamQueue, failure_status, is_streaming, rpc_functions
 from oltsim.logs import logger
 
 __all__ = ["AsyncStreamQueue", "NotOnLoop", "check_asyncio_reactor", "install_asyncio_reactor", "on_loop"]
@@ -59,44 +58,18 @@ def check_asyncio_reactor(reactor: Any) -> asyncio.AbstractEventLoop:
     return loop
 
 
-class AsyncStreamQueue:
-    """A bounded queue per open stream, fed and read on the reactor thread (the stream's reader is a coroutine).
+class AsyncStreamQueue(StreamQueue):
+    """A :class:`oltsim.bridge.StreamQueue` whose reader is a coroutine on the reactor's loop, fed on that thread.
 
-    The same contract as :class:`oltsim.bridge.StreamQueue`: ``put`` never blocks and drops (counted in
-    ``dropped``) when full or closed; ``close`` ends the stream after the items already queued, with a status
-    (an abort) or normally, and only the first close counts.
+    The same contract (``put`` never blocks and drops, counted in ``dropped``, when full or closed; ``close`` ends
+    the stream after the items already queued, with a status or normally); only the way the reader waits differs.
     """
 
     def __init__(self, maxsize: int = 1000) -> None:
-        if maxsize < 1:
-            raise ValueError("maxsize must be at least 1")
-        self.maxsize = maxsize
-        self.dropped = 0
-        self._items: deque[Any] = deque()
-        self._closed: tuple[grpc.StatusCode | None, str | None] | None = None
+        super().__init__(maxsize)
         self._waiter: asyncio.Future | None = None
 
-    @property
-    def closed(self) -> bool:
-        """True once :meth:`close` was called."""
-        return self._closed is not None
-
-    def put(self, item: Any) -> bool:
-        """Queue ``item``; False (and ``dropped`` incremented) if full or closed."""
-        if self._closed is not None or len(self._items) >= self.maxsize:
-            self.dropped += 1
-            return False
-        self._items.append(item)
-        self._wake()
-        return True
-
-    def close(self, status: grpc.StatusCode | None = None, details: str | None = None) -> None:
-        """End the stream once the queued items are read: with ``status`` (an abort) or normally if None."""
-        if self._closed is None:
-            self._closed = (status, details)
-            self._wake()
-
-    def _wake(self) -> None:
+    def _changed(self) -> None:
         waiter, self._waiter = self._waiter, None
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
@@ -110,9 +83,8 @@ class AsyncStreamQueue:
             while self._items:
                 yield self._items.popleft()
             if self._closed is not None:
-                status, details = self._closed
-                if status is not None:
-                    await context.abort(status, details or "")
+                if self._closed.status is not None:
+                    await context.abort(self._closed.status, self._closed.details or "")
                 return
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
