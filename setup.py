@@ -32,6 +32,9 @@ setup(
         "klein>=24.8",
         "grpcio==1.85.1",
         "grpcio-reflection==1.85.1",
+        # The OpenOLT endpoint's default engine (oltsim.nativeserver): its low-level front, pinned because the
+        # daemon relies on its event and stream-send contract.
+        "pygrpc-native==0.5.0",
         "protobuf==7.36.2",
         "voltha-protos==5.7.10",
         "PyYAML>=6",

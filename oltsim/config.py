@@ -24,6 +24,8 @@ PON_TECHNOLOGIES = ("GPON", "XGS-PON")
 CONTROLLED_ACTIVATIONS = ("default", "only-onu", "only-pon", "both")
 API_REVISIONS = ("extended", "base")
 BP_FORMATS = ("mef", "ietf")
+#: The OpenOLT server's engine: auto is native on tcp: endpoints and grpcio on ssl: ones (pygrpc-native has no TLS).
+GRPC_ENGINES = ("auto", "native", "grpcio")
 LOG_LEVELS = ("trace", "debug", "info", "warn", "warning", "error", "critical")
 BUILTIN_SERVICES = ("att", "dt", "dt-fttb", "tt")
 
@@ -222,6 +224,7 @@ class Settings:
     sadis_server: bool = True
     sadis_host: str = "bbsim"
     log_level: str = "info"
+    grpc_engine: str = "auto"
     openolt: str = "tcp:50060"
     grpc_v1: str = "tcp:50070"
     rest_v1: str = "tcp:50071"
@@ -278,6 +281,7 @@ _BBSIM_KEYS = {
     "sadis_server": "sadis_server",
     "controlled_activation": "controlled_activation",
     "bp_format": "bp_format",
+    "grpc_engine": "grpc_engine",
     "omcc_version": "omcc_version",
     "inject_omci_unknown_me": "inject_omci_unknown_me",
     "inject_omci_unknown_attributes": "inject_omci_unknown_attributes",
@@ -717,7 +721,7 @@ def _coerce_setting(setting: str, raw: object, label: str, where: str = "") -> A
         except ConfigError as error:
             raise ConfigError(f"{where + ': ' if where else ''}{label}: {error.message}", setting) from None
     value = _coerce(_SCALAR_KINDS[setting], raw, label, where)
-    if setting in ("log_level", "controlled_activation", "api_revision", "bp_format"):
+    if setting in ("log_level", "controlled_activation", "api_revision", "bp_format", "grpc_engine"):
         value = value.lower()
     return value
 
@@ -819,6 +823,10 @@ def validate(settings: Settings) -> None:
     _one_of("controlled_activation", s.controlled_activation, CONTROLLED_ACTIVATIONS)
     _one_of("api_revision", s.api_revision, API_REVISIONS)
     _one_of("bp_format", s.bp_format, BP_FORMATS)
+    _one_of("grpc_engine", s.grpc_engine, GRPC_ENGINES)
+    if s.grpc_engine == "native" and s.openolt.lower().startswith("ssl:"):
+        raise ConfigError("grpc_engine native has no TLS and cannot serve the ssl: openolt endpoint; use grpcio, or "
+                          "auto (grpcio for ssl: endpoints)", "grpc_engine")
     _one_of("log_level", s.log_level, LOG_LEVELS)
     if not s.sadis_host:
         raise ConfigError("sadis_host must not be empty", "sadis_host")

@@ -20,9 +20,14 @@ from twisted.application.service import Service
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.threads import deferToThreadPool
 from oltsim.logs import logger
+from oltsim.nativeserver import NativeServer
 from oltsim.onloop import check_asyncio_reactor
 
-__all__ = ["AlreadyRunning", "GrpcListen", "GrpcServerService", "parse_grpc_endpoint"]
+__all__ = ["AlreadyRunning", "ENGINES", "GrpcListen", "GrpcServerService", "parse_grpc_endpoint"]
+
+#: How a GrpcServerService serves: grpcio's thread pool (the control APIs, behind the bridge), grpc.aio on the
+#: reactor's loop, or pygrpc-native's front on the reactor's loop (oltsim.nativeserver; no TLS).
+ENGINES = ("threads", "grpcio", "native")
 
 log = logger("oltsim.grpcserver")
 
@@ -41,6 +46,11 @@ _OPTIONS = [
     ("grpc.server.max_pending_requests", MAX_PENDING_CALLS),
     ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_CALLS),
 ]
+
+# pygrpc-native queues calls in Rust without grpcio's pending-call limit; the burst an adapter sends on one connection
+# (one OMCI request per ONU at once) is bounded by HTTP/2's concurrent streams, which a Go client waits on rather
+# than failing. The fallback (reflection) behind it is a grpc.aio server and takes _OPTIONS' limits.
+_NATIVE_OPTIONS = _OPTIONS + [("grpc.max_concurrent_streams", MAX_PENDING_CALLS)]
 
 # grpcio's server.stop() event normally fires right after the grace period; this bounds the wait in case it does not.
 _STOP_WAIT_SLACK = 5.0
@@ -283,9 +293,11 @@ class GrpcServerService(Service):
     server is up (false between ``stop_server`` and ``start_server``).  Callables in ``on_stopping`` run on the
     reactor thread just before each stop, so open streams can be closed (UNAVAILABLE) through their StreamQueues.
 
-    With ``aio`` the server is a ``grpc.aio`` server on the reactor's own asyncio loop (Twisted's asyncio reactor;
-    see :mod:`oltsim.onloop`): handlers run on the reactor thread, ``interceptors`` are ``grpc.aio`` ones and
-    ``max_workers`` is unused.  Starting it on another reactor fails with :class:`oltsim.onloop.NotOnLoop`.
+    ``engine`` (one of :data:`ENGINES`): ``threads`` is a grpcio server on its own thread pool of ``max_workers``;
+    ``grpcio`` a ``grpc.aio`` server and ``native`` a :class:`oltsim.nativeserver.NativeServer`, both on the reactor's
+    own asyncio loop (Twisted's asyncio reactor; see :mod:`oltsim.onloop`), where handlers run on the reactor thread
+    and ``interceptors`` are ``grpc.aio`` ones.  Starting either on another reactor fails with
+    :class:`oltsim.onloop.NotOnLoop`; ``native`` refuses an ``ssl:`` endpoint while building.
     """
 
     def __init__(
@@ -297,11 +309,16 @@ class GrpcServerService(Service):
         reactor: Any = None,
         grace: float = 0.5,
         interceptors: Sequence[Any] = (),
-        aio: bool = False,
+        engine: str = "threads",
     ) -> None:
         self.setName(name)
         self.endpoint = endpoint
         self._listen = parse_grpc_endpoint(endpoint)  # a bad string fails while building, before anything listens
+        if engine not in ENGINES:
+            raise ValueError(f"gRPC engine must be one of {', '.join(ENGINES)}, not {engine!r}")
+        if engine == "native" and self._listen.secure:
+            raise ValueError(f"{name}: the native gRPC engine has no TLS; serve {endpoint!r} with the grpcio engine")
+        self.engine = engine
         self._add_servicers = add_servicers
         self._max_workers = max_workers
         self._reactor = reactor
@@ -312,7 +329,6 @@ class GrpcServerService(Service):
         self.port: int | None = None
         self.address: str | None = None
         self.on_stopping: list[Callable[[], Any]] = []
-        self.aio = aio
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: Any = None
         self._executor: ThreadPoolExecutor | None = None
@@ -348,8 +364,8 @@ class GrpcServerService(Service):
         if self._server is not None:
             raise AlreadyRunning(f"gRPC server {self.name} is already serving on {self.address}")
         listen = self._listen if self.port is None else self._listen.with_port(self.port)
-        if self.aio:
-            server, executor = self._aio_server(), None
+        if self.engine != "threads":
+            server, executor = self._loop_server(), None
         else:
             executor = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix=f"grpc-{self.name}")
             server = grpc.server(executor, interceptors=self.interceptors, options=_OPTIONS)
@@ -360,8 +376,8 @@ class GrpcServerService(Service):
             if executor is not None:
                 executor.shutdown(wait=False)
             raise
-        if self.aio:
-            # Bound above; serving starts on the loop's next turn (grpc.aio's start is a coroutine).
+        if self.engine != "threads":
+            # Bound above; serving starts on the loop's next turn (start is a coroutine).
             Deferred.fromFuture(self._loop.create_task(server.start())).addErrback(self._start_failed, server)
         else:
             server.start()
@@ -375,10 +391,12 @@ class GrpcServerService(Service):
         if self._server is server:
             self._server = None  # not serving: a later start_server may try again
 
-    def _aio_server(self) -> grpc.aio.Server:
+    def _loop_server(self) -> grpc.aio.Server:
         # grpc.aio binds its server to the thread's current asyncio loop: it must be the reactor's.
         self._loop = check_asyncio_reactor(self._get_reactor())
         asyncio.set_event_loop(self._loop)
+        if self.engine == "native":
+            return NativeServer(self._loop, interceptors=self.interceptors, options=_NATIVE_OPTIONS)
         return grpc.aio.server(interceptors=self.interceptors, options=_OPTIONS)
 
     def _bind(self, server: grpc.Server, listen: GrpcListen) -> tuple[str, int]:
@@ -419,7 +437,7 @@ class GrpcServerService(Service):
         server, executor = self._server, self._executor
         self._server = self._executor = None
         if executor is None:
-            # grpc.aio: refuses new calls at once, cancels those still running after the grace period.
+            # grpc.aio and native: refuse new calls at once, cancel those still running after the grace period.
             stopped = Deferred.fromFuture(self._loop.create_task(server.stop(self.grace)))
             return stopped.addCallbacks(lambda _: self._report_stopped(True), self._stop_failed)
         stopped = server.stop(self.grace)

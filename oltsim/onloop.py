@@ -5,10 +5,10 @@ per call is what a user feels.  Served by grpcio's thread pool and hopped to the
 a call wakes half a dozen threads; served by ``grpc.aio`` on the reactor's own loop (Twisted's asyncio reactor), the
 handler runs where the model lives and nothing crosses a thread (bench/bringup.py, docs/performance.md).
 
-:func:`on_loop` turns a servicer written for the bridge (plain methods over the model, errors mapped by its
-``_abort``) into grpc.aio handlers that call the same methods inline, so one servicer class serves both ways and its
-in-memory tests stay synchronous.  A server-streaming RPC needs an async counterpart named ``aio_<Name>``; it reads
-an :class:`AsyncStreamQueue`, which the model feeds on the same thread.
+:func:`on_loop` turns the one servicer (plain unary methods over the model that raise domain errors, mapped by its
+``_abort``; async generators for streams) into grpc.aio handlers that call the same methods inline; the native engine
+(:mod:`oltsim.nativeserver`) calls the plain methods without even a coroutine.  A stream reads an
+:class:`AsyncStreamQueue`, which the model feeds on the same thread.  The in-memory tests drive these same handlers.
 """
 from __future__ import annotations
 
@@ -24,8 +24,6 @@ from oltsim.logs import logger
 __all__ = ["AsyncStreamQueue", "NotOnLoop", "check_asyncio_reactor", "install_asyncio_reactor", "on_loop"]
 
 log = logger("oltsim.onloop")
-
-ASYNC_PREFIX = "aio_"
 
 
 class NotOnLoop(RuntimeError):
@@ -91,56 +89,60 @@ class AsyncStreamQueue(StreamQueue):
 
 
 def on_loop(servicer: Any, base: type) -> Any:
-    """grpc.aio handlers for every RPC of ``base`` (a generated ``...Servicer`` class), over ``servicer``.
+    """grpc.aio handlers for every RPC of ``base`` (a generated ``...Servicer`` class) that ``servicer`` defines.
 
-    A unary RPC calls the servicer's method inline (the one the bridge would have called, unwrapped; it reports a
-    refusal by raising, never through ``context.abort``) and answers a failure with
-    :func:`oltsim.bridge.failure_status`.  A server-streaming
-    RPC delegates to the servicer's ``aio_<Name>`` async generator; TypeError at build time if one is missing, as
-    an unmarked generator is refused by :func:`oltsim.bridge.on_reactor`.
+    A unary RPC is a plain method ``(request, context) -> response`` that runs inline on the reactor thread and
+    reports a refusal by raising, never through ``context.abort``; its failure becomes a status through
+    :func:`oltsim.bridge.failure_status`.  Each handler carries ``inline = (method, servicer, name)``, which
+    :class:`oltsim.nativeserver.NativeServer` calls directly, without a coroutine.  A server-streaming RPC is an
+    async generator method of the servicer, served as it is with its errors mapped the same way.  Anything else (a
+    plain generator, a coroutine) is refused with TypeError while building, before anything listens.
     """
     namespace: dict[str, Any] = {"__doc__": f"grpc.aio handlers over {type(servicer).__qualname__}"}
     for name, _ in rpc_functions(base):
         function = inspect.getattr_static(type(servicer), name, None)
         if function is None:
             continue
-        if is_streaming(function):
-            stream = getattr(servicer, ASYNC_PREFIX + name, None)
-            if stream is None or not inspect.isasyncgenfunction(stream):
-                raise TypeError(f"{type(servicer).__qualname__}.{name} streams: it needs an async generator "
-                                f"{ASYNC_PREFIX}{name}")
-            namespace[name] = _streaming(servicer, name, stream)
+        if inspect.isasyncgenfunction(function):
+            namespace[name] = _streaming(servicer, name, getattr(servicer, name))
+        elif inspect.isgeneratorfunction(function) or inspect.iscoroutinefunction(function) or is_streaming(function):
+            raise TypeError(f"{type(servicer).__qualname__}.{name}: on_loop serves plain methods (unary) and async "
+                            "generators (streams) only")
         else:
-            namespace[name] = _unary(servicer, name, getattr(function, "__wrapped__", function))
+            namespace[name] = _unary(servicer, name, getattr(servicer, name))
     return type(f"OnLoop{type(servicer).__name__}", (), namespace)()
 
 
-def _unary(servicer: Any, name: str, function: Any) -> Any:
+def _unary(servicer: Any, name: str, method: Any) -> Any:
     async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
-            return function(servicer, request, context)
+            return method(request, context)
         except Exception as exc:
             code, details = failure_status(servicer, name, exc)
         await context.abort(code, details)
 
     handler.__name__ = handler.__qualname__ = name
+    handler.inline = (method, servicer, name)
     return handler
 
 
 def _streaming(servicer: Any, name: str, stream: Any) -> Any:
     async def handler(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
         items = stream(request, context)
-        while True:
-            try:
-                item = await items.__anext__()
-            except StopAsyncIteration:
-                return
-            except (asyncio.CancelledError, grpc.aio.AbortError):
-                raise
-            except Exception as exc:
-                code, details = failure_status(servicer, name, exc)
-                break
-            yield item
+        try:
+            while True:
+                try:
+                    item = await items.__anext__()
+                except StopAsyncIteration:
+                    return
+                except (asyncio.CancelledError, grpc.aio.AbortError):
+                    raise
+                except Exception as exc:
+                    code, details = failure_status(servicer, name, exc)
+                    break
+                yield item
+        finally:
+            await items.aclose()  # its finally blocks (unregistering its queue) run now, not at garbage collection
         await context.abort(code, details)
 
     handler.__name__ = handler.__qualname__ = name

@@ -34,6 +34,7 @@ from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
 from oltsim.api.v1.rest import V1Rest
 from oltsim.bridge import Bridge
 from oltsim.config import LISTENER_FIELDS, ConfigError, load_settings
+from oltsim import nativeserver
 from oltsim.grpcserver import GrpcServerService, parse_grpc_endpoint
 from oltsim.logs import CONTROL, logger
 from oltsim.metrics import AioMetricsInterceptor, Metrics, MetricsInterceptor, counted, with_metrics
@@ -74,6 +75,8 @@ PARAMETERS = [
     ("bp-format", None, None, "bandwidth profile format: mef (default) or ietf", "bp_format"),
     ("log-level", None, None, "trace, debug, info (default), warn, error", "log_level"),
     ("openolt", None, None, "OpenOLT gRPC endpoint (default tcp:50060)", "openolt"),
+    ("grpc-engine", None, None, "OpenOLT gRPC engine: auto (default: native on tcp:, grpcio on ssl:), native "
+     "(pygrpc-native, no TLS) or grpcio (grpc.aio)", "grpc_engine"),
     ("grpc-v1", None, None, "control API v1 gRPC endpoint (default tcp:50070)", "grpc_v1"),
     ("rest-v1", None, None, "control API v1 REST endpoint (default tcp:50071)", "rest_v1"),
     ("grpc-v0", None, None, "legacy API v0 gRPC endpoint (default tcp:50072)", "grpc_v0"),
@@ -196,6 +199,17 @@ def asyncio_reactor():
     return reactor
 
 
+def openolt_engine(choice: str, endpoint: str) -> str:
+    """The GrpcServerService engine for the OpenOLT endpoint: ``auto`` is native on ``tcp:`` (grpcio when
+    pygrpc-native cannot be imported on this machine, with a warning) and grpcio on ``ssl:``, which native lacks."""
+    if choice == "grpcio" or (choice == "auto" and endpoint.lower().startswith("ssl:")):
+        return "grpcio"
+    if choice == "auto" and not nativeserver.available():
+        log.warn("grpc-engine-fallback reason={reason}", reason="pygrpc-native does not import here; using grpcio")
+        return "grpcio"
+    return "native"
+
+
 def makeService(options, reactor=None):
     """Build the OLT model, its APIs and servers; returns a MultiService (nothing runs yet).
 
@@ -217,11 +231,13 @@ def makeService(options, reactor=None):
     metrics = Metrics(olt, hub)
     token = AccessToken(settings.api_token) if settings.api_token else None
 
-    # The southbound carries ~240 calls per ONU at bring-up: grpc.aio on the reactor's loop, no thread hops.
+    # The southbound carries ~240 calls per ONU at bring-up: served on the reactor's loop, no thread hops, by
+    # pygrpc-native's Rust front unless TLS (or the user) asks for grpc.aio.
     openolt = GrpcServerService(
         "openolt", settings.openolt,
-        lambda server: _add_openolt(server, on_loop(OpenoltServicer(olt, bridge, hub), openolt_pb2_grpc.OpenoltServicer)),
-        reactor=reactor, interceptors=[AioMetricsInterceptor(metrics, "openolt")], aio=True)
+        lambda server: _add_openolt(server, on_loop(OpenoltServicer(olt, hub), openolt_pb2_grpc.OpenoltServicer)),
+        reactor=reactor, interceptors=[AioMetricsInterceptor(metrics, "openolt")],
+        engine=openolt_engine(settings.grpc_engine, settings.openolt))
     openolt.on_stopping.append(hub.end_all)
     openolt.setServiceParent(top)
 

@@ -9,6 +9,8 @@ from oltsim.onloop import install_asyncio_reactor
 
 install_asyncio_reactor()
 
+import asyncio  # noqa: E402
+import inspect  # noqa: E402
 import json  # noqa: E402
 import random  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
@@ -16,7 +18,7 @@ from dataclasses import dataclass  # noqa: E402
 import pytest  # noqa: E402
 from treq.testing import StubTreq  # noqa: E402
 from twisted.internet.task import Clock  # noqa: E402
-from voltha_protos import openolt_pb2  # noqa: E402
+from voltha_protos import openolt_pb2, openolt_pb2_grpc  # noqa: E402
 
 from oltsim.api import translate  # noqa: E402
 from oltsim.api.commands import V1Commands  # noqa: E402
@@ -26,6 +28,7 @@ from oltsim.bridge import Bridge, StreamQueue  # noqa: E402
 from oltsim.config import load_settings  # noqa: E402
 from oltsim.model import events  # noqa: E402
 from oltsim.model.builder import build_olt  # noqa: E402
+from oltsim.onloop import on_loop  # noqa: E402
 from oltsim.southbound.indications import to_indications  # noqa: E402
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer  # noqa: E402
 
@@ -51,6 +54,7 @@ class FakeContext:
         self.aborts = []
 
     def abort(self, code, details):
+        """Record and raise at once, whether the servicer calls it (grpcio) or awaits it (grpc.aio handlers)."""
         self.aborts.append((code, details))
         raise Aborted(code, details)
 
@@ -62,8 +66,48 @@ class FakeContext:
 
 
 def grpc_call(servicer, rpc: str, request):
-    """Call one unary RPC of a servicer; returns the response or raises `Aborted`."""
-    return getattr(servicer, rpc)(request, FakeContext())
+    """Call one unary RPC of a servicer; returns the response or raises `Aborted`. A servicer served on the loop
+    (`on_loop`, as OpenOLT is) answers through its coroutine handler, run here to completion: the path grpc.aio
+    serves, and the same servicer method and error table the native engine calls inline."""
+    result = getattr(servicer, rpc)(request, FakeContext())
+    if inspect.iscoroutine(result):
+        return run_now(result)
+    return result
+
+
+def stream_now(stream, wait=None) -> list:
+    """What an async stream (an on_loop streaming handler) yields without waiting, then close it as a client that
+    leaves does. Where it would wait, ``wait()`` (if given) runs once, e.g. advancing a fake clock, and the stream is
+    read on; an abort raises `Aborted` from here."""
+    items = []
+    while True:
+        step = stream.__anext__()
+        try:
+            step.send(None)
+            if wait is not None:
+                wait, then = None, wait
+                then()
+                step.send(None)
+        except StopIteration as got:
+            items.append(got.value)
+            continue
+        except StopAsyncIteration:
+            return items
+        try:  # it waits for more: the client leaves, and grpc.aio cancels the stream's task where it waits
+            step.throw(asyncio.CancelledError())
+        except asyncio.CancelledError:
+            return items
+        raise AssertionError("the stream went on after it was cancelled")
+
+
+def run_now(coroutine):
+    """Run a coroutine that never waits (an on_loop unary handler) to completion, synchronously."""
+    try:
+        coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    coroutine.close()
+    raise AssertionError("the handler waited for something: it does not run inline")
 
 
 def grpc_error(servicer, rpc: str, request) -> Aborted:
@@ -128,7 +172,8 @@ class Sim:
         self.events: list = []
         self.olt.subscribe(self.events.append)
         self.hub = IndicationHub(self.olt)
-        self.openolt = OpenoltServicer(self.olt, Bridge.inline(), self.hub)
+        self.openolt_servicer = OpenoltServicer(self.olt, self.hub)
+        self.openolt = on_loop(self.openolt_servicer, openolt_pb2_grpc.OpenoltServicer)
         self.commands = V1Commands(self.olt, revision=revision)
         self.bbsim = BBSimServicer(self.commands, Bridge.inline())
         self.rest = Rest(V1Rest(self.commands).resource())

@@ -1,9 +1,9 @@
 """The OpenOLT southbound: `openolt.Openolt` as a real OLT agent answers it.
 
-The daemon serves this servicer with grpc.aio on the reactor's own loop (`oltsim.onloop.on_loop`): every unary
-method runs inline on the reactor thread and EnableIndication is `aio_EnableIndication`, reading a queue the model
-feeds on the same thread. The class is also wrapped for the thread seam (`on_reactor`, EnableIndication on a
-StreamQueue), which is how the in-memory tests drive it.
+One servicer, served on the reactor's own loop through `oltsim.onloop.on_loop` by either engine (pygrpc-native's
+front, `oltsim.nativeserver`, or grpc.aio for TLS): every unary method is a plain method that runs inline on the
+reactor thread and raises a domain error to refuse; EnableIndication is an async generator reading a queue the
+model feeds on the same thread. The in-memory tests drive the same `on_loop` handlers.
 """
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from voltha_protos import extensions_pb2, openolt_pb2, openolt_pb2_grpc, tech_pr
 
 from oltsim.api import translate
 from oltsim.api.grpc_common import abort_for
-from oltsim.bridge import StreamQueue, iterate, on_reactor, streaming
+from oltsim.bridge import StreamQueue
 from oltsim.model import events
-from oltsim.model.errors import InvalidArgument, OltsimError
+from oltsim.model.errors import InvalidArgument
 from oltsim.onloop import AsyncStreamQueue
 from oltsim.southbound.indications import port_statistics, to_indications
 
@@ -75,13 +75,11 @@ class IndicationHub:
                           reason="no-adapter" if queue is None else "stream-full", event=event)
 
 
-@on_reactor
 class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
-    """OpenOLT device-level RPCs over the OLT model."""
+    """OpenOLT device-level RPCs over the OLT model, on the reactor thread (see the module docstring)."""
 
-    def __init__(self, olt, bridge, hub: IndicationHub):
+    def __init__(self, olt, hub: IndicationHub):
         self._olt = olt
-        self._bridge = bridge
         self._hub = hub
 
     def _abort(self, context, exc):
@@ -115,28 +113,9 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
                             start=r.gemport_id_start, end=r.gemport_id_end)
         return msg
 
-    @streaming
-    def EnableIndication(self, request, context):
-        """EnableIndication through the thread seam, for a grpcio thread-pool server and the in-memory tests; the
-        daemon serves `aio_EnableIndication`. Both hand the hub a bounded queue and unregister it when they end."""
-        queue = StreamQueue(STREAM_BUFFER)
-        try:
-            self._bridge.call(self._hub.open_stream, queue)
-        except OltsimError as exc:
-            self._abort(context, exc)
-            return
-        log.info("indication-stream-opened peer={peer}", peer=context.peer())
-
-        def done():
-            try:
-                self._bridge.call(self._hub.close_stream, queue)
-            except Exception:
-                pass  # the reactor is stopping; nothing left to unregister from
-
-        yield from iterate(queue, context, on_done=done)
-
-    async def aio_EnableIndication(self, request, context):
-        """EnableIndication on the reactor's loop: the same stream hand-over as above, without a thread."""
+    async def EnableIndication(self, request, context):
+        """The adapter's indication stream: the hub takes a bounded queue (ending the previous stream) and the
+        model feeds it on this thread; the queue is unregistered however the stream ends."""
         queue = AsyncStreamQueue(STREAM_BUFFER)
         self._hub.open_stream(queue)  # a refusal (OLT not up) raises before anything is streamed
         log.info("indication-stream-opened peer={peer}", peer=context.peer())

@@ -1,4 +1,5 @@
-"""grpc.aio servers on the reactor's own loop (oltsim.onloop): real sockets on 127.0.0.1, a real grpcio channel."""
+"""Servers on the reactor's own loop (oltsim.onloop), on both engines the OpenOLT endpoint can use (grpc.aio and
+pygrpc-native's front, oltsim.nativeserver): real sockets on 127.0.0.1, a real grpcio channel."""
 
 import asyncio
 
@@ -11,7 +12,6 @@ from twisted.internet.task import Clock, deferLater
 from twisted.internet.threads import deferToThread
 from twisted.python import threadable
 
-from oltsim.bridge import Bridge, on_reactor, streaming
 from oltsim.grpcserver import GrpcServerService
 from oltsim.metrics import AioMetricsInterceptor, Metrics
 from oltsim.onloop import AsyncStreamQueue, NotOnLoop, check_asyncio_reactor, on_loop
@@ -43,12 +43,11 @@ class LoopBase:
         raise NotImplementedError
 
 
-@on_reactor
 class LoopServicer(LoopBase):
-    """Written for the thread seam (as OpenoltServicer is); served here through on_loop."""
+    """Written as OpenoltServicer is (plain unary methods that raise, an async generator stream); served through
+    on_loop."""
 
     def __init__(self):
-        self._bridge = Bridge.inline()
         self.on_reactor_thread = []
         self.streams = []
 
@@ -66,15 +65,14 @@ class LoopServicer(LoopBase):
     def Crash(self, request, context):
         raise ZeroDivisionError("a bug")
 
-    @streaming
-    def Watch(self, request, context):
-        raise AssertionError("the thread-seam version is not used on the loop")
-
-    async def aio_Watch(self, request, context):
+    async def Watch(self, request, context):
         queue = AsyncStreamQueue(maxsize=8)
         self.streams.append(queue)
-        async for item in queue.items(context):
-            yield item
+        try:
+            async for item in queue.items(context):
+                yield item
+        finally:
+            self.streams.remove(queue)
 
     def close_streams(self):
         for queue in self.streams:
@@ -83,18 +81,29 @@ class LoopServicer(LoopBase):
 
 def add_to(adapter):
     def add(server):
+        # As generated code (grpcio-tools 1.64+) registers a service: the native engine serves registered methods.
         handlers = {name: grpc.unary_unary_rpc_method_handler(getattr(adapter, name)) for name in METHODS}
         handlers["Watch"] = grpc.unary_stream_rpc_method_handler(adapter.Watch)
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+        server.add_registered_method_handlers(SERVICE, handlers)
     return add
 
 
-def make_service(interceptors=()):
-    servicer = LoopServicer()
-    service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", add_to(on_loop(servicer, LoopBase)),
-                                grace=0.5, interceptors=interceptors, aio=True)
-    service.on_stopping.append(servicer.close_streams)
-    return service, servicer
+@pytest.fixture(params=["grpcio", "native"])
+def engine(request):
+    """Each test runs on both engines of the OpenOLT endpoint."""
+    return request.param
+
+
+@pytest.fixture
+def make_service(engine):
+    def make(interceptors=()):
+        servicer = LoopServicer()
+        service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", add_to(on_loop(servicer, LoopBase)),
+                                    grace=0.5, interceptors=interceptors, engine=engine)
+        service.on_stopping.append(servicer.close_streams)
+        return service, servicer
+    return make
 
 
 def call(port, method, payload=b"x"):
@@ -131,7 +140,7 @@ def wait_until(predicate, what, tries=100):
 
 
 @pytest_twisted.inlineCallbacks
-def test_unary_methods_run_on_the_reactor_thread():
+def test_unary_methods_run_on_the_reactor_thread(make_service):
     """A unary RPC is answered by the servicer's own method, run inline on the reactor thread."""
     service, servicer = make_service()
     service.startService()
@@ -143,7 +152,7 @@ def test_unary_methods_run_on_the_reactor_thread():
 
 
 @pytest_twisted.inlineCallbacks
-def test_failures_are_answered_with_the_status_table_and_the_server_keeps_serving():
+def test_failures_are_answered_with_the_status_table_and_the_server_keeps_serving(make_service):
     """A domain error gets the servicer's status, a base-class stub UNIMPLEMENTED, a bug INTERNAL naming a request
     id; none of them stops the server answering the next call."""
     service, _ = make_service()
@@ -159,7 +168,7 @@ def test_failures_are_answered_with_the_status_table_and_the_server_keeps_servin
 
 
 @pytest_twisted.inlineCallbacks
-def test_stream_delivers_in_order_and_ends_with_the_close_status():
+def test_stream_delivers_in_order_and_ends_with_the_close_status(make_service):
     """Items put on the reactor thread reach the client in order; a close with a status ends the RPC with it."""
     service, servicer = make_service()
     service.startService()
@@ -177,7 +186,7 @@ def test_stream_delivers_in_order_and_ends_with_the_close_status():
 
 
 @pytest_twisted.inlineCallbacks
-def test_stop_ends_streams_refuses_calls_and_restart_serves_on_the_same_port():
+def test_stop_ends_streams_refuses_calls_and_restart_serves_on_the_same_port(make_service):
     """Stopping closes open streams (UNAVAILABLE) through on_stopping, refuses new calls; a restart binds the
     port bound first and serves again."""
     service, servicer = make_service()
@@ -200,7 +209,7 @@ def test_stop_ends_streams_refuses_calls_and_restart_serves_on_the_same_port():
 
 
 @pytest_twisted.inlineCallbacks
-def test_metrics_count_calls_on_the_loop_server_by_status():
+def test_metrics_count_calls_on_the_loop_server_by_status(make_service):
     """The aio metrics interceptor counts each answered call under the status it ended with."""
     metrics = Metrics.__new__(Metrics)
     counted = []
@@ -216,25 +225,23 @@ def test_metrics_count_calls_on_the_loop_server_by_status():
         yield service.stopService()
 
 
-def test_a_streaming_rpc_without_an_async_counterpart_is_refused():
-    """Serving a streaming RPC on the loop needs aio_<Name>: building the handlers says so instead of streaming
-    nothing."""
+def test_a_generator_stream_is_refused_while_building():
+    """on_loop serves streams from async generators only: a plain generator (which would run its body on the
+    reactor thread and block it) is refused while building, before anything listens."""
 
-    @on_reactor
-    class NoAsync(LoopBase):
-        _bridge = Bridge.inline()
-
-        @streaming
+    class PlainGenerator(LoopBase):
         def Watch(self, request, context):
             yield b"never"
 
-    with pytest.raises(TypeError, match="aio_Watch"):
-        on_loop(NoAsync(), LoopBase)
+    with pytest.raises(TypeError, match="async"):
+        on_loop(PlainGenerator(), LoopBase)
 
 
-def test_the_loop_server_needs_the_asyncio_reactor():
+@pytest.mark.parametrize("engine", ["grpcio", "native"])
+def test_the_loop_server_needs_the_asyncio_reactor(engine):
     """On any other reactor the loop server refuses to start, saying how to run oltsim, and binds nothing."""
-    service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", lambda server: None, reactor=Clock(), aio=True)
+    service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", lambda server: None, reactor=Clock(),
+                                engine=engine)
     with pytest.raises(NotOnLoop, match="--reactor=asyncio"):
         service.start_server()
     assert not service.serving and service.port is None
@@ -255,3 +262,106 @@ async def test_async_stream_queue_is_bounded_and_ends_after_what_was_queued():
     assert [item async for item in queue.items(context=None)] == [1, 2]
     with pytest.raises(ValueError):
         AsyncStreamQueue(maxsize=0)
+
+
+# ---- the native engine's own contract -------------------------------------------------------------------------
+
+
+def native_service(interceptors=()):
+    servicer = LoopServicer()
+    service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", add_to(on_loop(servicer, LoopBase)),
+                                grace=0.5, interceptors=interceptors, engine="native")
+    service.on_stopping.append(servicer.close_streams)
+    return service, servicer
+
+
+@pytest_twisted.inlineCallbacks
+def test_native_client_cancel_ends_the_stream_on_the_server():
+    """A client that cancels its stream cancels the server's task: the stream's finally block runs (the OpenOLT
+    hub unregisters its queue there), and the server goes on serving."""
+    service, servicer = native_service()
+    service.startService()
+    try:
+        def cancel_after_first():
+            with grpc.insecure_channel(f"127.0.0.1:{service.port}") as channel:
+                call = channel.unary_stream(f"/{SERVICE}/Watch")(b"", timeout=10)
+                first = next(call)
+                call.cancel()
+                return first
+        reading = deferToThread(cancel_after_first)
+        yield wait_until(lambda: servicer.streams, "the stream to open")
+        servicer.streams[0].put(b"first")
+        assert (yield reading) == b"first"
+        yield wait_until(lambda: not servicer.streams, "the server to end the cancelled stream")
+        assert (yield call(service.port, "Echo", b"after")) == b"after"
+    finally:
+        yield service.stopService()
+
+
+@pytest_twisted.inlineCallbacks
+def test_native_oversized_and_undecodable_requests_are_refused_not_crashed():
+    """A request above grpcio's 4 MiB limit gets RESOURCE_EXHAUSTED, one the method cannot parse INTERNAL (as
+    grpcio answers both); the server answers the next call."""
+    def refuse_parse(payload):
+        raise ValueError("not a message")
+
+    class Strict(LoopServicer):
+        pass
+
+    servicer = Strict()
+    adapter = on_loop(servicer, LoopBase)
+
+    def add(server):
+        handlers = {"Echo": grpc.unary_unary_rpc_method_handler(adapter.Echo),
+                    "Refuse": grpc.unary_unary_rpc_method_handler(adapter.Refuse, request_deserializer=refuse_parse)}
+        server.add_registered_method_handlers(SERVICE, handlers)
+
+    service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", add, grace=0.5, engine="native")
+    service.startService()
+    try:
+        code, details = yield call(service.port, "Echo", b"x" * (4 * 1024 * 1024 + 1))
+        assert code is grpc.StatusCode.RESOURCE_EXHAUSTED, details
+        code, details = yield call(service.port, "Refuse", b"\xff")
+        assert code is grpc.StatusCode.INTERNAL, details
+        assert (yield call(service.port, "Echo", b"fine")) == b"fine"
+    finally:
+        yield service.stopService()
+
+
+@pytest_twisted.inlineCallbacks
+def test_native_unknown_method_is_unimplemented_through_the_fallback():
+    """A method the front does not serve goes to the grpc.aio fallback behind it, which answers UNIMPLEMENTED; the
+    counting interceptor sees that call too."""
+    metrics = Metrics.__new__(Metrics)
+    counted = []
+    metrics.count_request = lambda surface, status: counted.append((surface, status))
+    service, _ = native_service(interceptors=[AioMetricsInterceptor(metrics, "loop")])
+    service.startService()
+    try:
+        def unknown():
+            with grpc.insecure_channel(f"127.0.0.1:{service.port}") as channel:
+                try:
+                    channel.unary_unary("/oltsim.test.Loop/NoSuchMethod")(b"", timeout=5)
+                except grpc.RpcError as exc:
+                    return exc.code()
+        assert (yield deferToThread(unknown)) is grpc.StatusCode.UNIMPLEMENTED
+        assert (yield call(service.port, "Echo", b"ok")) == b"ok"
+        assert counted[-1] == ("loop", "OK")
+    finally:
+        yield service.stopService()
+
+
+def test_native_engine_refuses_tls_and_interceptors_it_cannot_run():
+    """TLS endpoints and interceptors other than counting ones are refused while building, with the reason."""
+    with pytest.raises(ValueError, match="no TLS"):
+        GrpcServerService("loop", "ssl:0:privateKey=key.pem", lambda server: None, engine="native")
+
+    class Gate(grpc.aio.ServerInterceptor):
+        async def intercept_service(self, continuation, details):
+            return await continuation(details)
+
+    service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", lambda server: None, interceptors=[Gate()],
+                                engine="native")
+    with pytest.raises(ValueError, match="Gate"):
+        service.start_server()
+    assert not service.serving

@@ -19,7 +19,7 @@ from conftest import Sim, grpc_call, grpc_error
 from oltsim._proto import bbsim_pb2
 from oltsim.api import translate
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
-from oltsim.bridge import unwrapped_methods
+from oltsim.bridge import is_streaming, rpc_functions, unwrapped_methods
 from oltsim.onloop import on_loop
 from oltsim.southbound.openolt import OpenoltServicer
 
@@ -357,22 +357,36 @@ def test_unexpected_exception_on_grpc_is_internal_with_request_id():
     assert grpc_call(sim.bbsim, "GetOlt", bbsim_pb2.Empty()).SerialNumber == "BBSIM_OLT_0"
 
 
-def test_every_grpc_method_runs_on_the_reactor():
-    """No gRPC method of the three servicers escapes the thread seam (style habit 4)."""
+def test_every_control_grpc_method_runs_on_the_reactor():
+    """No gRPC method of the control servicers escapes the thread seam (style habit 4)."""
     assert unwrapped_methods(BBSimServicer) == []
     assert unwrapped_methods(OltsimServicer) == []
-    assert unwrapped_methods(OpenoltServicer) == []
+
+
+def test_openolt_has_one_servicer_off_the_thread_seam():
+    """The OpenOLT servicer is the one served on the loop: none of its methods hops through the bridge, and its
+    only EnableIndication is the async generator (no second, thread-seam copy)."""
+    assert {name for name, function in rpc_functions(OpenoltServicer)
+            if getattr(function, "__oltsim_on_reactor__", False) or is_streaming(function)} == set()
+    assert inspect.isasyncgenfunction(OpenoltServicer.EnableIndication)
+    assert [name for name in vars(OpenoltServicer) if "EnableIndication" in name] == ["EnableIndication"]
 
 
 def test_every_openolt_rpc_is_served_on_the_reactor_loop():
     """The daemon serves OpenOLT through on_loop: every RPC of openolt.Openolt gets a coroutine handler (the
-    indication stream an async generator), none falls back to the generated UNIMPLEMENTED stub."""
+    indication stream an async generator), none falls back to the generated UNIMPLEMENTED stub, and each unary
+    one offers the native engine its plain servicer method to call inline."""
     sim = Sim()
-    served = on_loop(sim.openolt, openolt_pb2_grpc.OpenoltServicer)
+    served = on_loop(sim.openolt_servicer, openolt_pb2_grpc.OpenoltServicer)
     for method in openolt_pb2.DESCRIPTOR.services_by_name["Openolt"].methods:
         handler = getattr(served, method.name)
-        check = inspect.isasyncgenfunction if method.server_streaming else inspect.iscoroutinefunction
-        assert check(handler), method.name
+        if method.server_streaming:
+            assert inspect.isasyncgenfunction(handler), method.name
+        else:
+            assert inspect.iscoroutinefunction(handler), method.name
+            function, servicer, name = handler.inline
+            assert (servicer, name) == (sim.openolt_servicer, method.name)
+            assert function.__func__ is vars(OpenoltServicer)[method.name], method.name
 
 
 # ---- BBSim's process-killing and hanging inputs (reference section 7) ----------------------------

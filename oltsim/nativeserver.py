@@ -1,0 +1,444 @@
+"""The OpenOLT endpoint's default engine: pygrpc-native's low-level front, answered on the reactor's own loop.
+
+An adapter's bring-up is about 240 unary calls per ONU, so what a call costs in Python is what a user feels. grpc.aio
+spends about 300 µs of server CPU on an empty call here, the drop-in ``pygrpc_native.aio.server()`` about 40 µs, most
+of it an asyncio Task, a context and the interceptor chain per call. This server uses the front underneath it
+(``pygrpc_native.NativeGrpcFront``, its stable 0.x API): HTTP/2 and gRPC framing run in Rust outside the GIL, calls
+arrive in batches through one dispatch thread, and one ``call_soon_threadsafe`` per batch hands them to the reactor
+thread, where each unary call of a servicer adapted by :func:`oltsim.onloop.on_loop` runs inline: parse, the
+servicer's plain method, serialize, respond. No Task, no context object, no interceptor.
+
+Everything else keeps grpc.aio's behaviour: coroutine unary handlers and async-generator streams (EnableIndication)
+run as Tasks with a small context (``peer``, ``abort``, ``cancelled``); a client's cancel cancels the Task; methods
+the front does not serve natively (client or bidirectional streaming: server reflection) go to a grpc.aio server on a
+private Unix socket behind it, which the front forwards to. A counting interceptor (one with ``record(method,
+code)``, as :class:`oltsim.metrics.AioMetricsInterceptor`) is told about every native call, and runs as an ordinary
+interceptor on the fallback; other interceptors are refused, since they could not run on the inline path.
+
+No TLS: ``ssl:`` endpoints use grpc.aio (:class:`oltsim.grpcserver.GrpcServerService` decides).
+"""
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import shutil
+import tempfile
+import threading
+from typing import Any, Callable, Iterable, Sequence
+
+import grpc
+from grpc import aio
+from twisted.python.failure import Failure
+
+from oltsim.bridge import failure_status
+from oltsim.logs import logger
+
+__all__ = ["NativeServer", "available"]
+
+log = logger("oltsim.nativeserver")
+
+#: events taken from the front per trip into Python; a burst of calls costs one ``call_soon_threadsafe`` per batch
+BATCH = 256
+#: grpcio's default limit on a received message
+RECEIVE_LIMIT = 4 * 1024 * 1024
+
+_OK = grpc.StatusCode.OK
+_UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
+
+
+def available() -> bool:
+    """True when pygrpc-native's compiled front imports on this machine (its wheels cover Linux and macOS)."""
+    try:
+        import pygrpc_native  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _same(data: Any) -> Any:
+    return data
+
+
+def _code(code: grpc.StatusCode) -> int:
+    return code.value[0]
+
+
+class _Context(aio.ServicerContext):
+    """What a Task-run handler (a stream, a coroutine unary handler) gets: grpc.aio's context, the parts that mean
+    something here. ``abort`` raises :class:`grpc.aio.AbortError` after recording the status, as grpc.aio does."""
+
+    def __init__(self, peer: str, metadata: Sequence[tuple[str, Any]]) -> None:
+        self._peer = peer
+        self._metadata = tuple(metadata)
+        self._code: grpc.StatusCode | None = None
+        self._details = ""
+        self._cancelled = False
+        self._done = False
+        self._trailing: Sequence[tuple[str, Any]] = ()
+
+    async def abort(self, code: grpc.StatusCode, details: str = "", trailing_metadata=()) -> None:
+        if code is _OK:
+            code, details = grpc.StatusCode.UNKNOWN, ""
+        self._code, self._details = code, details
+        raise aio.AbortError(details)
+
+    async def abort_with_status(self, status: grpc.Status) -> None:
+        await self.abort(status.code, status.details)
+
+    def peer(self) -> str:
+        return self._peer
+
+    def invocation_metadata(self) -> tuple:
+        return self._metadata
+
+    def cancelled(self) -> bool:
+        return self._cancelled
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_code(self, code: grpc.StatusCode) -> None:
+        self._code = code
+
+    def code(self) -> grpc.StatusCode | None:
+        return self._code
+
+    def set_details(self, details: str) -> None:
+        self._details = details
+
+    def details(self) -> str:
+        return self._details
+
+    def set_trailing_metadata(self, trailing_metadata) -> None:
+        self._trailing = trailing_metadata
+
+    def trailing_metadata(self):
+        return self._trailing
+
+    # Parts of the interface with no meaning on this server.
+    async def read(self) -> None:
+        raise RuntimeError("read() is only for client-streaming methods")
+
+    async def write(self, message: Any) -> None:
+        raise RuntimeError("write() is not supported; yield from the handler")
+
+    async def send_initial_metadata(self, initial_metadata) -> None:
+        pass
+
+    def set_compression(self, compression) -> None:
+        pass
+
+    def disable_next_message_compression(self) -> None:
+        pass
+
+    def peer_identities(self) -> None:
+        return None
+
+    def peer_identity_key(self) -> None:
+        return None
+
+    def auth_context(self) -> dict:
+        return {"transport_security_type": [b"insecure"]}
+
+    def time_remaining(self) -> float | None:
+        return None
+
+    def add_done_callback(self, callback) -> None:
+        pass
+
+
+class _Method:
+    """One natively served method: its path, how to parse the request and serialize the answer, and how it runs."""
+
+    __slots__ = ("path", "parse", "serialize", "inline", "servicer", "name", "handler", "streaming")
+
+    def __init__(self, path: str, handler: grpc.RpcMethodHandler) -> None:
+        self.path = path
+        # No (de)serializer means bytes in and out, as in grpcio.
+        self.parse = handler.request_deserializer or _same
+        self.serialize = handler.response_serializer or _same
+        self.streaming = handler.response_streaming
+        behaviour = handler.unary_stream if self.streaming else handler.unary_unary
+        self.handler = behaviour
+        # on_loop marks the handlers whose servicer method can run inline (plain function, errors raised).
+        inline = None if self.streaming else getattr(behaviour, "inline", None)
+        self.inline, self.servicer, self.name = inline or (None, None, None)
+        if self.streaming and not inspect.isasyncgenfunction(behaviour):
+            raise TypeError(f"{path}: the native engine streams from async generators only")
+        if not self.streaming and inline is None and not inspect.iscoroutinefunction(behaviour):
+            raise TypeError(f"{path}: the native engine runs coroutine or on_loop handlers only")
+
+
+class NativeServer(aio.Server):
+    """A ``grpc.aio.Server`` on pygrpc-native's front whose handlers run on ``loop`` (the reactor's).
+
+    The calls :class:`oltsim.grpcserver.GrpcServerService` and generated code make: ``add_registered_method_handlers``
+    and ``add_generic_rpc_handlers``, one ``add_insecure_port``, ``start`` and ``stop`` (coroutines).
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, interceptors: Sequence[Any] = (),
+                 options: Iterable[tuple[str, Any]] = (), io_threads: int = 1) -> None:
+        self._records: list[Callable[[str, grpc.StatusCode], None]] = []
+        for interceptor in interceptors:
+            record = getattr(interceptor, "record", None)
+            if record is None:
+                raise ValueError(f"the native engine cannot run {type(interceptor).__name__} on its inline calls; "
+                                 "only counting interceptors (with record(method, code))")
+            self._records.append(record)
+        self._loop = loop
+        self._interceptors = tuple(interceptors)
+        self._options = list(options)
+        self._io_threads = io_threads
+        self._registered: dict[str, grpc.RpcMethodHandler] = {}
+        self._generic: list[grpc.GenericRpcHandler] = []
+        self._front: Any = None
+        self._table: list[_Method] = []
+        self._tasks: dict[int, tuple[asyncio.Task, _Context]] = {}
+        self._fallback: aio.Server | None = None
+        self._fallback_dir: str | None = None
+        self._started = self._stopping = False
+        self._terminated = asyncio.Event()
+
+    # ---- building -------------------------------------------------------------------------------------------
+
+    def add_generic_rpc_handlers(self, generic_rpc_handlers: Sequence[grpc.GenericRpcHandler]) -> None:
+        self._generic.extend(generic_rpc_handlers)
+
+    def add_registered_method_handlers(self, service_name: str, method_handlers: dict) -> None:
+        for name, handler in method_handlers.items():
+            self._registered[f"/{service_name}/{name}"] = handler
+
+    def add_insecure_port(self, address: str) -> int:
+        from pygrpc_native import NativeGrpcFront
+
+        if self._front is not None:
+            raise RuntimeError("the native engine serves one port")
+        front_options = {"max_concurrent_streams": 1024, "reuse_port": False}
+        for key, value in self._options:
+            if key == "grpc.max_concurrent_streams" and isinstance(value, int):
+                front_options["max_concurrent_streams"] = value
+            elif key == "grpc.so_reuseport" and isinstance(value, int):
+                front_options["reuse_port"] = bool(value)
+        try:
+            self._front = NativeGrpcFront(address, [], io_threads=self._io_threads, call_details=True,
+                                          delay_stream_headers=True, **front_options)
+        except OSError as exc:
+            raise RuntimeError(f"Failed to bind to address {address}: {exc}") from exc
+        return self._front.bound_port
+
+    def add_secure_port(self, address: str, server_credentials: grpc.ServerCredentials) -> int:
+        raise NotImplementedError("the native engine has no TLS; ssl: endpoints are served by grpc.aio")
+
+    # ---- running --------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._started:
+            raise ValueError("the server is already started")
+        if self._front is None:
+            raise RuntimeError("add a port before start()")
+        self._started = True
+        native: list[tuple[str, grpc.RpcMethodHandler]] = []
+        streamed: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
+        for path, handler in self._registered.items():
+            if handler.request_streaming:
+                service, name = path[1:].split("/")
+                streamed.setdefault(service, {})[name] = handler
+            else:
+                native.append((path, handler))
+        services = {path[1:].split("/")[0] for path in self._registered}
+        generic = [h for h in self._generic
+                   if not (isinstance(h, grpc.ServiceRpcHandler) and h.service_name() in services)]
+        # Reflection (bidirectional) and unknown methods: a grpc.aio server behind the front, on a private socket.
+        await self._start_fallback(streamed, generic)
+        self._table = [_Method(path, handler) for path, handler in native]
+        self._front.add_methods([(method.path, method.streaming) for method in self._table])
+        self._front.start()
+        threading.Thread(target=self._dispatch, name="openolt-native-dispatch", daemon=True).start()
+
+    async def _start_fallback(self, streamed: dict, generic: list) -> None:
+        self._fallback_dir = tempfile.mkdtemp(prefix="oltsim-grpc-")
+        path = os.path.join(self._fallback_dir, "fallback.sock")
+        fallback = aio.server(interceptors=self._interceptors, options=self._options)
+        fallback.add_generic_rpc_handlers(generic)
+        for service, handlers in streamed.items():
+            fallback.add_registered_method_handlers(service, handlers)
+        fallback.add_insecure_port(f"unix:{path}")
+        await fallback.start()
+        self._fallback = fallback
+        self._front.set_fallback(path)
+
+    async def stop(self, grace: float | None) -> None:
+        """Refuse new calls (UNAVAILABLE), give running Tasks ``grace`` seconds, cancel the rest, close the port."""
+        if self._stopping:
+            await self._terminated.wait()
+            return
+        self._stopping = True
+        try:
+            fallback = None if self._fallback is None else asyncio.ensure_future(self._fallback.stop(grace))
+            tasks = [task for task, _ in self._tasks.values()]
+            if grace and tasks:
+                await asyncio.wait(tasks, timeout=grace)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if fallback is not None:
+                await fallback
+            if self._front is not None:
+                # close() joins the front's threads: off the reactor thread.
+                await asyncio.get_running_loop().run_in_executor(None, self._front.close)
+        finally:
+            if self._fallback_dir is not None:
+                shutil.rmtree(self._fallback_dir, ignore_errors=True)
+            self._terminated.set()
+
+    async def wait_for_termination(self, timeout: float | None = None) -> bool:
+        try:
+            await asyncio.wait_for(self._terminated.wait(), timeout)
+        except asyncio.TimeoutError:
+            return True
+        return False
+
+    def _dispatch(self) -> None:
+        """The one thread that waits on the front: a batch of events per trip, handed to the reactor's loop."""
+        front, loop = self._front, self._loop
+        while (batch := front.recv_batch_details(BATCH)) is not None:
+            try:
+                loop.call_soon_threadsafe(self._on_events, batch)
+            except RuntimeError:  # the loop is closed: nobody will answer
+                front.close()
+                return
+
+    # ---- answering (reactor thread) -------------------------------------------------------------------------
+
+    def _on_events(self, batch: list) -> None:
+        front, table = self._front, self._table
+        for kind, call_id, method_id, payload, _key, details in batch:
+            if payload is None:  # EVENT_CANCEL: the client left or the deadline passed
+                running = self._tasks.get(call_id)
+                if running is not None:
+                    running[1]._cancelled = True
+                    running[0].cancel()
+                continue
+            method = table[method_id]
+            if self._stopping:
+                front.fail(call_id, _UNAVAILABLE, "the server is stopping")
+                self._count(method.path, grpc.StatusCode.UNAVAILABLE)
+                continue
+            try:
+                if len(payload) > RECEIVE_LIMIT:
+                    self._fail(call_id, method.path, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                               f"received message larger than max ({len(payload)} vs. {RECEIVE_LIMIT})")
+                    continue
+                try:
+                    request = method.parse(payload)
+                except Exception:
+                    self._fail(call_id, method.path, grpc.StatusCode.INTERNAL, "Exception deserializing request!")
+                    continue
+                if method.inline is not None:
+                    self._answer_inline(front, call_id, method, request, details[1])
+                else:
+                    self._start_task(call_id, method, request, details)
+            except Exception:  # a bug here must not lose the rest of the batch nor leave the call unanswered
+                log.failure("openolt-native-call-failed method={method}", method=method.path)
+                self._fail(call_id, method.path, grpc.StatusCode.INTERNAL, "internal error")
+
+    def _answer_inline(self, front: Any, call_id: int, method: _Method, request: Any, peer: str) -> None:
+        try:
+            response = method.inline(request, _InlineContext(peer))
+        except Exception as exc:
+            code, details = failure_status(method.servicer, method.name, exc)
+            self._fail(call_id, method.path, code, details)
+            return
+        front.respond(call_id, method.serialize(response))
+        for record in self._records:
+            record(method.path, _OK)
+
+    def _fail(self, call_id: int, path: str, code: grpc.StatusCode, details: str) -> None:
+        self._front.fail(call_id, _code(code), details)
+        self._count(path, code)
+
+    def _count(self, path: str, code: grpc.StatusCode) -> None:
+        for record in self._records:
+            record(path, code)
+
+    def _start_task(self, call_id: int, method: _Method, request: Any, details: tuple) -> None:
+        context = _Context(details[1], details[0])
+        run = self._run_stream if method.streaming else self._run_unary
+        task = self._loop.create_task(run(call_id, method, request, context))
+        self._tasks[call_id] = (task, context)
+        task.add_done_callback(lambda _: self._tasks.pop(call_id, None))
+
+    def _settle(self, call_id: int, method: _Method, context: _Context, error: BaseException | None) -> None:
+        """End a Task-run call: its status from the abort, the cancel or the error."""
+        context._done = True
+        if isinstance(error, asyncio.CancelledError):
+            if not context._cancelled and not self._stopping:
+                self._front.fail(call_id, _code(grpc.StatusCode.CANCELLED), "Cancelled")
+            self._count(method.path, grpc.StatusCode.CANCELLED)
+        elif isinstance(error, aio.AbortError) or (error is None and context._code not in (None, _OK)):
+            self._fail(call_id, method.path, context._code or grpc.StatusCode.UNKNOWN, context._details)
+        elif error is not None:
+            log.failure("openolt-native-handler-failed method={method}", failure=Failure(error), method=method.path)
+            self._fail(call_id, method.path, grpc.StatusCode.UNKNOWN, f"Unexpected {type(error).__name__}")
+        else:
+            if method.streaming:
+                self._front.stream_end(call_id)
+            self._count(method.path, _OK)
+
+    async def _run_unary(self, call_id: int, method: _Method, request: Any, context: _Context) -> None:
+        try:
+            response = await method.handler(request, context)
+        except BaseException as error:
+            self._settle(call_id, method, context, error)
+            if not isinstance(error, Exception):
+                raise
+            return
+        if context._code in (None, _OK):
+            self._front.respond(call_id, method.serialize(response))
+        self._settle(call_id, method, context, None)
+
+    async def _run_stream(self, call_id: int, method: _Method, request: Any, context: _Context) -> None:
+        from pygrpc_native import STREAM_CLOSED, STREAM_FULL
+
+        front, serialize = self._front, method.serialize
+        items = method.handler(request, context)
+        try:
+            async for item in items:
+                data = serialize(item)
+                sent = front.stream_try_send(call_id, data)
+                if sent == STREAM_FULL:
+                    # The client reads slower than we produce: wait for room off the reactor thread.
+                    sent = await self._loop.run_in_executor(None, front.stream_send, call_id, data)
+                    if not sent:
+                        break
+                elif sent == STREAM_CLOSED:
+                    break
+        except BaseException as error:
+            await items.aclose()
+            self._settle(call_id, method, context, error)
+            if not isinstance(error, Exception):
+                raise
+            return
+        await items.aclose()
+        self._settle(call_id, method, context, None)
+
+
+class _InlineContext:
+    """The context an inline unary method gets: its peer only. A servicer method run inline reports a refusal by
+    raising (see :func:`oltsim.onloop.on_loop`), never through the context."""
+
+    __slots__ = ("_peer",)
+
+    def __init__(self, peer: str) -> None:
+        self._peer = peer
+
+    def peer(self) -> str:
+        return self._peer
+
+    # The generated base class's "not implemented" stub sets these before raising NotImplementedError.
+    def set_code(self, code: grpc.StatusCode) -> None:
+        pass
+
+    def set_details(self, details: str) -> None:
+        pass
