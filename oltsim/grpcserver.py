@@ -376,6 +376,10 @@ class GrpcServerService(Service):
             if executor is not None:
                 executor.shutdown(wait=False)
             raise
+        if self.engine == "native":
+            # Accepting calls when start_server returns (a restart followed at once by a call must not be refused);
+            # only its fallback finishes starting on the loop.
+            server.start_now()
         if self.engine != "threads":
             # Bound above; serving starts on the loop's next turn (start is a coroutine).
             Deferred.fromFuture(self._loop.create_task(server.start())).addErrback(self._start_failed, server)
@@ -383,7 +387,8 @@ class GrpcServerService(Service):
             server.start()
         self._server, self._executor = server, executor
         self.port, self.address = bound, address
-        log.info("grpc-server-started name={name} address={address}", name=self.name, address=address)
+        log.info("grpc-server-started name={name} address={address} engine={engine}", name=self.name, address=address,
+                 engine=self.engine)
 
     def _start_failed(self, failure: Any, server: Any) -> None:
         log.failure("grpc-server-start-failed name={name} address={address}", failure, name=self.name,

@@ -105,12 +105,12 @@ class Metrics:
         if isinstance(event, events.OmciIndication):
             self._omci_indications.inc()
 
-    def count_request(self, surface: str, status: str) -> None:
-        """One answered request on ``surface`` with ``status``."""
+    def count_request(self, surface: str, status: str, count: int = 1) -> None:
+        """``count`` (one) answered requests on ``surface`` with ``status``."""
         counter = self._request_counters.get((surface, status))
         if counter is None:  # a race between threads only resolves the same child twice
             counter = self._request_counters[(surface, status)] = self.requests.labels(surface, status)
-        counter.inc()
+        counter.inc(count)
 
     def exposition(self, accept: str | None = None) -> tuple[bytes, str]:
         """(body, content type) of a scrape: the text format, or OpenMetrics when ``accept`` asks for it."""
@@ -197,11 +197,11 @@ class MetricsInterceptor(grpc.ServerInterceptor):
         self.metrics = metrics
         self.surface = surface
 
-    def record(self, method: str, code: grpc.StatusCode) -> None:
-        """One call of ``method`` answered with ``code``."""
-        self.metrics.count_request(self.surface, code.name)
+    def record(self, method: str, code: grpc.StatusCode, count: int = 1) -> None:
+        """``count`` (one) calls of ``method`` answered with ``code``."""
+        self.metrics.count_request(self.surface, code.name, count)
         if method == OMCI_REQUEST_METHOD and code is grpc.StatusCode.OK:
-            self.metrics.omci_requests.inc()
+            self.metrics.omci_requests.inc(count)
 
     def intercept_service(self, continuation, handler_call_details):
         handler = continuation(handler_call_details)
@@ -245,8 +245,8 @@ class AioMetricsInterceptor(grpc.aio.ServerInterceptor):
 
     def __init__(self, metrics: Metrics, surface: str) -> None:
         self.counts = MetricsInterceptor(metrics, surface)
-        #: ``record(method, code)``: the count alone, which the native engine calls for the calls it answers inline
-        #: (oltsim.nativeserver), where no interceptor chain runs.
+        #: ``record(method, code, count=1)``: the count alone, which the native engine calls for the calls it
+        #: answers inline (oltsim.nativeserver, one call per method and batch), where no interceptor chain runs.
         self.record = self.counts.record
 
     async def intercept_service(self, continuation, handler_call_details):

@@ -12,7 +12,7 @@ Everything else keeps grpc.aio's behaviour: coroutine unary handlers and async-g
 run as Tasks with a small context (``peer``, ``abort``, ``cancelled``); a client's cancel cancels the Task; methods
 the front does not serve natively (client or bidirectional streaming: server reflection) go to a grpc.aio server on a
 private Unix socket behind it, which the front forwards to. A counting interceptor (one with ``record(method,
-code)``, as :class:`oltsim.metrics.AioMetricsInterceptor`) is told about every native call, and runs as an ordinary
+code, count)``, as :class:`oltsim.metrics.AioMetricsInterceptor`) is told about every native call, and runs as an ordinary
 interceptor on the fallback; other interceptors are refused, since they could not run on the inline path.
 
 No TLS: ``ssl:`` endpoints use grpc.aio (:class:`oltsim.grpcserver.GrpcServerService` decides).
@@ -25,6 +25,7 @@ import os
 import shutil
 import tempfile
 import threading
+from collections import deque
 from typing import Any, Callable, Iterable, Sequence
 
 import grpc
@@ -33,6 +34,11 @@ from twisted.python.failure import Failure
 
 from oltsim.bridge import failure_status
 from oltsim.logs import logger
+
+try:
+    from pygrpc_native import STREAM_CLOSED as _STREAM_CLOSED, STREAM_FULL as _STREAM_FULL
+except ImportError:  # available() says so; the daemon then serves with grpcio
+    _STREAM_CLOSED = _STREAM_FULL = -1
 
 __all__ = ["NativeServer", "available"]
 
@@ -184,7 +190,7 @@ class NativeServer(aio.Server):
             record = getattr(interceptor, "record", None)
             if record is None:
                 raise ValueError(f"the native engine cannot run {type(interceptor).__name__} on its inline calls; "
-                                 "only counting interceptors (with record(method, code))")
+                                 "only counting interceptors (with record(method, code, count))")
             self._records.append(record)
         self._loop = loop
         self._interceptors = tuple(interceptors)
@@ -195,9 +201,11 @@ class NativeServer(aio.Server):
         self._front: Any = None
         self._table: list[_Method] = []
         self._tasks: dict[int, tuple[asyncio.Task, _Context]] = {}
+        self._answered: dict[str, int] = {}  # calls answered OK in the batch being handled, by method
         self._fallback: aio.Server | None = None
         self._fallback_dir: str | None = None
         self._started = self._stopping = False
+        self._fallback_started: asyncio.Task | None = None
         self._terminated = asyncio.Event()
 
     # ---- building -------------------------------------------------------------------------------------------
@@ -233,11 +241,30 @@ class NativeServer(aio.Server):
     # ---- running --------------------------------------------------------------------------------------------
 
     async def start(self) -> None:
+        """grpc.aio's start: :meth:`start_now`, then wait for the fallback server to be serving."""
+        if not self._started:
+            self.start_now()
+        await self._fallback_started
+
+    def start_now(self) -> None:
+        """Start serving at once, from the reactor thread: the port accepts calls when this returns (a caller that
+        restarts the server and calls at once must not find it refusing connections). Only the fallback's own
+        start finishes later, on the loop (:meth:`start` waits for it)."""
         if self._started:
             raise ValueError("the server is already started")
         if self._front is None:
             raise RuntimeError("add a port before start()")
         self._started = True
+        try:
+            self._start_serving()
+        except BaseException:
+            # Nothing may stay bound by a server that failed to start (a later start binds the same port).
+            self._front.close()
+            if self._fallback_dir is not None:
+                shutil.rmtree(self._fallback_dir, ignore_errors=True)
+            raise
+
+    def _start_serving(self) -> None:
         native: list[tuple[str, grpc.RpcMethodHandler]] = []
         streamed: dict[str, dict[str, grpc.RpcMethodHandler]] = {}
         for path, handler in self._registered.items():
@@ -249,14 +276,8 @@ class NativeServer(aio.Server):
         services = {path[1:].split("/")[0] for path in self._registered}
         generic = [h for h in self._generic
                    if not (isinstance(h, grpc.ServiceRpcHandler) and h.service_name() in services)]
-        # Reflection (bidirectional) and unknown methods: a grpc.aio server behind the front, on a private socket.
-        await self._start_fallback(streamed, generic)
-        self._table = [_Method(path, handler) for path, handler in native]
-        self._front.add_methods([(method.path, method.streaming) for method in self._table])
-        self._front.start()
-        threading.Thread(target=self._dispatch, name="openolt-native-dispatch", daemon=True).start()
-
-    async def _start_fallback(self, streamed: dict, generic: list) -> None:
+        # Reflection (bidirectional) and unknown methods: a grpc.aio server behind the front, on a private socket,
+        # bound here (connections wait in its backlog) and serving once its start coroutine has run.
         self._fallback_dir = tempfile.mkdtemp(prefix="oltsim-grpc-")
         path = os.path.join(self._fallback_dir, "fallback.sock")
         fallback = aio.server(interceptors=self._interceptors, options=self._options)
@@ -264,9 +285,13 @@ class NativeServer(aio.Server):
         for service, handlers in streamed.items():
             fallback.add_registered_method_handlers(service, handlers)
         fallback.add_insecure_port(f"unix:{path}")
-        await fallback.start()
         self._fallback = fallback
+        self._fallback_started = self._loop.create_task(fallback.start())
         self._front.set_fallback(path)
+        self._table = [_Method(path, handler) for path, handler in native]
+        self._front.add_methods([(method.path, method.streaming) for method in self._table])
+        self._front.start()
+        threading.Thread(target=self._dispatch, name="openolt-native-dispatch", daemon=True).start()
 
     async def stop(self, grace: float | None) -> None:
         """Refuse new calls (UNAVAILABLE), give running Tasks ``grace`` seconds, cancel the rest, close the port."""
@@ -313,6 +338,7 @@ class NativeServer(aio.Server):
 
     def _on_events(self, batch: list) -> None:
         front, table = self._front, self._table
+        answered = self._answered
         for kind, call_id, method_id, payload, _key, details in batch:
             if payload is None:  # EVENT_CANCEL: the client left or the deadline passed
                 running = self._tasks.get(call_id)
@@ -342,6 +368,12 @@ class NativeServer(aio.Server):
             except Exception:  # a bug here must not lose the rest of the batch nor leave the call unanswered
                 log.failure("openolt-native-call-failed method={method}", method=method.path)
                 self._fail(call_id, method.path, grpc.StatusCode.INTERNAL, "internal error")
+        if answered:
+            # Counted once per method and batch: a counter's lock per call cost more than the count.
+            for path, count in answered.items():
+                for record in self._records:
+                    record(path, _OK, count)
+            answered.clear()
 
     def _answer_inline(self, front: Any, call_id: int, method: _Method, request: Any, peer: str) -> None:
         try:
@@ -351,8 +383,7 @@ class NativeServer(aio.Server):
             self._fail(call_id, method.path, code, details)
             return
         front.respond(call_id, method.serialize(response))
-        for record in self._records:
-            record(method.path, _OK)
+        self._answered[method.path] = self._answered.get(method.path, 0) + 1
 
     def _fail(self, call_id: int, path: str, code: grpc.StatusCode, details: str) -> None:
         self._front.fail(call_id, _code(code), details)
@@ -399,29 +430,85 @@ class NativeServer(aio.Server):
         self._settle(call_id, method, context, None)
 
     async def _run_stream(self, call_id: int, method: _Method, request: Any, context: _Context) -> None:
-        from pygrpc_native import STREAM_CLOSED, STREAM_FULL
-
-        front, serialize = self._front, method.serialize
+        serialize = method.serialize
+        out = _StreamOut(self._front, call_id, self._loop)
         items = method.handler(request, context)
         try:
             async for item in items:
-                data = serialize(item)
-                sent = front.stream_try_send(call_id, data)
-                if sent == STREAM_FULL:
-                    # The client reads slower than we produce: wait for room off the reactor thread.
-                    sent = await self._loop.run_in_executor(None, front.stream_send, call_id, data)
-                    if not sent:
-                        break
-                elif sent == STREAM_CLOSED:
-                    break
+                if not out.send(serialize(item)):
+                    break  # the client is gone
+            await out.drained()
         except BaseException as error:
             await items.aclose()
+            if isinstance(error, Exception):
+                await out.drained()  # what was yielded before the abort goes out before its status
             self._settle(call_id, method, context, error)
             if not isinstance(error, Exception):
                 raise
             return
         await items.aclose()
         self._settle(call_id, method, context, None)
+
+
+class _StreamOut:
+    """The sending end of one native stream, never blocking the reactor thread.
+
+    While the client keeps up, each message goes out at once (``stream_try_send``). When the front says the stream
+    is full, a worker thread takes over with blocking sends and the reactor appends what comes next to a backlog
+    that thread drains: one thread hop per backlog instead of one per message (per-message hops cost a quarter of
+    the daemon's CPU in a bbr run), and no polling, which would delay the OMCI answers an adapter waits on. Order is
+    kept: while the worker runs, everything goes through the backlog; when it is seen done, what it left is handed
+    to a new one before any direct send.
+    """
+
+    def __init__(self, front: Any, call_id: int, loop: asyncio.AbstractEventLoop) -> None:
+        self._front = front
+        self._call_id = call_id
+        self._loop = loop
+        self._backlog: deque[bytes] = deque()
+        self._worker: asyncio.Future | None = None
+        self.closed = False
+
+    def send(self, data: bytes) -> bool:
+        """Send or queue one message; False once the client is gone."""
+        if self.closed:
+            return False
+        if self._worker is not None:
+            self._backlog.append(data)
+            return True
+        sent = self._front.stream_try_send(self._call_id, data)
+        if sent == _STREAM_FULL:
+            self._backlog.append(data)
+            self._start_worker()
+        elif sent == _STREAM_CLOSED:
+            self.closed = True
+        return not self.closed
+
+    def _start_worker(self) -> None:
+        self._worker = self._loop.run_in_executor(None, self._drain)
+        self._worker.add_done_callback(self._worker_done)
+
+    def _drain(self) -> bool:
+        # Worker thread: deque.popleft and append are atomic, and only this thread pops while it runs.
+        backlog, front, call_id = self._backlog, self._front, self._call_id
+        while backlog:
+            if not front.stream_send(call_id, backlog.popleft()):
+                return False
+        return True
+
+    def _worker_done(self, worker: asyncio.Future) -> None:
+        self._worker = None
+        if worker.cancelled() or worker.exception() is not None or not worker.result():
+            self.closed = True
+            self._backlog.clear()
+        elif self._backlog:
+            self._start_worker()  # appended after the worker's last look
+
+    async def drained(self) -> None:
+        """Wait until everything queued has gone out (or the client left)."""
+        while self._worker is not None:
+            await asyncio.shield(self._worker)
+            await asyncio.sleep(0)  # let _worker_done run
 
 
 class _InlineContext:
