@@ -205,7 +205,9 @@ class Olt(StateHolder):
         self.generation = 0
         self.previously_connected = False
         self.heartbeat_signature = 0
-        self._listeners: list[Callable[[object], None]] = []
+        # A tuple, replaced on (un)subscribe: emit runs per OMCI answer and needs no copy to survive a listener
+        # that unsubscribes while it runs.
+        self._listeners: tuple[Callable[[object], None], ...] = ()
         self._calls: set = set()
         self._enabled_before = False
         self._serials: dict[str, Onu] = {}
@@ -220,12 +222,18 @@ class Olt(StateHolder):
 
     def subscribe(self, listener: Callable[[object], None]) -> Callable[[], None]:
         """Receive every event; returns a function that unsubscribes."""
-        self._listeners.append(listener)
-        return lambda: self._listeners.remove(listener) if listener in self._listeners else None
+        self._listeners += (listener,)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                listeners = list(self._listeners)
+                listeners.remove(listener)
+                self._listeners = tuple(listeners)
+        return unsubscribe
 
     def emit(self, event) -> None:
         """Deliver `event` to every listener; a failing listener is logged, never fatal."""
-        for listener in list(self._listeners):
+        for listener in self._listeners:
             try:
                 listener(event)
             except Exception:

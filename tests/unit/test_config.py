@@ -371,6 +371,10 @@ def test_port_zero_may_repeat():
      "controlled_activation must be one of default, only-onu, only-pon, both (got 'sometimes')"),
     ({"api_revision": "v2"}, "api_revision must be one of extended, base (got 'v2')"),
     ({"bp_format": "xml"}, "bp_format must be one of mef, ietf (got 'xml')"),
+    ({"grpc_engine": "go"}, "grpc_engine must be one of auto, native, grpcio (got 'go')"),
+    ({"grpc_engine": "native", "openolt": "ssl:50060:privateKey=key.pem"},
+     "grpc_engine native has no TLS and cannot serve the ssl: openolt endpoint; use grpcio, or auto (grpcio for "
+     "ssl: endpoints)"),
     ({"log_level": "loud"},
      "log_level must be one of trace, debug, info, warn, warning, error, critical (got 'loud')"),
     ({"sadis_host": ""}, "sadis_host must not be empty"),
@@ -742,3 +746,29 @@ def test_load_pon_ranges_directly(tmp_path):
 def test_builtin_names_listed():
     """The built-in services names are the four BBSim ships."""
     assert BUILTIN_SERVICES == ("att", "dt", "dt-fttb", "tt")
+
+
+def test_grpc_engine_from_yaml_and_options(tmp_path):
+    """The OpenOLT engine defaults to auto, is read from bbsim.grpc_engine in any case, and an option wins."""
+    assert load_settings({}, None).grpc_engine == "auto"
+    path = write(tmp_path, "engine.yaml", """
+        bbsim:
+          grpc_engine: GRPCIO
+        """)
+    assert load_settings({}, path).grpc_engine == "grpcio"
+    assert load_settings({"grpc_engine": "native"}, path).grpc_engine == "native"
+
+
+@pytest.mark.parametrize("choice, endpoint, engine", [
+    ("auto", "tcp:50060", "native"),
+    ("auto", "ssl:50060:privateKey=key.pem", "grpcio"),
+    ("native", "tcp:50060", "native"),
+    ("grpcio", "tcp:50060", "grpcio"),
+    ("grpcio", "ssl:50060:privateKey=key.pem", "grpcio"),
+])
+def test_openolt_engine_choice(choice, endpoint, engine):
+    """auto serves tcp: endpoints natively and ssl: ones with grpc.aio (pygrpc-native has no TLS); an explicit
+    choice is kept."""
+    from oltsim.tap import openolt_engine
+
+    assert openolt_engine(choice, endpoint) == engine
