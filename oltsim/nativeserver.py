@@ -244,7 +244,16 @@ class NativeServer(aio.Server):
         """grpc.aio's start: :meth:`start_now`, then wait for the fallback server to be serving."""
         if not self._started:
             self.start_now()
-        await self._fallback_started
+        try:
+            await self._fallback_started
+        except BaseException:
+            # Not serving after all: release the port, so that a later start can bind it again.
+            self._stopping = True
+            await asyncio.get_running_loop().run_in_executor(None, self._front.close)
+            if self._fallback_dir is not None:
+                shutil.rmtree(self._fallback_dir, ignore_errors=True)
+            self._terminated.set()
+            raise
 
     def start_now(self) -> None:
         """Start serving at once, from the reactor thread: the port accepts calls when this returns (a caller that
@@ -346,7 +355,7 @@ class NativeServer(aio.Server):
                     running[1]._cancelled = True
                     running[0].cancel()
                 continue
-            method = table[method_id]
+            method = table[method_id]  # the front only dispatches the methods it was given
             if self._stopping:
                 front.fail(call_id, _UNAVAILABLE, "the server is stopping")
                 self._count(method.path, grpc.StatusCode.UNAVAILABLE)
@@ -404,7 +413,10 @@ class NativeServer(aio.Server):
         """End a Task-run call: its status from the abort, the cancel or the error."""
         context._done = True
         if isinstance(error, asyncio.CancelledError):
-            if not context._cancelled and not self._stopping:
+            if self._stopping:
+                # Ended now, not when the port closes: a blocked send returns, and an adapter reconnects at once.
+                self._front.fail(call_id, _UNAVAILABLE, "the server is stopping")
+            elif not context._cancelled:
                 self._front.fail(call_id, _code(grpc.StatusCode.CANCELLED), "Cancelled")
             self._count(method.path, grpc.StatusCode.CANCELLED)
         elif isinstance(error, aio.AbortError) or (error is None and context._code not in (None, _OK)):
@@ -439,9 +451,12 @@ class NativeServer(aio.Server):
                     break  # the client is gone
             await out.drained()
         except BaseException as error:
-            await items.aclose()
             if isinstance(error, Exception):
+                await items.aclose()
                 await out.drained()  # what was yielded before the abort goes out before its status
+            else:
+                out.abandon()  # cancelled (client gone, server stopping): nothing more goes out
+                await items.aclose()
             self._settle(call_id, method, context, error)
             if not isinstance(error, Exception):
                 raise
@@ -488,13 +503,23 @@ class _StreamOut:
         self._worker = self._loop.run_in_executor(None, self._drain)
         self._worker.add_done_callback(self._worker_done)
 
+    def abandon(self) -> None:
+        """Drop what is still queued: the worker stops after the send in progress (which the front ends when it
+        closes the stream or the port), as a cancelled grpc.aio stream sends nothing more."""
+        self.closed = True
+        self._backlog.clear()
+
     def _drain(self) -> bool:
         # Worker thread: deque.popleft and append are atomic, and only this thread pops while it runs.
         backlog, front, call_id = self._backlog, self._front, self._call_id
-        while backlog:
-            if not front.stream_send(call_id, backlog.popleft()):
+        while backlog and not self.closed:
+            try:
+                data = backlog.popleft()
+            except IndexError:  # abandoned meanwhile
+                break
+            if not front.stream_send(call_id, data):
                 return False
-        return True
+        return not self.closed
 
     def _worker_done(self, worker: asyncio.Future) -> None:
         self._worker = None
@@ -507,8 +532,9 @@ class _StreamOut:
     async def drained(self) -> None:
         """Wait until everything queued has gone out (or the client left)."""
         while self._worker is not None:
-            await asyncio.shield(self._worker)
-            await asyncio.sleep(0)  # let _worker_done run
+            # wait() neither raises the worker's error (_worker_done handles it) nor cancels it if we are cancelled.
+            await asyncio.wait([self._worker])
+            await asyncio.sleep(0)  # let _worker_done run (it may start a new worker for a late backlog)
 
 
 class _InlineContext:

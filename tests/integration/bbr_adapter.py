@@ -75,8 +75,11 @@ _AWAITED = {
 
 
 def bbr_mac(olt_id: int, pon: int, onu_id: int) -> bytes:
-    """The MAC BBR addresses an ONU's EAPOL with: 2e:<olt>:<pon>:<onu id>:<uni 0>:<service 0>."""
-    return bytes((0x2E, olt_id & 0xFF, pon & 0xFF, onu_id & 0xFF, 0, 0))
+    """The MAC BBR addresses an ONU's EAPOL with: 2e:<olt>:<pon>:<onu id>:<uni 0>:<service 0>. Above 255 ONUs per
+    PON, where BBR (and BBSim) wrap and collide, the first byte's high nibble carries onu id >> 8 (0x3e, ...), as
+    oltsim's ONU MACs do (oltsim.model.onu.service_mac), so that 16x256 bring-ups can be driven."""
+    first = (((2 + (onu_id >> 8)) % 16) << 4) | 0x0E
+    return bytes((first, olt_id & 0xFF, pon & 0xFF, onu_id & 0xFF, 0, 0))
 
 
 # ---- BBR's frames -------------------------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 
 Every listener is on 127.0.0.1:0. The blocking adapter runs on a thread (deferToThread); REST is read with treq
 against the real port and the v1 gRPC API through a real channel. Each test ends by stopping the service and
-checking that the model left no delayed call behind.
+checking that the model left no delayed call behind. Every test runs on both engines of the OpenOLT endpoint
+(`engines.grpc_engine`).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from twisted.internet.threads import deferToThread
 from twisted.web.client import HTTPConnectionPool
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
+from engines import engine_options, grpc_engine  # noqa: F401 - the fixture
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc
 from oltsim.tap import Options, makeService
 from scripted_adapter import (ScriptedAdapter, describe, is_alarm, is_intf_oper_ind, is_olt_ind, is_onu_disc,
@@ -72,14 +74,17 @@ def _listening_port(endpoint_service) -> int:
     return got[0].getHost().port
 
 
-def start_oltsim(tmp_path, *arguments: str) -> Oltsim:
-    """Build and start oltsim on loopback ports; reboot timings shortened by a YAML config file."""
+def start_oltsim(tmp_path, *arguments: str, engine: str | None = None) -> Oltsim:
+    """Build and start oltsim on loopback ports; reboot timings shortened by a YAML config file. The OpenOLT
+    endpoint runs on `engine` (`engines.grpc_engine`; None: the default, auto)."""
     config = tmp_path / "oltsim.yaml"
     config.write_text("olt:\n  reboot_delay: 1\n  reboot_grace: 0.2\n")
     listen = [arg for name in listener_options() for arg in (f"--{name}", LOOPBACK)]
     options = Options()
-    options.parseOptions(["--config", str(config), *listen, *arguments])
+    options.parseOptions(["--config", str(config), *listen, *engine_options(engine), *arguments])
     top = makeService(options, reactor)
+    if engine is not None:
+        assert top.getServiceNamed("openolt").engine == engine
     top.startService()
     return Oltsim(top)
 
@@ -112,10 +117,10 @@ def as_json(message) -> dict:
 
 
 @pytest_twisted.inlineCallbacks
-def test_bring_up_indications_flows_and_views(tmp_path):
+def test_bring_up_indications_flows_and_views(tmp_path, grpc_engine):
     """A fresh EnableIndication delivers OltInd, the NNI, each PON and then its ONUs' discoveries; every activated
     ONU comes up; flows (the DHCP flow replacing the EAPOL one) and schedulers show in REST and gRPC alike."""
-    sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "3", "--delay", "20")
+    sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "3", "--delay", "20", engine=grpc_engine)
     adapter = ScriptedAdapter(sim.openolt)
     try:
         c_tags = yield hsia_c_tags(sim)
@@ -197,10 +202,10 @@ def test_bring_up_indications_flows_and_views(tmp_path):
 
 
 @pytest_twisted.inlineCallbacks
-def test_broken_stream_then_reconnect(tmp_path):
+def test_broken_stream_then_reconnect(tmp_path, grpc_engine):
     """After the adapter breaks its stream and opens a new one, the new stream gets OltInd and the NNI only (no
     PON IntfInd, nothing for the active ONUs), and the ONUs, ids and flows are kept."""
-    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "2", "--delay", "0")
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "2", "--delay", "0", engine=grpc_engine)
     adapter = ScriptedAdapter(sim.openolt)
     try:
         c_tags = yield hsia_c_tags(sim)
@@ -240,11 +245,11 @@ def test_broken_stream_then_reconnect(tmp_path):
 
 
 @pytest_twisted.inlineCallbacks
-def test_reboot_ends_stream_and_comes_back_with_new_signature(tmp_path):
+def test_reboot_ends_stream_and_comes_back_with_new_signature(tmp_path, grpc_engine):
     """Reboot: OnuInd down for every ONU, the stream ends with UNAVAILABLE after the grace; once the endpoint is
     back, a new EnableIndication gets OltInd, the NNI and the ONUs' rediscovery, under a new heartbeat signature,
     with no flows left."""
-    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "2", "--delay", "0")
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "2", "--delay", "0", engine=grpc_engine)
     adapter = ScriptedAdapter(sim.openolt, reconnect_backoff_ms=100)
     try:
         c_tags = yield hsia_c_tags(sim)
@@ -282,10 +287,10 @@ def test_reboot_ends_stream_and_comes_back_with_new_signature(tmp_path):
 
 
 @pytest_twisted.inlineCallbacks
-def test_shutdown_and_poweron_onu_over_rest(tmp_path):
+def test_shutdown_and_poweron_onu_over_rest(tmp_path, grpc_engine):
     """DELETE /v1/olt/onus/{sn} sends dying gasp, LOS on and OnuInd down; POST sends LOS off, OnuDiscInd and
     OnuInd up with the ONU's id, without a new ActivateOnu; a second power-on is refused with 409."""
-    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "2", "--delay", "0")
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "2", "--delay", "0", engine=grpc_engine)
     adapter = ScriptedAdapter(sim.openolt)
     try:
         onus = yield deferToThread(lambda: adapter.bring_up(2)[1])
@@ -335,9 +340,9 @@ def test_shutdown_and_poweron_onu_over_rest(tmp_path):
 
 
 @pytest_twisted.inlineCallbacks
-def test_rest_alarms_reach_the_stream(tmp_path):
+def test_rest_alarms_reach_the_stream(tmp_path, grpc_engine):
     """An ONU alarm and PON/NNI loss of signal set over REST arrive as AlarmInd on the adapter's stream."""
-    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1", "--delay", "0")
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1", "--delay", "0", engine=grpc_engine)
     adapter = ScriptedAdapter(sim.openolt)
     try:
         onus = yield deferToThread(lambda: adapter.bring_up(1)[1])
@@ -363,10 +368,10 @@ def test_rest_alarms_reach_the_stream(tmp_path):
 
 
 @pytest_twisted.inlineCallbacks
-def test_alarm_without_adapter_answers_at_once_and_is_dropped(tmp_path):
+def test_alarm_without_adapter_answers_at_once_and_is_dropped(tmp_path, grpc_engine):
     """With no adapter on the stream an alarm request answers 200 without waiting; its indication is dropped
     and is not delivered to an adapter that connects later."""
-    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1", "--delay", "0")
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1", "--delay", "0", engine=grpc_engine)
     adapter = ScriptedAdapter(sim.openolt)
     try:
         dropped = sim.hub.dropped
@@ -389,10 +394,10 @@ def test_alarm_without_adapter_answers_at_once_and_is_dropped(tmp_path):
 
 
 @pytest_twisted.inlineCallbacks
-def test_openolt_endpoint_offers_reflection_and_counts_calls(tmp_path):
-    """The OpenOLT server (grpc.aio on the reactor's loop) lists its service by reflection, as BBSim's does, and
-    its calls are counted in /metrics by status, OMCI requests included."""
-    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1", "--delay", "0")
+def test_openolt_endpoint_offers_reflection_and_counts_calls(tmp_path, grpc_engine):
+    """The OpenOLT server (either engine, on the reactor's loop) lists its service by reflection, as BBSim's does,
+    and its calls are counted in /metrics by status, OMCI requests included."""
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1", "--delay", "0", engine=grpc_engine)
     try:
         def calls():
             with grpc.insecure_channel(sim.openolt) as channel:
@@ -422,11 +427,11 @@ def test_openolt_endpoint_offers_reflection_and_counts_calls(tmp_path):
 
 
 @pytest_twisted.inlineCallbacks
-def test_thousands_of_outstanding_calls_are_queued_not_refused(tmp_path):
+def test_thousands_of_outstanding_calls_are_queued_not_refused(tmp_path, grpc_engine):
     """An adapter with thousands of calls outstanding while the simulator is busy (BBR bringing up 2048 ONUs sends
-    one OMCI request per ONU together) gets every one answered: the server queues them instead of refusing
-    streams (grpcio's default refuses beyond 1000 pending calls, which BBR treats as fatal)."""
-    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1", "--delay", "0")
+    one OMCI request per ONU together) gets every one answered: the server, on either engine, queues them instead
+    of refusing streams (grpcio's default refuses beyond 1000 pending calls, which BBR treats as fatal)."""
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1", "--delay", "0", engine=grpc_engine)
     calls = 4000
     try:
         def burst():

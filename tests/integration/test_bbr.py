@@ -1,9 +1,9 @@
 """BBR's whole sequence (bbsim-reference.md 4.6) against the simulator in this process, over real sockets.
 
 The adapter (`bbr_adapter.BbrAdapter`) runs on a thread; the service runs on the real reactor with every listener
-on 127.0.0.1:0 and no discovery delay. After the run the REST view must agree with what BBR checked, every ONU's
-flow must be listed once, no EAPOL or DHCP timer may be left running, and nothing may stay scheduled once the
-service stopped.
+on 127.0.0.1:0 and no discovery delay, the OpenOLT endpoint on each engine (`engines.grpc_engine`). After the run
+the REST view must agree with what BBR checked, every ONU's flow must be listed once, no EAPOL or DHCP timer may be
+left running, and nothing may stay scheduled once the service stopped.
 """
 from __future__ import annotations
 
@@ -12,15 +12,16 @@ import pytest_twisted
 from twisted.internet.threads import deferToThread
 
 from bbr_adapter import EXPECTED_DHCP, EXPECTED_EAPOL, BbrAdapter
+from engines import grpc_engine  # noqa: F401 - the fixture
 from test_adapter import start_oltsim, stop_oltsim
 
 
 @pytest.mark.parametrize("pon, onu", [(2, 2), (2, 8)])
 @pytest_twisted.inlineCallbacks
-def test_bbr_sequence_completes(tmp_path, pon, onu):
+def test_bbr_sequence_completes(tmp_path, pon, onu, grpc_engine):
     """Every ONU goes through activation, OMCI, EAPOL and DHCP as BBR drives them; GetServices shows UNI 0 of
     each in eap_response_success_received and dhcp_ack_received, and so does GET /v1/olt/onus."""
-    sim = start_oltsim(tmp_path, "--pon", str(pon), "--onu", str(onu), "--delay", "0")
+    sim = start_oltsim(tmp_path, "--pon", str(pon), "--onu", str(onu), "--delay", "0", engine=grpc_engine)
     adapter = BbrAdapter(sim.openolt, sim.grpc_v1)
     total = pon * onu
     try:
@@ -54,7 +55,6 @@ def test_bbr_sequence_completes(tmp_path, pon, onu):
             assert mine["flow_count"] == 1 and mine["flows"][0]["classifier"]["o_vid"] == o.c_tag
 
         # Success and Ack cancelled every attempt timer: nothing waits for the 60 s timeouts.
-        engine = sim.olt.onus[0].handlers
-        assert engine.pending_timers() == 0
+        assert sim.olt.onus[0].handlers.pending_timers() == 0
     finally:
         yield stop_oltsim(sim, adapter)

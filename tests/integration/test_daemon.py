@@ -1,10 +1,12 @@
 """The real daemon, `twistd -n oltsim`, as a subprocess on loopback ports: options, refusal of an impossible
-configuration before anything listens, and a clean exit on SIGTERM/SIGINT while an adapter holds the stream."""
+configuration before anything listens, and a clean exit on SIGTERM/SIGINT while an adapter holds the stream; the
+OpenOLT tests on both engines of its endpoint, each checked to be the one in use."""
 from __future__ import annotations
 
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -15,7 +17,9 @@ from pathlib import Path
 import grpc
 import pytest
 
+from engines import engine_options, grpc_engine  # noqa: F401 - the fixture
 from scripted_adapter import ScriptedAdapter, free_ports, listener_options
+from test_grpcserver import write_self_signed
 
 REPO = Path(__file__).resolve().parents[2]
 # twistd's own entry point, independent of where the venv put its scripts; argv[0] names it in messages.
@@ -69,6 +73,11 @@ class DaemonProcess:
             return response.status, json.loads(response.read() or b"null")
         finally:
             connection.close()
+
+    def engine(self, server: str) -> str | None:
+        """The engine the gRPC server `server` said it started on (its grpc-server-started line), or None."""
+        found = re.findall(rf"grpc-server-started name={re.escape(server)} address=\S+ engine=(\w+)", self.log)
+        return found[-1] if found else None
 
     def wait_serving(self, timeout: float = START_TIMEOUT) -> dict:
         """Poll GET /v1/olt until it answers 200 (bounded); returns the OLT JSON."""
@@ -140,13 +149,10 @@ def test_help_lists_every_option_of_the_issue(tmp_path):
     assert missing == [], result.stdout
 
 
-@pytest.mark.parametrize("arguments, words", [
-    (("--uni", "99"), ("--uni", "99")),
-    (("--ca", "bogus"), ("--ca", "bogus")),
-])
-def test_impossible_configuration_fails_before_listening(tmp_path, arguments, words):
-    """An impossible configuration exits non-zero with one message naming the option, before any port is bound."""
-    ports = free_ports(len(LISTENERS))
+def assert_refused(tmp_path: Path, arguments, words, ports: list[int] | None = None) -> None:
+    """twistd oltsim with every listener on a free loopback port (or `ports`), then `arguments` (a later listener
+    option wins), exits non-zero with one message that has every one of `words`, before any port is bound."""
+    ports = ports or free_ports(len(LISTENERS))
     listen = [arg for name, port in zip(LISTENERS, ports) for arg in (f"--{name}", f"tcp:{port}:interface=127.0.0.1")]
     result = twistd("-n", "--pidfile=", "oltsim", *listen, *arguments, cwd=tmp_path)
     output = result.stdout + result.stderr
@@ -158,6 +164,27 @@ def test_impossible_configuration_fails_before_listening(tmp_path, arguments, wo
     # Nothing was started: no server log line, and no port left bound.
     assert "grpc-server-started" not in output and "Site starting" not in output
     assert not any(listening(port) for port in ports)
+
+
+@pytest.mark.parametrize("arguments, words", [
+    (("--uni", "99"), ("--uni", "99")),
+    (("--ca", "bogus"), ("--ca", "bogus")),
+])
+def test_impossible_configuration_fails_before_listening(tmp_path, arguments, words):
+    """An impossible configuration exits non-zero with one message naming the option, before any port is bound."""
+    assert_refused(tmp_path, arguments, words)
+
+
+def test_native_engine_on_an_ssl_openolt_endpoint_is_refused(tmp_path):
+    """--grpc-engine native with an ssl: OpenOLT endpoint (pygrpc-native has no TLS) exits non-zero with one message
+    naming --grpc-engine, before any port is bound; its key and certificate are readable, so the engine alone is at
+    fault."""
+    write_self_signed(tmp_path)
+    ports = free_ports(len(LISTENERS))
+    openolt = ports[LISTENERS.index("openolt")]
+    assert_refused(tmp_path, ("--grpc-engine", "native",
+                              "--openolt", f"ssl:{openolt}:interface=127.0.0.1:privateKey=key.pem:certKey=cert.pem"),
+                   ("--grpc-engine", "native", "ssl:"), ports)
 
 
 def test_another_reactor_is_refused_with_one_line(tmp_path):
@@ -173,10 +200,12 @@ def test_another_reactor_is_refused_with_one_line(tmp_path):
     assert not any(listening(port) for port in ports)
 
 
-def test_daemon_serves_rest_and_openolt(daemon):
-    """The daemon answers GET /v1/olt and an adapter can open the indication stream."""
-    process = daemon("--pon", "2", "--onu", "2", "--delay", "0")
+def test_daemon_serves_rest_and_openolt(daemon, grpc_engine):
+    """The daemon answers GET /v1/olt and an adapter can open the indication stream, on the OpenOLT engine asked
+    for (the one its log says it started)."""
+    process = daemon("--pon", "2", "--onu", "2", "--delay", "0", *engine_options(grpc_engine))
     olt = process.wait_serving()
+    assert process.engine("openolt") == grpc_engine, process.log
     assert (olt["SerialNumber"], olt["InternalState"], len(olt["PONPorts"])) == ("BBSIM_OLT_0", "initialized", 2)
     with ScriptedAdapter(f"127.0.0.1:{process.ports['openolt']}") as adapter:
         _, onus = adapter.bring_up(4)
@@ -186,11 +215,12 @@ def test_daemon_serves_rest_and_openolt(daemon):
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
-def test_signal_stops_daemon_cleanly_while_adapter_holds_stream(daemon, signum):
+def test_signal_stops_daemon_cleanly_while_adapter_holds_stream(daemon, signum, grpc_engine):
     """SIGTERM or SIGINT stops the daemon with exit code 0 within a few seconds; the adapter's stream ends with
     UNAVAILABLE and every port is closed."""
-    process = daemon("--pon", "1", "--onu", "1", "--delay", "0")
+    process = daemon("--pon", "1", "--onu", "1", "--delay", "0", *engine_options(grpc_engine))
     process.wait_serving()
+    assert process.engine("openolt") == grpc_engine, process.log
     with ScriptedAdapter(f"127.0.0.1:{process.ports['openolt']}") as adapter:
         adapter.bring_up(1)
         assert not adapter.stream.ended

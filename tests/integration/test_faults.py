@@ -2,7 +2,8 @@
 reading while events pour out, SIGTERM during bring-up, and kill -9 followed by a restart on the same ports.
 
 After each the simulator answers, no ONU is stuck in a transitional state (`test_load.check_invariants`) and, for
-the in-process ones, no delayed call is left once the service stopped.
+the in-process ones, no delayed call is left once the service stopped. The tests of the OpenOLT endpoint run on both
+its engines (`engines.grpc_engine`); the event readers' test, which uses it only to bring the ONUs up, on the default.
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
 
 import test_daemon
+from engines import engine_options, grpc_engine  # noqa: F401 - the fixture
 from oltsim._proto import oltsim_pb2, oltsim_pb2_grpc
 from scripted_adapter import ScriptedAdapter, is_onu_disc, serial_of
 from test_adapter import start_oltsim, stop_oltsim
@@ -25,10 +27,10 @@ from test_load import check_invariants, due_soon
 
 
 @pytest_twisted.inlineCallbacks
-def test_adapter_drops_stream_mid_bring_up_and_reconnects(tmp_path):
+def test_adapter_drops_stream_mid_bring_up_and_reconnects(tmp_path, grpc_engine):
     """Half the ONUs are activated, the adapter cancels EnableIndication and opens it again: the rest are
     announced again, activated and come up; the first half stays enabled and nothing is stuck."""
-    sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "4", "--delay", "0")
+    sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "4", "--delay", "0", engine=grpc_engine)
     adapter = ScriptedAdapter(sim.openolt)
     try:
         def script():
@@ -120,11 +122,12 @@ def test_event_readers_that_stop_reading_lose_events_not_the_simulator(tmp_path)
         yield stop_oltsim(sim, adapter)
 
 
-def test_sigterm_during_bring_up_exits_cleanly(daemon):  # noqa: F811
+def test_sigterm_during_bring_up_exits_cleanly(daemon, grpc_engine):  # noqa: F811
     """SIGTERM while ONUs are still being discovered and activated: exit code 0 within a few seconds, no
     traceback."""
-    process = daemon("--pon", "2", "--onu", "32", "--delay", "50")
+    process = daemon("--pon", "2", "--onu", "32", "--delay", "50", *engine_options(grpc_engine))
     process.wait_serving()
+    assert process.engine("openolt") == grpc_engine, process.log
     with ScriptedAdapter(f"127.0.0.1:{process.ports['openolt']}") as adapter:
         adapter.get_device_info()
         stream = adapter.enable_indication()
@@ -137,10 +140,10 @@ def test_sigterm_during_bring_up_exits_cleanly(daemon):  # noqa: F811
     assert "Traceback" not in process.log, process.log
 
 
-def test_kill_9_then_restart_on_the_same_ports(daemon, tmp_path, monkeypatch):  # noqa: F811
+def test_kill_9_then_restart_on_the_same_ports(daemon, tmp_path, monkeypatch, grpc_engine):  # noqa: F811
     """After SIGKILL a new process binds the same ports, serves REST and OpenOLT, with a new heartbeat
     signature."""
-    first = daemon("--pon", "1", "--onu", "2", "--delay", "0")
+    first = daemon("--pon", "1", "--onu", "2", "--delay", "0", *engine_options(grpc_engine))
     first.wait_serving()
     with ScriptedAdapter(f"127.0.0.1:{first.ports['openolt']}") as adapter:
         adapter.bring_up(2)
@@ -152,11 +155,11 @@ def test_kill_9_then_restart_on_the_same_ports(daemon, tmp_path, monkeypatch):  
     monkeypatch.setattr(test_daemon, "free_ports", lambda count: ports[:count])
     again = tmp_path / "again"
     again.mkdir()
-    second = test_daemon.Daemon(again, "--pon", "1", "--onu", "2", "--delay", "0")
+    second = test_daemon.Daemon(again, "--pon", "1", "--onu", "2", "--delay", "0", *engine_options(grpc_engine))
     try:
         assert second.ports == first.ports
         olt = second.wait_serving()
-        assert olt["InternalState"] == "initialized"
+        assert olt["InternalState"] == "initialized" and second.engine("openolt") == grpc_engine
         with ScriptedAdapter(f"127.0.0.1:{second.ports['openolt']}") as adapter:
             _, onus = adapter.bring_up(2)
             assert len(onus) == 2

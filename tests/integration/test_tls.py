@@ -1,7 +1,7 @@
 """TLS, client certificates and the access token on the real daemon wiring (makeService, real reactor, real
 sockets on 127.0.0.1). A test CA, a server certificate for 127.0.0.1/localhost and a client certificate are made
 with `cryptography` in tmp_path; a second CA plays the stranger. REST is read with treq, gRPC through real grpcio
-channels on worker threads."""
+channels on worker threads. TLS on OpenOLT is grpcio's (pygrpc-native has none): the default engine picks it."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ from treq.client import HTTPClient
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 from zope.interface import implementer
 
+from engines import engine_options, grpc_engine  # noqa: F401 - the fixture
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc
 from oltsim.tap import Options, makeService
 from scripted_adapter import listener_options
@@ -279,6 +280,35 @@ def test_grpc_over_tls_with_a_client_that_trusts_the_test_ca(pki):
 
 
 @pytest_twisted.inlineCallbacks
+def test_openolt_over_tls_is_served_by_grpcio_under_the_default_engine(pki):
+    """The OpenOLT endpoint on an ssl: endpoint, with no --grpc-engine (auto): served by grpcio, a channel trusting
+    the test CA gets GetDeviceInfo, one trusting another CA and a plaintext one are UNAVAILABLE."""
+    running = start(openolt=tls(pki))
+    try:
+        assert running.top.getServiceNamed("openolt").engine == "grpcio"
+        address = running.address("openolt")
+
+        def device_serial(credentials):
+            channel = (grpc.insecure_channel(address) if credentials is None
+                       else grpc.secure_channel(address, credentials))
+            with channel:
+                try:
+                    info = openolt_pb2_grpc.OpenoltStub(channel).GetDeviceInfo(openolt_pb2.Empty(), timeout=TIMEOUT)
+                    return grpc.StatusCode.OK, info.device_serial_number
+                except grpc.RpcError as exc:
+                    return exc.code(), None
+
+        trusted = yield deferToThread(device_serial, grpc.ssl_channel_credentials(root_certificates=pki.read("ca")))
+        assert trusted == (grpc.StatusCode.OK, "BBSIM_OLT_0")
+        stranger = yield deferToThread(device_serial,
+                                       grpc.ssl_channel_credentials(root_certificates=pki.read("stranger_ca")))
+        assert stranger[0] == grpc.StatusCode.UNAVAILABLE
+        assert (yield deferToThread(device_serial, None))[0] == grpc.StatusCode.UNAVAILABLE
+    finally:
+        yield stop(running)
+
+
+@pytest_twisted.inlineCallbacks
 def test_grpc_requiring_a_client_certificate(pki):
     """gRPC v0 with caCertsDir and requireClientCert=yes: a channel presenting the client certificate is answered,
     one without a certificate is refused (UNAVAILABLE)."""
@@ -330,11 +360,11 @@ def grpc_calls_with_and_without_token(v1: str, v0: str, openolt: str) -> dict:
 
 
 @pytest_twisted.inlineCallbacks
-def test_token_on_every_control_surface_but_not_openolt_or_sadis():
+def test_token_on_every_control_surface_but_not_openolt_or_sadis(grpc_engine):
     """With --api-token: REST v1 and v0 and gRPC v1 and v0 refuse a missing or wrong token (401 /
-    UNAUTHENTICATED) and serve the right one; reflection is refused without it; OpenOLT and SADIS stay open;
-    /metrics needs the token and counts the refusals."""
-    running = start("--api-token", TOKEN)
+    UNAUTHENTICATED) and serve the right one; reflection is refused without it; OpenOLT (either engine) and SADIS
+    stay open; /metrics needs the token and counts the refusals."""
+    running = start("--api-token", TOKEN, *engine_options(grpc_engine))
     try:
         http = running.http()
         right = {"Authorization": [f"Bearer {TOKEN}"]}
