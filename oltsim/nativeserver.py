@@ -202,6 +202,8 @@ class NativeServer(aio.Server):
         self._table: list[_Method] = []
         self._tasks: dict[int, tuple[asyncio.Task, _Context]] = {}
         self._answered: dict[str, int] = {}  # calls answered OK in the batch being handled, by method
+        self._pending: list = []  # events the dispatch thread received that the loop has not taken yet
+        self._pending_lock = threading.Lock()
         self._fallback: aio.Server | None = None
         self._fallback_dir: str | None = None
         self._started = self._stopping = False
@@ -334,14 +336,28 @@ class NativeServer(aio.Server):
         return False
 
     def _dispatch(self) -> None:
-        """The one thread that waits on the front: a batch of events per trip, handed to the reactor's loop."""
-        front, loop = self._front, self._loop
+        """The one thread that waits on the front: a batch of events per trip, handed to the reactor's loop.
+
+        Batches that arrive while the loop has not yet taken the previous ones join them, so a busy reactor is
+        woken once for all of them (a wake-up, a self-pipe write and read, costs about as much as a call).
+        """
+        front, loop, lock = self._front, self._loop, self._pending_lock
         while (batch := front.recv_batch_details(BATCH)) is not None:
+            with lock:
+                pending = self._pending
+                pending.extend(batch)
+                if len(pending) > len(batch):
+                    continue  # a wake-up is already on its way
             try:
-                loop.call_soon_threadsafe(self._on_events, batch)
+                loop.call_soon_threadsafe(self._take_pending)
             except RuntimeError:  # the loop is closed: nobody will answer
                 front.close()
                 return
+
+    def _take_pending(self) -> None:
+        with self._pending_lock:
+            batch, self._pending = self._pending, []
+        self._on_events(batch)
 
     # ---- answering (reactor thread) -------------------------------------------------------------------------
 
