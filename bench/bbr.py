@@ -192,7 +192,7 @@ def main(argv=None) -> int:
         # Issue 12's targets: oltsim costs no more simulator CPU than BBSim, bbr finishes no later, and bbr itself
         # works no more than 20 % harder against oltsim (it would if oltsim sent it more, or costlier, messages).
         print()
-        print(f"{'oltsim / bbsim':<14}{'PONxONU':<9}{'sim CPU':>10}{'bbr wall':>10}{'bbr CPU':>10}   targets")
+        print(f"{'oltsim/bbsim':<14}{'PONxONU':<9}{'sim CPU':>10}{'bbr wall':>10}{'bbr CPU':>10}   targets")
         for size, ours, theirs in compared:
             ratios = [ours[key] / theirs[key] if theirs[key] else float("inf")
                       for key in ("sim_cpu", "seconds", "bbr_cpu")]
