@@ -6,7 +6,6 @@ import asyncio
 import grpc
 import pytest
 import pytest_twisted
-from prometheus_client import CollectorRegistry
 from twisted.internet import reactor
 from twisted.internet.task import Clock, deferLater
 from twisted.internet.threads import deferToThread
