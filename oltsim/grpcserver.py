@@ -332,6 +332,8 @@ class GrpcServerService(Service):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: Any = None
         self._executor: ThreadPoolExecutor | None = None
+        self._stopping: Deferred | None = None  # a stop in progress, until the old server has let the port go
+        self._start_after_stop = False  # start_server was called during that stop
 
     def _get_reactor(self) -> Any:
         if self._reactor is None:
@@ -342,8 +344,8 @@ class GrpcServerService(Service):
 
     @property
     def serving(self) -> bool:
-        """True while the gRPC server is started and not stopped."""
-        return self._server is not None
+        """True while the gRPC server is started and not stopped (or its start waits for the previous stop)."""
+        return self._server is not None or self._start_after_stop
 
     def startService(self) -> None:
         """Start the service and its gRPC server."""
@@ -359,10 +361,16 @@ class GrpcServerService(Service):
         """Build, bind and start the gRPC server; AlreadyRunning if it is serving.
 
         The first start binds the endpoint's port (for ``tcp:0``, whatever the system chose) and records it in
-        ``port``; later starts bind that same port.
+        ``port``; later starts bind that same port. Called while a stop is still releasing the port (a restart with
+        no delay), it starts as soon as that stop has finished, and ``serving`` is already true.
         """
-        if self._server is not None:
+        if self._server is not None or self._start_after_stop:
             raise AlreadyRunning(f"gRPC server {self.name} is already serving on {self.address}")
+        if self._stopping is not None:
+            # The previous server still holds the port (its stop is asynchronous): binding now would fail with
+            # "address already in use" and leave the endpoint down. Start as soon as that stop has finished.
+            self._start_after_stop = True
+            return
         listen = self._listen if self.port is None else self._listen.with_port(self.port)
         if self.engine != "threads":
             server, executor = self._loop_server(), None
@@ -432,6 +440,10 @@ class GrpcServerService(Service):
         The Deferred fires when grpcio reports the server stopped: new connections are refused at once, calls in
         progress get ``grace`` seconds, then are cancelled.  A no-op (already fired Deferred) if not serving.
         """
+        if self._start_after_stop:
+            # A start was waiting for the previous stop: it is called off; that stop is still the one to wait for.
+            self._start_after_stop = False
+            return self._waiting_for(self._stopping)
         if self._server is None:
             return succeed(None)
         for hook in list(self.on_stopping):
@@ -444,7 +456,8 @@ class GrpcServerService(Service):
         if executor is None:
             # grpc.aio and native: refuse new calls at once, cancel those still running after the grace period.
             stopped = Deferred.fromFuture(self._loop.create_task(server.stop(self.grace)))
-            return stopped.addCallbacks(lambda _: self._report_stopped(True), self._stop_failed)
+            stopped.addCallbacks(lambda _: self._report_stopped(True), self._stop_failed)
+            return self._track_stop(stopped)
         stopped = server.stop(self.grace)
         reactor = self._get_reactor()
 
@@ -454,7 +467,36 @@ class GrpcServerService(Service):
             executor.shutdown(wait=False, cancel_futures=True)
             return finished
 
-        return deferToThreadPool(reactor, reactor.getThreadPool(), wait_stopped).addCallback(self._report_stopped)
+        return self._track_stop(
+            deferToThreadPool(reactor, reactor.getThreadPool(), wait_stopped).addCallback(self._report_stopped))
+
+    def _track_stop(self, stopped: Deferred) -> Deferred:
+        """Remember the stop in progress until it has released the port; a caller gets its own Deferred."""
+        self._stopping = stopped
+
+        def released(result: Any) -> Any:
+            if self._stopping is stopped:
+                self._stopping = None
+            if self._start_after_stop:
+                self._start_after_stop = False
+                try:
+                    self.start_server()
+                except Exception:
+                    log.failure("grpc-server-restart-failed name={name} address={address}", name=self.name,
+                                address=self.address)
+            return result
+
+        stopped.addBoth(released)
+        return self._waiting_for(stopped)
+
+    @staticmethod
+    def _waiting_for(stopped: Deferred | None) -> Deferred:
+        """A Deferred that fires (with None) when ``stopped`` has, without touching ``stopped``'s own result."""
+        if stopped is None:
+            return succeed(None)
+        waiter: Deferred = Deferred()
+        stopped.addBoth(lambda result: (waiter.callback(None), result)[1])
+        return waiter
 
     def _stop_failed(self, failure: Any) -> None:
         # The server object is dropped either way; what grpcio failed to release is logged, not re-raised.

@@ -49,6 +49,8 @@ BATCH = 256
 #: the front's tokio I/O threads. Two measured better than one on 2 cores with bbr at 16x32 (three interleaved runs
 #: each: bbr 10.1 s against 12.9 s, daemon CPU 9.1 s against 11.5 s; bigger batches reach the reactor).
 IO_THREADS = 2
+#: seconds a stopping server leaves the front to write the statuses of the calls it just ended
+_FLUSH_PAUSE = 0.05
 #: grpcio's default limit on a received message
 RECEIVE_LIMIT = 4 * 1024 * 1024
 
@@ -321,6 +323,10 @@ class NativeServer(aio.Server):
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if tasks:
+                # The statuses those calls ended with are written by the front's I/O threads; closing the port at
+                # once can overtake them (the client then sees GOAWAY instead of the status). A moment for them.
+                await asyncio.sleep(_FLUSH_PAUSE)
             if fallback is not None:
                 await fallback
             if self._front is not None:
