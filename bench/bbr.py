@@ -140,6 +140,19 @@ def measure(simulator: str, args, pon: int, onu: int) -> dict:
     return result
 
 
+def check_programs(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Refuse (parser.error) a --bbr or --bbsim that is not executable; default --services to
+    configs/att-services.yaml beside the directory holding --bbr, and refuse it if it is missing."""
+    for path in filter(None, (args.bbr, args.bbsim)):
+        if not os.access(path, os.X_OK):
+            parser.error(f"{path} is not an executable file")
+    if args.services is None:
+        args.services = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.bbr))), "configs",
+                                     "att-services.yaml")
+    if not os.path.isfile(args.services):
+        parser.error(f"no services file {args.services}: give --services")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bbr", required=True, help="path of a bbr binary built from opencord/bbsim")
@@ -154,14 +167,7 @@ def main(argv=None) -> int:
     parser.add_argument("--engine", default="auto", choices=("auto", "native", "grpcio"),
                         help="oltsim's --grpc-engine (default auto: native on these tcp: endpoints)")
     args = parser.parse_args(argv)
-    for path in filter(None, (args.bbr, args.bbsim)):
-        if not os.access(path, os.X_OK):
-            parser.error(f"{path} is not an executable file")
-    if args.services is None:
-        args.services = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.bbr))), "configs",
-                                     "att-services.yaml")
-    if not os.path.isfile(args.services):
-        parser.error(f"no services file {args.services}: give --services")
+    check_programs(parser, args)
     simulators = ["oltsim"] + (["bbsim"] if args.bbsim else [])
     rows = []
     for size in [s.strip() for s in args.sizes.split(",") if s.strip()]:

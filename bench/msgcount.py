@@ -37,14 +37,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import os
 import sys
 import threading
 
 import grpc
 from voltha_protos import openolt_pb2
 
-from bbr import BBSimProcess, run_bbr
+from bbr import BBSimProcess, check_programs, run_bbr
 from startup import Daemon, free_ports
 
 SERVICE = "openolt.Openolt"
@@ -324,14 +323,7 @@ def main(argv=None) -> int:
     parser.add_argument("--uni", type=int, default=4, help="UNIs per ONU, on both sides (default 4)")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds one bbr run may take")
     args = parser.parse_args(argv)
-    for path in filter(None, (args.bbr, args.bbsim)):
-        if not os.access(path, os.X_OK):
-            parser.error(f"{path} is not an executable file")
-    if args.services is None:
-        args.services = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(args.bbr))), "configs",
-                                     "att-services.yaml")
-    if not os.path.isfile(args.services):
-        parser.error(f"no services file {args.services}: give --services")
+    check_programs(parser, args)
     pon, onu = (int(n) for n in args.size.split("x"))
 
     results: dict[str, Counts] = {}

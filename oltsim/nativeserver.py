@@ -36,8 +36,9 @@ from oltsim.bridge import failure_status
 from oltsim.logs import logger
 
 try:
-    from pygrpc_native import STREAM_CLOSED as _STREAM_CLOSED, STREAM_FULL as _STREAM_FULL
+    from pygrpc_native import NativeGrpcFront, STREAM_CLOSED as _STREAM_CLOSED, STREAM_FULL as _STREAM_FULL
 except ImportError:  # available() says so; the daemon then serves with grpcio
+    NativeGrpcFront = None
     _STREAM_CLOSED = _STREAM_FULL = -1
 
 __all__ = ["NativeServer", "available"]
@@ -60,11 +61,7 @@ _UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
 
 def available() -> bool:
     """True when pygrpc-native's compiled front imports on this machine (its wheels cover Linux and macOS)."""
-    try:
-        import pygrpc_native  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return NativeGrpcFront is not None
 
 
 def _same(data: Any) -> Any:
@@ -225,8 +222,8 @@ class NativeServer(aio.Server):
             self._registered[f"/{service_name}/{name}"] = handler
 
     def add_insecure_port(self, address: str) -> int:
-        from pygrpc_native import NativeGrpcFront
-
+        if NativeGrpcFront is None:
+            raise RuntimeError("pygrpc-native does not import here: serve with the grpcio engine")
         if self._front is not None:
             raise RuntimeError("the native engine serves one port")
         front_options = {"max_concurrent_streams": 1024, "reuse_port": False}
@@ -257,8 +254,7 @@ class NativeServer(aio.Server):
             # Not serving after all: release the port, so that a later start can bind it again.
             self._stopping = True
             await asyncio.get_running_loop().run_in_executor(None, self._front.close)
-            if self._fallback_dir is not None:
-                shutil.rmtree(self._fallback_dir, ignore_errors=True)
+            self._remove_fallback_dir()
             self._terminated.set()
             raise
 
@@ -276,8 +272,7 @@ class NativeServer(aio.Server):
         except BaseException:
             # Nothing may stay bound by a server that failed to start (a later start binds the same port).
             self._front.close()
-            if self._fallback_dir is not None:
-                shutil.rmtree(self._fallback_dir, ignore_errors=True)
+            self._remove_fallback_dir()
             raise
 
     def _start_serving(self) -> None:
@@ -333,9 +328,12 @@ class NativeServer(aio.Server):
                 # close() joins the front's threads: off the reactor thread.
                 await asyncio.get_running_loop().run_in_executor(None, self._front.close)
         finally:
-            if self._fallback_dir is not None:
-                shutil.rmtree(self._fallback_dir, ignore_errors=True)
+            self._remove_fallback_dir()
             self._terminated.set()
+
+    def _remove_fallback_dir(self) -> None:
+        if self._fallback_dir is not None:
+            shutil.rmtree(self._fallback_dir, ignore_errors=True)
 
     async def wait_for_termination(self, timeout: float | None = None) -> bool:
         try:
@@ -382,8 +380,7 @@ class NativeServer(aio.Server):
                 continue
             method = table[method_id]  # the front only dispatches the methods it was given
             if self._stopping:
-                front.fail(call_id, _UNAVAILABLE, "the server is stopping")
-                self._count(method.path, grpc.StatusCode.UNAVAILABLE)
+                self._fail(call_id, method.path, grpc.StatusCode.UNAVAILABLE, "the server is stopping")
                 continue
             try:
                 if len(payload) > RECEIVE_LIMIT:

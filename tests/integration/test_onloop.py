@@ -94,15 +94,26 @@ def engine(request):
     return request.param
 
 
+def loop_service(engine, interceptors=()):
+    """A LoopServicer served on `engine` on a loopback port (not started), its streams closed on stop."""
+    servicer = LoopServicer()
+    service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", add_to(on_loop(servicer, LoopBase)),
+                                grace=0.5, interceptors=interceptors, engine=engine)
+    service.on_stopping.append(servicer.close_streams)
+    return service, servicer
+
+
+def counting_interceptor():
+    """A metrics interceptor for surface "loop" over a Metrics whose request counts land in the returned list."""
+    metrics = Metrics.__new__(Metrics)
+    counted = []
+    metrics.count_request = lambda surface, status, count=1: counted.extend([(surface, status)] * count)
+    return AioMetricsInterceptor(metrics, "loop"), counted
+
+
 @pytest.fixture
 def make_service(engine):
-    def make(interceptors=()):
-        servicer = LoopServicer()
-        service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", add_to(on_loop(servicer, LoopBase)),
-                                    grace=0.5, interceptors=interceptors, engine=engine)
-        service.on_stopping.append(servicer.close_streams)
-        return service, servicer
-    return make
+    return lambda interceptors=(): loop_service(engine, interceptors)
 
 
 def call(port, method, payload=b"x"):
@@ -214,7 +225,7 @@ def test_restart_without_waiting_for_the_stop_serves_again():
 
     On the native engine only: twenty grpc.aio servers started and stopped in turn on one loop end in a
     segmentation fault inside grpcio, with or without this wait (issue 13, finding 1), which would kill the run."""
-    service, _ = native_service()
+    service, _ = loop_service("native")
     service.startService()
     try:
         port = service.port
@@ -238,10 +249,8 @@ def test_restart_without_waiting_for_the_stop_serves_again():
 @pytest_twisted.inlineCallbacks
 def test_metrics_count_calls_on_the_loop_server_by_status(make_service):
     """The aio metrics interceptor counts each answered call under the status it ended with."""
-    metrics = Metrics.__new__(Metrics)
-    counted = []
-    metrics.count_request = lambda surface, status, count=1: counted.extend([(surface, status)] * count)
-    service, _ = make_service(interceptors=[AioMetricsInterceptor(metrics, "loop")])
+    interceptor, counted = counting_interceptor()
+    service, _ = make_service(interceptors=[interceptor])
     service.startService()
     try:
         yield call(service.port, "Echo")
@@ -294,19 +303,11 @@ async def test_async_stream_queue_is_bounded_and_ends_after_what_was_queued():
 # ---- the native engine's own contract -------------------------------------------------------------------------
 
 
-def native_service(interceptors=()):
-    servicer = LoopServicer()
-    service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", add_to(on_loop(servicer, LoopBase)),
-                                grace=0.5, interceptors=interceptors, engine="native")
-    service.on_stopping.append(servicer.close_streams)
-    return service, servicer
-
-
 @pytest_twisted.inlineCallbacks
 def test_native_client_cancel_ends_the_stream_on_the_server():
     """A client that cancels its stream cancels the server's task: the stream's finally block runs (the OpenOLT
     hub unregisters its queue there), and the server goes on serving."""
-    service, servicer = native_service()
+    service, servicer = loop_service("native")
     service.startService()
     try:
         def cancel_after_first():
@@ -359,10 +360,8 @@ def test_native_oversized_and_undecodable_requests_are_refused_not_crashed():
 def test_native_unknown_method_is_unimplemented_through_the_fallback():
     """A method the front does not serve goes to the grpc.aio fallback behind it, which answers UNIMPLEMENTED; the
     counting interceptor sees that call too."""
-    metrics = Metrics.__new__(Metrics)
-    counted = []
-    metrics.count_request = lambda surface, status, count=1: counted.extend([(surface, status)] * count)
-    service, _ = native_service(interceptors=[AioMetricsInterceptor(metrics, "loop")])
+    interceptor, counted = counting_interceptor()
+    service, _ = loop_service("native", interceptors=[interceptor])
     service.startService()
     try:
         def unknown():
