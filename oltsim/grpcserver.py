@@ -334,6 +334,7 @@ class GrpcServerService(Service):
         self._executor: ThreadPoolExecutor | None = None
         self._stopping: Deferred | None = None  # a stop in progress, until the old server has let the port go
         self._start_after_stop = False  # start_server was called during that stop
+        self._starting: asyncio.Task | None = None  # a loop server's start coroutine (a stop waits for it)
 
     def _get_reactor(self) -> Any:
         if self._reactor is None:
@@ -389,8 +390,10 @@ class GrpcServerService(Service):
             # only its fallback finishes starting on the loop.
             server.start_now()
         if self.engine != "threads":
-            # Bound above; serving starts on the loop's next turn (start is a coroutine).
-            Deferred.fromFuture(self._loop.create_task(server.start())).addErrback(self._start_failed, server)
+            # Bound above; serving starts on the loop's next turn (start is a coroutine). A stop waits for it:
+            # grpc.aio stopped before its start has finished crashes the process (SIGSEGV in grpcio's core).
+            self._starting = self._loop.create_task(server.start())
+            Deferred.fromFuture(asyncio.ensure_future(self._starting)).addErrback(self._start_failed, server)
         else:
             server.start()
         self._server, self._executor = server, executor
@@ -455,7 +458,7 @@ class GrpcServerService(Service):
         self._server = self._executor = None
         if executor is None:
             # grpc.aio and native: refuse new calls at once, cancel those still running after the grace period.
-            stopped = Deferred.fromFuture(self._loop.create_task(server.stop(self.grace)))
+            stopped = Deferred.fromFuture(self._loop.create_task(self._stop_after_start(server, self._starting)))
             stopped.addCallbacks(lambda _: self._report_stopped(True), self._stop_failed)
             return self._track_stop(stopped)
         stopped = server.stop(self.grace)
@@ -469,6 +472,13 @@ class GrpcServerService(Service):
 
         return self._track_stop(
             deferToThreadPool(reactor, reactor.getThreadPool(), wait_stopped).addCallback(self._report_stopped))
+
+    async def _stop_after_start(self, server: Any, starting: asyncio.Task | None) -> None:
+        """Stop a loop server once its start has finished (however it finished): stopping grpc.aio mid-start
+        crashes the process, and a restart with no delay stops the server its previous restart is still starting."""
+        if starting is not None:
+            await asyncio.wait([starting])
+        await server.stop(self.grace)
 
     def _track_stop(self, stopped: Deferred) -> Deferred:
         """Remember the stop in progress until it has released the port; a caller gets its own Deferred."""

@@ -311,6 +311,9 @@ class NativeServer(aio.Server):
             return
         self._stopping = True
         try:
+            if self._fallback_started is not None:
+                # grpc.aio stopped before its start has finished crashes the process (SIGSEGV in grpcio's core).
+                await asyncio.wait([self._fallback_started])
             fallback = None if self._fallback is None else asyncio.ensure_future(self._fallback.stop(grace))
             tasks = [task for task, _ in self._tasks.values()]
             if grace and tasks:
