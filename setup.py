@@ -53,6 +53,7 @@ setup(
             "hypothesis>=6",
             "openapi-spec-validator>=0.7",  # tests/unit/test_openapi.py: the documents are valid OpenAPI 3.0
             "schemathesis>=4.32,<5",  # tests/integration/test_fuzz_rest.py (docs/fuzzing.md)
+            "h2>=4",  # raw HTTP/2 frames (rapid reset, streams without DATA): bench/h2raw.py, bench/abuse.py
         ],
     },
     entry_points={"console_scripts": ["oltsim-platform = oltsim.platform.cli:main"]},
