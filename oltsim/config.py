@@ -19,6 +19,8 @@ from typing import Any
 
 import yaml
 
+from oltsim.model.olt import MAX_FLOWS, MAX_FLOWS_PER_ONU
+
 TAG_ALLOCATIONS = ("shared", "unique")
 PON_TECHNOLOGIES = ("GPON", "XGS-PON")
 CONTROLLED_ACTIVATIONS = ("default", "only-onu", "only-pon", "both")
@@ -38,6 +40,13 @@ MAX_ONUS_PER_PON = 65535
 MAX_UNI_AND_POTS = 15
 MAX_NNIS = 16
 MAX_OLT_ID = 2**31 - 1
+# Hardening limits (issue 13; README "Limits"): flows an OLT and an ONU may hold (the model's defaults), and the
+# largest REST request body.
+DEFAULT_MAX_FLOWS = MAX_FLOWS
+DEFAULT_MAX_FLOWS_PER_ONU = MAX_FLOWS_PER_ONU
+DEFAULT_MAX_REQUEST_BODY = 1024 * 1024
+MAX_REQUEST_BODY = 1024 * 1024 * 1024
+MIN_REQUEST_BODY = 1024
 
 # Resource ranges BBSim derives when there is no PON ranges file (options.go getDefaultPonsConfig).
 DEFAULT_ONU_ID_START = 1
@@ -234,6 +243,10 @@ class Settings:
     # security (issue 5): the control APIs' access token, "" = open as BBSim; kept out of repr so it is never logged
     api_token: str = field(default="", repr=False)
     api_token_file: str = ""
+    # limits (issue 13): flows per OLT and per ONU (FlowAdd beyond them is RESOURCE_EXHAUSTED), REST body bytes
+    max_flows: int = DEFAULT_MAX_FLOWS
+    max_flows_per_onu: int = DEFAULT_MAX_FLOWS_PER_ONU
+    max_request_body: int = DEFAULT_MAX_REQUEST_BODY
     services: tuple[ServiceSpec, ...] = ATT_SERVICES
     workflow: str = "att"
     pon_ranges: tuple[PonRange, ...] = ()
@@ -294,6 +307,7 @@ _BBSIM_KEYS = {
     "dhcp_timeout": "dhcp_timeout",
     "api_token": "api_token",
     "api_token_file": "api_token_file",
+    "max_request_body": "max_request_body",
 }
 _OLT_KEYS = {
     "model": "model",
@@ -316,6 +330,8 @@ _OLT_KEYS = {
     "reboot_grace": "reboot_grace",
     "rediscovery_delay": "rediscovery_delay",
     "discovery_retry": "discovery_retry",
+    "max_flows": "max_flows",
+    "max_flows_per_onu": "max_flows_per_onu",
 }
 # BBSim keys for features oltsim does not have (Kafka events, profiling, DMI, ...): accepted so that BBSim files
 # load, and reported so that nobody expects them to work.
@@ -820,6 +836,9 @@ def validate(settings: Settings) -> None:
     _between("omci_response_rate", s.omci_response_rate, 0, 10)
     _between("nni_dhcp_trap_vid", s.nni_dhcp_trap_vid, 0, 4095)
     _between("omcc_version", s.omcc_version, 0, 255)
+    _at_least("max_flows", s.max_flows, 1)
+    _at_least("max_flows_per_onu", s.max_flows_per_onu, 1)
+    _between("max_request_body", s.max_request_body, MIN_REQUEST_BODY, MAX_REQUEST_BODY)
     _one_of("controlled_activation", s.controlled_activation, CONTROLLED_ACTIVATIONS)
     _one_of("api_revision", s.api_revision, API_REVISIONS)
     _one_of("bp_format", s.bp_format, BP_FORMATS)

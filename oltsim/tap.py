@@ -20,20 +20,20 @@ from grpc_reflection.v1alpha import reflection
 from twisted.application import service
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 from twisted.python import usage
-from twisted.web.server import Site
 
 from oltsim import __version__
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api.commands import V1Commands
 from oltsim.api.eventbus import EventBus
 from oltsim.api.sadis import SadisRest
+from oltsim.api.site import ApiSite
 from oltsim.api.v0.commands import V0Commands
 from oltsim.api.v0.grpc import LegacyServicer
 from oltsim.api.v0.rest import V0Rest
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
 from oltsim.api.v1.rest import V1Rest
 from oltsim.bridge import Bridge
-from oltsim.config import LISTENER_FIELDS, ConfigError, load_settings
+from oltsim.config import DEFAULT_MAX_REQUEST_BODY, LISTENER_FIELDS, ConfigError, load_settings
 from oltsim import nativeserver
 from oltsim.grpcserver import GrpcServerService, parse_grpc_endpoint
 from oltsim.logs import CONTROL, logger
@@ -88,6 +88,12 @@ PARAMETERS = [
      "'Authorization: Bearer TOKEN' (default none: open, as BBSim); prefer --api-token-file", "api_token"),
     ("api-token-file", None, None, "file holding the access token (kept out of the process list)",
      "api_token_file"),
+    # limits (issue 13)
+    ("max-flows", None, None, "flows the OLT holds at most; FlowAdd beyond is RESOURCE_EXHAUSTED (default 16384)",
+     "max_flows"),
+    ("max-flows-per-onu", None, None, "flows one ONU holds at most (default 256)", "max_flows_per_onu"),
+    ("max-request-body", None, None, "largest REST request body in bytes; larger ones are answered 413 before "
+     "they are read (default 1048576)", "max_request_body"),
 ]
 
 FLAGS = [
@@ -99,7 +105,7 @@ FLAGS = [
 _OPTION_OF = {field: name for name, _, _, _, field in PARAMETERS if field}
 
 
-class QuietSite(Site):
+class QuietSite(ApiSite):
     """A Site that logs only failed requests: one access-log line per request costs more than
     answering a cached read, and the handlers already log what went wrong."""
 
@@ -263,7 +269,8 @@ def makeService(options, reactor=None):
     grpc_v1.setServiceParent(top)
     secured = token is not None  # documented in the OpenAPI documents; the guard itself wraps the resources
     rest_v1 = server_service(settings.rest_v1, _site(with_metrics(V1Rest(commands, bus, secured=secured).resource(),
-                                                                  metrics), "rest-v1", metrics, token), reactor=reactor)
+                                                                  metrics), "rest-v1", metrics, token,
+                                                     max_body=settings.max_request_body), reactor=reactor)
     rest_v1.setName("rest-v1")
     rest_v1.setServiceParent(top)
     v0_commands = V0Commands(olt, olt_ip=commands.olt_ip)
@@ -272,7 +279,8 @@ def makeService(options, reactor=None):
                                 interceptors=[MetricsInterceptor(metrics, "grpc-v0"), *interceptors(token, "grpc-v0")])
     grpc_v0.setServiceParent(top)
     rest_v0 = server_service(settings.rest_v0, _site(V0Rest(v0_commands, secured=secured).resource(), "rest-v0",
-                                                     metrics, token, headers=[(b"Deprecation", b"true")]),
+                                                     metrics, token, headers=[(b"Deprecation", b"true")],
+                                                     max_body=settings.max_request_body),
                              reactor=reactor)
     rest_v0.setName("rest-v0")
     rest_v0.setServiceParent(top)
@@ -280,7 +288,8 @@ def makeService(options, reactor=None):
         sadis = SadisRest(olt, olt_ip=commands.olt_ip, bp_format=settings.bp_format,
                           advertised_host=settings.sadis_host, port=_port_of(settings.sadis))
         # Never token-protected: the controller's SADIS app sends no token, and the data is read-only.
-        sadis_service = server_service(settings.sadis, _site(sadis.resource(), "sadis", metrics), reactor=reactor)
+        sadis_service = server_service(settings.sadis, _site(sadis.resource(), "sadis", metrics,
+                                                             max_body=settings.max_request_body), reactor=reactor)
         sadis_service.setName("sadis")
         sadis_service.setServiceParent(top)
     top.olt = olt
@@ -291,9 +300,11 @@ def makeService(options, reactor=None):
     return top
 
 
-def _site(resource, surface: str, metrics, token=None, headers=()):
-    """A REST listener's Site: requests counted in `metrics`, then refused without `token` (when one is set)."""
-    return QuietSite(counted(guard(resource, token, surface, headers), metrics, surface))
+def _site(resource, surface: str, metrics, token=None, headers=(), max_body: int = DEFAULT_MAX_REQUEST_BODY):
+    """A REST listener's Site: requests counted in `metrics`, then refused without `token` (when one is set);
+    bodies above `max_body` bytes are refused before they are read (413, with `headers` too)."""
+    return QuietSite(counted(guard(resource, token, surface, headers), metrics, surface), max_body=max_body,
+                     surface=surface, refusal_headers=headers)
 
 
 def check_listeners(settings) -> None:

@@ -83,10 +83,14 @@ class V1Commands:
         return translate.onu_to_pb(onu, self.revision)
 
     def GetFlows(self, request) -> bbsim_pb2.Flows:
+        return translate.flows_to_pb(self.select_flows(request))
+
+    def select_flows(self, request) -> list:
+        """The stored flows GetFlows answers with: the ONU's (SerialNumber given) or every flow, each once. REST
+        renders them itself (`oltsim.api.rest.ListWriter`), a slice per reactor turn."""
         if request.SerialNumber:
-            onu = self.olt.onu_by_serial(request.SerialNumber)
-            return translate.flows_to_pb(self.olt.flows.for_onu(onu))
-        return translate.flows_to_pb(self.olt.flows.all())
+            return self.olt.flows.for_onu(self.olt.onu_by_serial(request.SerialNumber))
+        return self.olt.flows.all()
 
     def GetOnuTrafficSchedulers(self, request) -> bbsim_pb2.ONUTrafficSchedulers:
         onu = self.olt.onu_by_serial(request.SerialNumber)

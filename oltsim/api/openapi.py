@@ -12,7 +12,9 @@ What a document says follows from how the REST layer works (`oltsim.api.rest`):
   as arrays, maps as objects, sub-messages as `$ref` components named by their full proto name; the base revision
   drops and retypes the fields of `translate.BASE_DROPPED` / `translate.BASE_INTEGERS`;
 - every refusal is the error body `{error, code, message}` with the HTTP status of `translate.ERROR_TABLE`, plus 405
-  for a wrong method, 500 for an unexpected failure and, when an access token is configured, 401.
+  for a wrong method, 413 for a body above the server's limit, 500 for an unexpected failure and, when an access
+  token is configured, 401;
+- a paged route (`Route.paged`) also takes `offset` and `limit` (`rest.PAGE_PARAMETERS`).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from google.protobuf import descriptor as _descriptor
 
 from oltsim import __version__
 from oltsim.api import translate
-from oltsim.api.rest import Route
+from oltsim.api.rest import PAGE_MAX, Route
 
 OPENAPI_VERSION = "3.0.3"
 
@@ -41,6 +43,17 @@ _RANGES = {
 
 ERROR_SCHEMA = "Error"
 SECURITY_SCHEME = "bearerToken"
+
+#: The query parameters of a paged route (`rest.page_of`).
+PAGE_PARAMETERS = [
+    {"name": "offset", "in": "query", "required": False,
+     "description": "skip this many items of the list (default 0)",
+     "schema": {"type": "integer", "minimum": 0, "maximum": PAGE_MAX}},
+    {"name": "limit", "in": "query", "required": False,
+     "description": "answer at most this many items (default: all of them; the list is bounded by the server's "
+                    "limits, e.g. --max-flows)",
+     "schema": {"type": "integer", "minimum": 0, "maximum": PAGE_MAX}},
+]
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,9 @@ def error_responses(secured: bool) -> list[_Error]:
         out[status] = _Error(status, exc.__name__, f"{exc.__name__} (gRPC {code.name})")
     out[405] = _Error(405, "MethodNotAllowed", "method not allowed on this path (the Allow header lists the "
                       "allowed ones)")
+    out[413] = _Error(413, "RequestTooLarge", "request body larger than the server's limit (--max-request-body, "
+                      "default 1 MiB), refused before it is read (gRPC RESOURCE_EXHAUSTED); the server then closes "
+                      "the connection")
     out[500] = _Error(500, "Internal", "unexpected failure, logged with the request id the message gives "
                       "(gRPC INTERNAL)")
     if secured:
@@ -251,7 +267,8 @@ def build_document(*, title: str, description: str, routes: Iterable[Route], ser
             "operationId": operation_id(route.method, route.path),
             "summary": summary or route.rpc,
             "x-rpc": f"{service.full_name}/{route.rpc}",
-            "parameters": parameters_for(route.path, route.placeholders, rpc.input_type),
+            "parameters": parameters_for(route.path, route.placeholders, rpc.input_type)
+            + (PAGE_PARAMETERS if route.paged else []),
             "responses": {"200": _response(f"{rpc.output_type.full_name}", "application/json",
                                            schemas.ref(rpc.output_type), headers)},
         }
@@ -275,7 +292,7 @@ def build_document(*, title: str, description: str, routes: Iterable[Route], ser
         if path.request is not None:
             operation["parameters"] = parameters_for(path.path, Route(path.method, path.path, "").placeholders,
                                                      path.request)
-        _add_errors(operation, [e for e in errors if e.status in path.errors or e.status in (401, 405, 500)])
+        _add_errors(operation, [e for e in errors if e.status in path.errors or e.status in (401, 405, 413, 500)])
         if deprecated:
             operation["deprecated"] = True
         paths.setdefault(path.path, {})[path.method.lower()] = operation

@@ -3,12 +3,15 @@ and errors mapped in one place (grpc-gateway's body; 404/405 as JSON)."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Callable
 
 import grpc
 from google.protobuf import descriptor as _descriptor
+from twisted.internet.defer import Deferred
 from twisted.web.resource import Resource
 from werkzeug.exceptions import MethodNotAllowed, NotFound as RouteNotFound
 from werkzeug.routing import RequestRedirect
@@ -34,11 +37,13 @@ _UNSIGNED = {
 
 @dataclass(frozen=True)
 class Route:
-    """One REST binding: METHOD path (with {Field} or {msg.field} placeholders) -> RPC."""
+    """One REST binding: METHOD path (with {Field} or {msg.field} placeholders) -> RPC. A `paged` route answers
+    a list that `offset` and `limit` (PAGE_PARAMETERS) cut to one page."""
     method: str
     path: str
     rpc: str
     summary: str = ""
+    paged: bool = False
 
     @property
     def werkzeug_path(self) -> str:
@@ -218,3 +223,146 @@ def build_request(request_type, path_args: dict, query: dict[str, list[str]], pa
 
 
 Renderer = Callable[[object], dict]
+
+
+# ---- long lists: pages, and answers written a slice per reactor turn ------------------------------------------
+
+#: The query parameters of a paged route, beside its request message's fields, and their largest value.
+PAGE_PARAMETERS = ("offset", "limit")
+PAGE_MAX = 999_999_999
+#: Items a ListWriter renders per reactor turn. A flow takes about 60 us to render as JSON, so a slice holds the
+#: reactor (and the OpenOLT heartbeats it serves) for about 8 ms.
+SLICE_ITEMS = 128
+
+
+def page_of(query: dict[str, list[str]]) -> tuple[int, int | None]:
+    """(offset, limit) of a paged request, taken out of `query` (limit None: to the end); each must be a
+    non-negative integer (InvalidArgument)."""
+    out = []
+    for name in PAGE_PARAMETERS:
+        values = query.pop(name, None)
+        if values is None:
+            out.append(None)
+            continue
+        text = values[-1].strip()
+        if not (text.isascii() and text.isdigit() and len(text) <= 9):
+            raise InvalidArgument(f"{name} must be an integer 0..{PAGE_MAX} (got {values[-1]!r})")
+        out.append(int(text))
+    return out[0] or 0, out[1]
+
+
+def page(items: list, offset: int, limit: int | None) -> list:
+    """The page of `items` that `offset` and `limit` (page_of) select."""
+    if offset == 0 and limit is None:
+        return items
+    return items[offset:] if limit is None else items[offset:offset + limit]
+
+
+class ListWriter:
+    """Writes one JSON document, `head`, the `items` rendered by `render` (bytes each) and joined by commas, then
+    `tail`, to a request whose status and headers are already set.
+
+    A list of up to SLICE_ITEMS items is rendered at once (:meth:`run` returns the body). A longer one is written a
+    slice per reactor turn, so that no answer holds the reactor (and the OpenOLT heartbeats it serves) for longer
+    than a slice takes, and as a push producer: while the client does not read, nothing more is rendered, so a
+    slow reader costs no memory either. `items` is a list taken at the start: the answer is that moment's list even
+    if it changes while it is written."""
+
+    def __init__(self, request, head: bytes, items: list, render: Callable[[object], bytes], tail: bytes,
+                 slice_items: int = SLICE_ITEMS):
+        self.request = request
+        self.head = head
+        self.items = items
+        self.render = render
+        self.tail = tail
+        self.slice_items = slice_items
+        self.next = 0
+        self.paused = False
+        self.call = None
+        self.done: Deferred | None = None
+        self._call_later = None
+
+    def run(self):
+        """The whole body (bytes) for a short list or a HEAD request; else a Deferred that fires with b"" once
+        every slice is written (cancelling it stops the writing)."""
+        if self.request.method == b"HEAD":
+            return b""
+        if len(self.items) <= self.slice_items:
+            return self.head + b",".join(self.render(item) for item in self.items) + self.tail
+        self._call_later = _call_later_of(self.request)
+        self.done = Deferred(lambda _: self._stop())
+        self.request.registerProducer(self, True)
+        self.request.write(self.head)
+        self._schedule()
+        return self.done
+
+    def _schedule(self) -> None:
+        if self.call is None and not self.paused and self.done is not None and not self.done.called:
+            self.call = self._call_later(0, self._write_slice)
+
+    def _write_slice(self) -> None:
+        self.call = None
+        start, end = self.next, min(self.next + self.slice_items, len(self.items))
+        chunk = b",".join(self.render(item) for item in self.items[start:end])
+        self.next = end
+        if start:
+            chunk = b"," + chunk
+        if end == len(self.items):
+            self.items = []
+            self.request.write(chunk + self.tail)
+            self.request.unregisterProducer()
+            self.done.callback(b"")
+            return
+        self.request.write(chunk)
+        self._schedule()
+
+    def _stop(self) -> None:
+        if self.call is not None and self.call.active():
+            self.call.cancel()
+        self.call = None
+        self.items = []
+
+    def pauseProducing(self) -> None:
+        self.paused = True
+        if self.call is not None and self.call.active():
+            self.call.cancel()
+        self.call = None
+
+    def resumeProducing(self) -> None:
+        self.paused = False
+        self._schedule()
+
+    def stopProducing(self) -> None:
+        """The client went away: render nothing more."""
+        self._stop()
+
+
+def _call_later_of(request):
+    """The callLater of the reactor serving `request` (its HTTP channel's; the global reactor's otherwise)."""
+    call_later = getattr(request.channel, "callLater", None)
+    if call_later is None:
+        from twisted.internet import reactor
+        call_later = reactor.callLater
+    return call_later
+
+
+def json_bytes(body) -> bytes:
+    """`body` as compact JSON, as every REST answer is written."""
+    return json.dumps(body, separators=(",", ":")).encode("utf-8")
+
+
+# A string, or an unterminated one up to the end: once a quote opens, the match never fails (so never restarts).
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.?)*+(?:"|\Z)', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DEPTH_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+
+
+def json_nests_deeper(text: str, limit: int) -> bool:
+    """Whether the arrays and objects of the JSON `text` nest more than `limit` levels, found without parsing it
+    (Python's json parser recurses once per level and fails with RecursionError near 1000). Linear in the length of
+    `text` (about 50 ms for 1 MB of brackets); for text that is not JSON the answer means nothing, and parsing it
+    fails anyway."""
+    brackets = _NOT_BRACKET.sub("", _JSON_STRING.sub("", text))
+    if re.search(r"[\[{]{%d}" % (limit + 1), brackets):  # the usual attack, found without counting
+        return True
+    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets)), default=0) > limit

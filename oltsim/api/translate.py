@@ -10,7 +10,8 @@ from google.protobuf import json_format
 from voltha_protos import openolt_pb2
 
 from oltsim._proto import bbsim_pb2
-from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound, OltsimError, Unavailable
+from oltsim.model.errors import (FailedPrecondition, InvalidArgument, NotFound, OltsimError, ResourceExhausted,
+                                 Unavailable)
 from oltsim.model.flows import Flow
 
 # ---- errors ---------------------------------------------------------------------------------
@@ -20,6 +21,7 @@ ERROR_TABLE: dict[type, tuple[grpc.StatusCode, int]] = {
     NotFound: (grpc.StatusCode.NOT_FOUND, 404),
     InvalidArgument: (grpc.StatusCode.INVALID_ARGUMENT, 400),
     FailedPrecondition: (grpc.StatusCode.FAILED_PRECONDITION, 409),
+    ResourceExhausted: (grpc.StatusCode.RESOURCE_EXHAUSTED, 429),  # grpc-gateway's HTTP status for it
     Unavailable: (grpc.StatusCode.UNAVAILABLE, 503),
 }
 INTERNAL = (grpc.StatusCode.INTERNAL, 500)
@@ -194,11 +196,18 @@ def flows_to_pb(flows) -> bbsim_pb2.Flows:
     msg = bbsim_pb2.Flows(flow_count=len(flows))
     for flow in flows:
         if flow.payload is not None:
-            msg.flows.append(flow.payload)  # a copy: the stored flow stays as the adapter sent it
-            # Every field of the flow table is always shown (decisions 2), also inside the sub-messages an
-            # adapter left out, which JSON rendering would otherwise omit.
-            msg.flows[-1].classifier.SetInParent()
-            msg.flows[-1].action.cmd.SetInParent()
+            flow_to_pb(flow, msg.flows.add())
+    return msg
+
+
+def flow_to_pb(flow: Flow, out=None) -> openolt_pb2.Flow:
+    """The adapter's flow message as the v1 API shows it (`flow.payload` must be set)."""
+    msg = out if out is not None else openolt_pb2.Flow()
+    msg.CopyFrom(flow.payload)  # a copy: the stored flow stays as the adapter sent it
+    # Every field of the flow table is always shown (decisions 2), also inside the sub-messages an adapter left
+    # out, which JSON rendering would otherwise omit.
+    msg.classifier.SetInParent()
+    msg.action.cmd.SetInParent()
     return msg
 
 
@@ -258,7 +267,7 @@ def flow_from_pb(msg: openolt_pb2.Flow) -> Flow:
         gemport_id=msg.gemport_id, network_intf_id=msg.network_intf_id, eth_type=c.eth_type,
         o_vid=c.o_vid, i_vid=c.i_vid, o_pbits=c.o_pbits, src_port=c.src_port, dst_port=c.dst_port,
         replicate_flow=msg.replicate_flow, pbit_to_gemport=dict(msg.pbit_to_gemport),
-        payload=_copy(msg),
+        aes_gemports=tuple(msg.gemport_to_aes), payload=_copy(msg),
     )
 
 

@@ -71,7 +71,8 @@ def build_olt(settings, clock, random) -> Olt:
     olt = Olt(olt_id=settings.olt_id, clock=clock, random=random, timings=timings_from(settings),
               controlled_activation=settings.controlled_activation, nni=settings.nni,
               nni_speed=settings.nni_speed, device_info=device_info_from(settings),
-              nni_dhcp_trap_vid=settings.nni_dhcp_trap_vid)
+              nni_dhcp_trap_vid=settings.nni_dhcp_trap_vid, max_flows=settings.max_flows,
+              max_flows_per_onu=settings.max_flows_per_onu)
     tags = TagAllocator(settings.services)
     specs = list(settings.services)
     for pon_id in range(settings.pon):

@@ -23,3 +23,7 @@ class FailedPrecondition(OltsimError):
 
 class Unavailable(OltsimError):
     """The device cannot serve the request right now (e.g. the OLT is rebooting)."""
+
+
+class ResourceExhausted(OltsimError):
+    """A limit of the simulated OLT is reached (flows per ONU or per OLT); nothing was stored."""

@@ -30,6 +30,7 @@ class Flow:
     dst_port: int = 0
     replicate_flow: bool = False
     pbit_to_gemport: dict = field(default_factory=dict)
+    aes_gemports: tuple = ()  # the GEM ports named by gemport_to_aes (only validated)
     payload: object = None
     serial: str = ""
 
@@ -65,6 +66,10 @@ class FlowStore:
 
     def __len__(self) -> int:
         return len(self._flows)
+
+    def __contains__(self, key) -> bool:
+        """Whether a flow with `key` (PON, flow id, flow type) is stored."""
+        return key in self._flows
 
     def all(self) -> list[Flow]:
         return list(self._flows.values())

@@ -12,7 +12,7 @@ from typing import Callable
 from oltsim.logs import logger
 
 from oltsim.model import events
-from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound, Unavailable
+from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable
 from oltsim.model.flows import Flow, FlowStore
 from oltsim.model.fsm import Machine, StateHolder
 from oltsim.model.onu import ACTIVE_STATES, ONU_MACHINE, Onu
@@ -40,6 +40,54 @@ CONTROLLED_ACTIVATION = ("default", "only-onu", "only-pon", "both")
 
 NNI_PORT_BASE = 0x100000
 PON_PORT_BASE = 0x20000000
+
+#: Flows an OLT and one ONU may hold unless configured otherwise (README, "Limits", gives the reasoning).
+MAX_FLOWS = 16384
+MAX_FLOWS_PER_ONU = 256
+#: The largest UNI id: VOLTHA's UNI port numbers give it 4 bits.
+UNI_ID_MAX = 15
+#: The largest port_no of an ONU flow: it becomes the UNI's PortNo, an int32 in the control APIs.
+UNI_PORT_NO_MAX = 2**31 - 1
+#: The largest p-bit of a pbit_to_gemport key.
+PBIT_MAX = 7
+
+
+@dataclass(frozen=True)
+class IdSpace:
+    """The largest ONU id, alloc id and GEM port id an id may take (the smallest is 0)."""
+    onu: int
+    alloc: int
+    gem: int
+
+    def widened(self, other: "IdSpace") -> "IdSpace":
+        return IdSpace(max(self.onu, other.onu), max(self.alloc, other.alloc), max(self.gem, other.gem))
+
+
+#: What each PON technology's frames can carry: GPON (ITU-T G.984.3) has 8-bit ONU ids and 12-bit alloc and
+#: GEM port ids, XGS-PON (G.9807.1) 10-bit ONU ids, 14-bit alloc ids and 16-bit XGEM port ids. A PON accepts ids
+#: of its technology's space, or up to the end of its configured pools where a PON ranges file goes beyond it;
+#: not only the pools, since BBR (and adapters with their own resource manager) use ids below them.
+ID_SPACES = {
+    "GPON": IdSpace(onu=255, alloc=4095, gem=4095),
+    "XGS-PON": IdSpace(onu=1023, alloc=16383, gem=65535),
+}
+
+
+def id_space(technology: str, ranges) -> IdSpace:
+    """The ids a PON of `technology` with the resource `ranges` (a PonRange) accepts."""
+    space = ID_SPACES.get(technology, ID_SPACES["XGS-PON"])
+    if ranges is None:
+        return space
+    return space.widened(IdSpace(ranges.onu_id_end, ranges.alloc_id_end, ranges.gemport_id_end))
+
+
+def check_id(name: str, value: int, high: int, none_ok: bool = False) -> None:
+    """InvalidArgument unless 0 <= `value` <= `high` (or `value` is -1, "none", when `none_ok`)."""
+    if none_ok and value == -1:
+        return
+    if not 0 <= value <= high:
+        allowed = f"0..{high}" + (" or -1 (none)" if none_ok else "")
+        raise InvalidArgument(f"{name} must be {allowed} (got {value})")
 
 
 def port_no(kind: str, intf_id: int) -> int:
@@ -82,7 +130,7 @@ class PonPort(StateHolder):
 
     MACHINE = PON_MACHINE
     __slots__ = ("olt", "id", "state", "oper_state", "technology", "onus", "onu_ids",
-                 "gem_ports", "alloc_ids", "packet_count", "ranges")
+                 "gem_ports", "alloc_ids", "packet_count", "ranges", "ids")
 
     def __init__(self, olt: "Olt", pon_id: int, technology: str, ranges):
         self.olt = olt
@@ -96,6 +144,7 @@ class PonPort(StateHolder):
         self.alloc_ids: dict[tuple[int, int], tuple[int, str]] = {}  # (onu id, T-CONT ME) -> (alloc, serial)
         self.packet_count = 0
         self.ranges = ranges
+        self.ids = id_space(technology, ranges)  # what ids flows and schedulers may use on this PON
 
     @property
     def port_no(self) -> int:
@@ -186,7 +235,8 @@ class Olt(StateHolder):
     MACHINE = OLT_MACHINE
 
     def __init__(self, *, olt_id: int, clock, random, timings: Timings, controlled_activation: str,
-                 nni: int, nni_speed: int, device_info: dict, nni_dhcp_trap_vid: int = 0):
+                 nni: int, nni_speed: int, device_info: dict, nni_dhcp_trap_vid: int = 0,
+                 max_flows: int = MAX_FLOWS, max_flows_per_onu: int = MAX_FLOWS_PER_ONU):
         if controlled_activation not in CONTROLLED_ACTIVATION:
             raise InvalidArgument(f"unknown controlled activation mode {controlled_activation!r}")
         self.id = olt_id
@@ -202,6 +252,9 @@ class Olt(StateHolder):
         self.nnis = [NniPort(i, nni_speed) for i in range(nni)]
         self.pons: list[PonPort] = []
         self.flows = FlowStore(self.touch)
+        self.max_flows = max_flows
+        self.max_flows_per_onu = max_flows_per_onu
+        self.ids = ID_SPACES["XGS-PON"]  # widened by every PON added: the ids a flow on no PON may use
         self.generation = 0
         self.previously_connected = False
         self.heartbeat_signature = 0
@@ -293,6 +346,7 @@ class Olt(StateHolder):
 
     def add_pon(self, pon: PonPort) -> None:
         self.pons.append(pon)
+        self.ids = self.ids.widened(pon.ids)
 
     def add_onu(self, onu: Onu) -> None:
         if onu.serial in self._serials:
@@ -306,6 +360,11 @@ class Olt(StateHolder):
     def onus(self) -> list[Onu]:
         """All ONUs in PON-major order."""
         return [onu for pon in self.pons for onu in pon.onus]
+
+    @property
+    def onu_count(self) -> int:
+        """How many ONUs the OLT has."""
+        return len(self._serials)
 
     def pon(self, pon_id: int) -> PonPort:
         if isinstance(pon_id, int) and 0 <= pon_id < len(self.pons):
@@ -577,14 +636,17 @@ class Olt(StateHolder):
     # ---- flows and schedulers --------------------------------------------------------------
 
     def flow_add(self, flow: Flow) -> None:
-        """FlowAdd: validate, then store (replacing the same (PON, id, type))."""
+        """FlowAdd: validate (ids in range, room under the flow limits), then store (replacing the same
+        (PON, id, type))."""
+        if flow.access_intf_id != -1 and flow.access_intf_id < 0:
+            raise InvalidArgument(f"access_intf_id must be a PON id or -1 (none) (got {flow.access_intf_id})")
+        pon = self.pon(flow.access_intf_id) if flow.access_intf_id >= 0 else None
+        self._check_flow_ids(flow, pon)
         if not flow.is_onu_flow:
-            if flow.access_intf_id >= 0:
-                self.pon(flow.access_intf_id)
+            self._check_room(flow)
             self.flows.store(flow)
             self.emit(events.FlowChanged(flow.access_intf_id, flow.onu_id, flow.flow_id, flow.flow_type, True))
             return
-        pon = self.pon(flow.access_intf_id)
         onu = pon.onu_by_id(flow.onu_id)
         if not onu.is_active:
             raise FailedPrecondition(f"ONU {onu.serial} is {onu.state}; flows need an active ONU")
@@ -593,6 +655,7 @@ class Olt(StateHolder):
                                   f"(it has UNIs 0..{len(onu.unis) - 1})")
         if flow.replicate_flow and not flow.pbit_to_gemport:
             raise InvalidArgument("replicate_flow needs a non-empty pbit_to_gemport")
+        self._check_room(flow, onu)
         clash = self.flows.conflict(flow)
         if clash is not None:
             kind, rid, other = clash
@@ -612,6 +675,55 @@ class Olt(StateHolder):
         if onu.handlers is not None:
             onu.handlers.flow_added(onu, uni, flow)
 
+    def _check_flow_ids(self, flow: Flow, pon: PonPort | None) -> None:
+        """InvalidArgument for an id of `flow` outside its space (`pon`'s, or the widest of the OLT's PONs for a
+        flow on no PON). -1 means "none" only in flows no ONU owns: VOLTHA sends it for the ONU, UNI, GEM port and
+        alloc id of its NNI trap flows."""
+        ids = pon.ids if pon is not None else self.ids
+        none_ok = not flow.is_onu_flow
+        if not 0 <= flow.network_intf_id < len(self.nnis):
+            raise InvalidArgument(f"network_intf_id must be an NNI of this OLT, 0..{len(self.nnis) - 1} "
+                                  f"(got {flow.network_intf_id})")
+        check_id("onu_id", flow.onu_id, ids.onu, none_ok)
+        check_id("uni_id", flow.uni_id, UNI_ID_MAX, none_ok)
+        check_id("alloc_id", flow.alloc_id, ids.alloc, none_ok)
+        check_id("gemport_id", flow.gemport_id, ids.gem, none_ok)
+        if not none_ok:
+            check_id("port_no", flow.port_no, UNI_PORT_NO_MAX)
+        for pbit, gem in flow.pbit_to_gemport.items():
+            check_id("pbit_to_gemport key (a p-bit)", pbit, PBIT_MAX)
+            check_id(f"pbit_to_gemport[{pbit}]", gem, ids.gem)
+        for gem in flow.aes_gemports:
+            check_id("gemport_to_aes key (a GEM port)", gem, ids.gem)
+
+    def _check_room(self, flow: Flow, onu: Onu | None = None) -> None:
+        """ResourceExhausted when storing `flow` as a new flow would pass the OLT's or `onu`'s flow limit; a flow
+        that replaces a stored one (same PON, id and type) always has room."""
+        if flow.key not in self.flows and len(self.flows) >= self.max_flows:
+            raise ResourceExhausted(f"the OLT holds {len(self.flows)} flows, its limit ({self.max_flows}); "
+                                    "remove flows before adding more")
+        if onu is not None and flow.key not in onu.flow_keys and len(onu.flow_keys) >= self.max_flows_per_onu:
+            held = sum(1 for key in onu.flow_keys if key in self.flows)  # exact, only where it matters
+            if held >= self.max_flows_per_onu:
+                raise ResourceExhausted(f"ONU {onu.serial} holds {held} flows, the limit per ONU "
+                                        f"({self.max_flows_per_onu}); remove flows before adding more")
+
+    def check_onu_resources(self, pon_id: int, onu_id: int, *, uni_id: int | None = None, alloc_ids=(),
+                            gem_ports=()) -> Onu:
+        """The ONU `onu_id` of PON `pon_id`, after checking that `uni_id` is one of its UNIs and the alloc ids
+        and GEM ports are in its PON's id space (traffic schedulers and queues); raises NotFound or
+        InvalidArgument."""
+        pon = self.pon(pon_id)
+        onu = pon.onu_by_id(onu_id)
+        if uni_id is not None and not 0 <= uni_id < len(onu.unis):
+            raise InvalidArgument(f"UNI {uni_id} does not exist on ONU {onu.serial} "
+                                  f"(it has UNIs 0..{len(onu.unis) - 1})")
+        for alloc in alloc_ids:
+            check_id("alloc_id", alloc, pon.ids.alloc)
+        for gem in gem_ports:
+            check_id("gemport_id", gem, pon.ids.gem)
+        return onu
+
     def _bind_gems(self, uni, flow: Flow) -> None:
         """Give services their GEM port as BBSim does: EAPOL flows to EAPOL services, DHCP flows to
         the DHCP services whose C-tag is the flow's o_vid, else services matching (C-tag, S-tag)."""
@@ -629,6 +741,10 @@ class Olt(StateHolder):
 
     def flow_remove(self, access_intf_id: int, flow_id: int, flow_type: str) -> int:
         """FlowRemove: forget the matching flows; NotFound when none is stored."""
+        if access_intf_id != -1:
+            if access_intf_id < 0:
+                raise InvalidArgument(f"access_intf_id must be a PON id or -1 (none) (got {access_intf_id})")
+            self.pon(access_intf_id)
         found = self.flows.find(access_intf_id, flow_id, flow_type)
         if not found:
             raise NotFound(f"flow {flow_id} not found")
@@ -643,9 +759,10 @@ class Olt(StateHolder):
             self.emit(events.FlowChanged(flow.access_intf_id, flow.onu_id, flow.flow_id, flow.flow_type, False))
         return len(found)
 
-    def set_traffic_schedulers(self, pon_id: int, onu_id: int, payload) -> None:
-        """CreateTrafficSchedulers: keep the last message per ONU (rendered by the API)."""
-        onu = self.onu_by_id(pon_id, onu_id)
+    def set_traffic_schedulers(self, pon_id: int, onu_id: int, payload, *, uni_id: int = 0, alloc_ids=()) -> None:
+        """CreateTrafficSchedulers: keep the last message per ONU (rendered by the API), once its UNI and alloc
+        ids are checked (`check_onu_resources`)."""
+        onu = self.check_onu_resources(pon_id, onu_id, uni_id=uni_id, alloc_ids=alloc_ids)
         onu.traffic_schedulers = payload
         self.touch()
 

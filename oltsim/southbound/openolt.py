@@ -23,6 +23,18 @@ log = logger("oltsim.southbound")
 
 STREAM_BUFFER = 65536
 FLOW_TYPES = ("upstream", "downstream", "multicast", "both")
+#: The largest FlowAdd and CreateTrafficSchedulers messages stored (encoded bytes). A flow with every field of
+#: openolt.Flow set, 8 p-bits mapped and 8 GEM ports in gemport_to_aes encodes to about 420 bytes (VOLTHA's are about
+#: 150), 8 fully set T-CONTs to about 500: the bounds leave room and keep max_flows x MAX_FLOW_BYTES small.
+MAX_FLOW_BYTES = 1024
+MAX_SCHEDULERS_BYTES = 4096
+
+
+def check_size(request, limit: int, what: str) -> None:
+    """InvalidArgument when `request` encodes to more than `limit` bytes (it would be stored as it is)."""
+    size = request.ByteSize()
+    if size > limit:
+        raise InvalidArgument(f"{what} may encode to at most {limit} bytes (got {size})")
 
 
 class IndicationHub:
@@ -209,6 +221,7 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
     # ---- flows and schedulers --------------------------------------------------------------
 
     def FlowAdd(self, request, context):
+        check_size(request, MAX_FLOW_BYTES, "a flow")
         if request.flow_type not in FLOW_TYPES:
             raise InvalidArgument(f"flow_type must be one of {', '.join(FLOW_TYPES)} (got {request.flow_type!r})")
         for name in ("o_vid", "i_vid"):
@@ -220,14 +233,19 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         return openolt_pb2.Empty()
 
     def FlowRemove(self, request, context):
+        if request.flow_type and request.flow_type not in FLOW_TYPES:
+            raise InvalidArgument(f"flow_type must be empty (any) or one of {', '.join(FLOW_TYPES)} "
+                                  f"(got {request.flow_type!r})")
         self._olt.flow_remove(request.access_intf_id, request.flow_id, request.flow_type)
         return openolt_pb2.Empty()
 
     def CreateTrafficSchedulers(self, request, context):
+        check_size(request, MAX_SCHEDULERS_BYTES, "a TrafficSchedulers message")
         translate.check_enums(request)  # stored and shown by name in REST (GET .../trafficschedulers, v0 tconts)
         payload = tech_profile_pb2.TrafficSchedulers()
         payload.CopyFrom(request)
-        self._olt.set_traffic_schedulers(request.intf_id, request.onu_id, payload)
+        self._olt.set_traffic_schedulers(request.intf_id, request.onu_id, payload, uni_id=request.uni_id,
+                                         alloc_ids=[sched.alloc_id for sched in request.traffic_scheds])
         return openolt_pb2.Empty()
 
     def RemoveTrafficSchedulers(self, request, context):
@@ -237,7 +255,8 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
     # ---- accepted and answered, nothing to simulate ----------------------------------------
 
     def CreateTrafficQueues(self, request, context):
-        self._olt.onu_by_id(request.intf_id, request.onu_id)
+        self._olt.check_onu_resources(request.intf_id, request.onu_id, uni_id=request.uni_id,
+                                      gem_ports=[queue.gemport_id for queue in request.traffic_queues])
         return openolt_pb2.Empty()
 
     def RemoveTrafficQueues(self, request, context):

@@ -126,17 +126,17 @@ def test_path_parameters_are_typed_by_the_request_fields():
 
 def test_query_parameters_are_the_other_scalar_fields():
     """Query parameters are the request's remaining scalar fields, dotted through sub-messages (the service
-    document's parameter sets F and G); repeated ones are arrays."""
+    document's parameter sets F and G), and offset/limit on the flow lists; repeated ones are arrays."""
     v1 = v1_rest.openapi_document()
-    assert set(params(v1, "GET", "/v1/olt/flows")) == {"SerialNumber"}
+    assert set(params(v1, "GET", "/v1/olt/flows")) == {"SerialNumber", "offset", "limit"}
     assert params(v1, "GET", "/v1/olt/onus") == {}
     assert params(v1, "POST", "/v1/olt/onus/{OnuSerialNumber}/dhcp")["UniID"]["in"] == "query"
     v0 = v0_rest.openapi_document()
     f_set = {"onu_id", "pon_port_id", "onu_serial", "oper_state", "onu_state", "gemports", "tconts.uni_id",
              "tconts.port_no"}
     g_set = {"onu." + name for name in f_set}
-    assert set(params(v0, "GET", "/v0/olt/flows")) == f_set
-    assert set(params(v0, "GET", "/v0/olt/onu/{onu_serial}/flows")) == f_set
+    assert set(params(v0, "GET", "/v0/olt/flows")) == f_set | {"offset", "limit"}
+    assert set(params(v0, "GET", "/v0/olt/onu/{onu_serial}/flows")) == f_set | {"offset", "limit"}
     assert set(params(v0, "GET", "/v0/olt/onus")) == g_set
     assert set(params(v0, "GET", "/v0/olt/onus/{onu.onu_serial}")) == g_set
     assert {n for n, p in params(v0, "GET", "/v0/olt/ports/{onu.pon_port_id}/onus/{onu.onu_id}").items()

@@ -231,6 +231,10 @@ class V0Commands:
 
     def GetFlows(self, request, given: set[str] | None = None) -> legacy_pb2.Flows:
         """The flows of the ONUs the filter selects; every flow without a filter."""
+        return legacy.flows_to_pb(self.select_flows(request, given))
+
+    def select_flows(self, request, given: set[str] | None = None) -> list:
+        """The stored flows GetFlows answers with, in store order (REST renders them a slice at a time)."""
         f = onu_filter(request, given)
         flows = self.olt.flows.all()
         if not f.empty:
@@ -238,7 +242,7 @@ class V0Commands:
             for onu in self._select(f):
                 keys |= onu.flow_keys
             flows = [flow for flow in flows if flow.key in keys]
-        return legacy.flows_to_pb(flows)
+        return flows
 
     def _select(self, f: OnuFilter) -> list:
         """The ONUs matching `f`; NotFound when an identifying field names nothing."""
@@ -293,7 +297,11 @@ class V0Commands:
         return self._power(onus, scope, False)
 
     def _targets(self, request, given) -> tuple[list, str]:
-        """The ONUs a power request names, all resolved (404/400) before anything is done."""
+        """The ONUs a power request names, all resolved (404/400) before anything is done; a batch lists at most
+        as many ONUs as the OLT has."""
+        if len(request.onus_batch.onus) > self.olt.onu_count:
+            raise InvalidArgument(f"onus lists more ONUs ({len(request.onus_batch.onus)}) than this OLT has "
+                                  f"({self.olt.onu_count})")
         batch = list(request.onus_batch.onus)
         sub = _sub(given, "onu.")
         has_onu = request.HasField("onu") if sub is None else bool(sub)

@@ -18,16 +18,20 @@ from klein import Klein
 from oltsim._proto import legacy_pb2
 from oltsim.api import translate
 from oltsim.api.openapi import ExtraPath, build_document
-from oltsim.api.rest import (Route, Utf8Only, build_request, json_response, query_params, register_routes,
-                             render_error)
+from oltsim.api.rest import (ListWriter, Route, Utf8Only, build_request, json_bytes, json_nests_deeper, json_response,
+                             page, page_of, query_params, register_routes, render_error)
 from oltsim.api.v0.mapping import MAPPING, successor_link
 from oltsim.model.errors import InvalidArgument
 
-ROUTES: tuple[Route, ...] = tuple(Route(method, path, rpc, note) for method, path, rpc, _, _, note in MAPPING)
+ROUTES: tuple[Route, ...] = tuple(Route(method, path, rpc, note, paged=rpc == "GetFlows")
+                                  for method, path, rpc, _, _, note in MAPPING)
 
 #: Routes whose body is the `onus_batch` field.
 BODY_ROUTES = frozenset({("POST", "/v0/olt/onus"), ("DELETE", "/v0/olt/onus")})
 BODY_FIELD = "onus_batch"
+#: How deeply a body may nest: the deepest legacy ONU record, {"onus": [{"tconts": {"tconts": [{"scheduler":
+#: {...}}]}}]}, nests 6 levels.
+MAX_BODY_DEPTH = 32
 
 #: RPCs whose commands take the set of given field names.
 FILTERED_RPCS = frozenset({"ONUStatus", "ONUActivate", "ONUDeactivate", "GetFlows", "PortStatus"})
@@ -63,17 +67,28 @@ def openapi_document(secured: bool = False) -> dict:
         extra=[ExtraPath("GET", OPENAPI_PATH, "This document (OpenAPI 3.0)", errors=(404,))])
 
 
-def read_batch(request, message) -> None:
-    """Parse the request body into `message.onus_batch`; an empty body is no batch."""
+def read_batch(request, message, max_onus: int) -> None:
+    """Parse the request body into `message.onus_batch`; an empty body is no batch. The body (already at most
+    --max-request-body bytes, `oltsim.api.site`) may nest MAX_BODY_DEPTH levels and list at most `max_onus`
+    ONUs (the OLT's), checked before its records are parsed."""
     raw = request.content.read() if request.content is not None else b""
     if not raw.strip():
         return
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidArgument("request body is not valid JSON: it is not UTF-8") from None
+    if json_nests_deeper(text, MAX_BODY_DEPTH):
+        raise InvalidArgument(f"request body nests deeper than {MAX_BODY_DEPTH} levels")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
         raise InvalidArgument(f"request body is not valid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise InvalidArgument('request body must be a JSON object {"onus": [...]}')
+    onus = data.get("onus")
+    if isinstance(onus, list) and len(onus) > max_onus:
+        raise InvalidArgument(f"onus lists more ONUs ({len(onus)}) than this OLT has ({max_onus})")
     batch = legacy_pb2.ONUs()
     try:
         json_format.ParseDict(data, batch)
@@ -108,10 +123,17 @@ class V0Rest:
             request.setHeader(b"Link", f'<{link}>; rel="successor-version"'.encode("ascii"))
         method = _METHODS[route.rpc]
         query = query_params(request)
+        offset, limit = page_of(query) if route.paged else (0, None)
         message = build_request(getattr(legacy_pb2, method.input_type.name), path_args, query,
                                 set(route.placeholders))
+        if route.paged:
+            flows = [flow for flow in self.commands.select_flows(message, given=set(raw_args) | set(query))
+                     if flow.payload is not None]
+            json_response(request, 200, b"")
+            return ListWriter(request, b'{"flows":[', page(flows, offset, limit),
+                              lambda flow: json_bytes(translate.to_json_dict(flow.payload)), b"]}").run()
         if (route.method, route.path) in BODY_ROUTES:
-            read_batch(request, message)
+            read_batch(request, message, self.commands.olt.onu_count)
         handler = getattr(self.commands, route.rpc)
         if route.rpc in FILTERED_RPCS:
             response = handler(message, given=set(raw_args) | set(query))

@@ -11,8 +11,8 @@ from werkzeug.exceptions import NotFound as RouteNotFound
 from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.api import translate
 from oltsim.api.openapi import ExtraPath, build_document
-from oltsim.api.rest import (Route, bad_url, build_request, json_response, query_params, register_routes,
-                             render_error)
+from oltsim.api.rest import (ListWriter, Route, bad_url, build_request, json_bytes, json_response, page, page_of,
+                             query_params, register_routes, render_error)
 from oltsim.model.errors import InvalidArgument
 
 ROUTES: tuple[Route, ...] = (
@@ -20,7 +20,7 @@ ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/olt", "GetOlt", "OLT state"),
     Route("GET", "/v1/olt/status", "GetOlt", "OLT state"),
     Route("POST", "/v1/olt/reboot", "RebootOlt", "Reboot the OLT"),
-    Route("GET", "/v1/olt/flows", "GetFlows", "All flows (SerialNumber filters to one ONU)"),
+    Route("GET", "/v1/olt/flows", "GetFlows", "All flows (SerialNumber filters to one ONU)", paged=True),
     Route("GET", "/v1/olt/onus", "GetONUs", "All ONUs"),
     Route("DELETE", "/v1/olt/onus", "ShutdownAllONUs", "Shut down all ONUs"),
     Route("POST", "/v1/olt/onus", "PoweronAllONUs", "Power on all ONUs"),
@@ -29,7 +29,7 @@ ROUTES: tuple[Route, ...] = (
     Route("POST", "/v1/olt/onus/{SerialNumber}", "PoweronONU", "Power on an ONU"),
     Route("POST", "/v1/olt/onus/{SerialNumber}/alarms/{AlarmType}/{Status}", "SetOnuAlarmIndication",
           "Raise (on) or clear (off) an ONU alarm"),
-    Route("GET", "/v1/olt/onus/{SerialNumber}/flows", "GetFlows", "Flows of an ONU"),
+    Route("GET", "/v1/olt/onus/{SerialNumber}/flows", "GetFlows", "Flows of an ONU", paged=True),
     Route("GET", "/v1/olt/onus/{SerialNumber}/trafficschedulers", "GetOnuTrafficSchedulers",
           "Traffic schedulers of an ONU"),
     Route("DELETE", "/v1/olt/port/{PonPortId}/onus", "ShutdownONUsOnPON", "Shut down the ONUs of a PON"),
@@ -188,6 +188,8 @@ class V1Rest:
         return None
 
     def dispatch(self, request, route: Route, path_args: dict) -> bytes:
+        if route.paged:
+            return self.flows(request, route, path_args)
         method = _METHODS[route.rpc]
         query = query_params(request)
         cache_key = request.path if route.rpc in _CACHEABLE and not query else None
@@ -211,6 +213,22 @@ class V1Rest:
                 self._cache.clear()  # entries of an older generation are useless anyway
             self._cache[cache_key] = (generation, data)
         return json_response(request, 200, data)
+
+    def flows(self, request, route: Route, path_args: dict):
+        """GetFlows as JSON: `flow_count` is the number of flows selected, `flows` those of the page `offset` and
+        `limit` select (all by default), written a slice per reactor turn (`ListWriter`)."""
+        query = query_params(request)
+        offset, limit = page_of(query)
+        message = build_request(bbsim_pb2.ONURequest, path_args, query, set(route.placeholders))
+        flows = [flow for flow in self.commands.select_flows(message) if flow.payload is not None]
+        shape = translate.base_flow if self.revision == "base" else None
+
+        def render(flow) -> bytes:
+            body = translate.to_json_dict(translate.flow_to_pb(flow))
+            return json_bytes(shape(body) if shape is not None else body)
+        json_response(request, 200, b"")
+        head = b'{"flow_count":%d,"flows":[' % len(flows)
+        return ListWriter(request, head, page(flows, offset, limit), render, b"]}").run()
 
     @app.route(OPENAPI_PATH, methods=["GET"], branch=False)
     def openapi_json(self, request):

@@ -1,0 +1,142 @@
+"""What every REST listener's Site adds to twisted.web's: request bodies capped before they are read, and an access
+log that never writes a query string (where a client may put its access token) nor a Referer's.
+
+twisted.web's Request buffers a whole body (in memory, or a temporary file above 100 kB) before any resource sees
+it, so a cap checked by a resource comes too late: the cap lives in the Request the Site builds.
+"""
+from __future__ import annotations
+
+import io
+
+import grpc
+from twisted.web import http, server
+
+from oltsim.api import translate
+from oltsim.api.rest import json_bytes
+from oltsim.logs import logger
+
+log = logger("oltsim.api.site")
+
+#: Seconds a refused request's connection keeps reading (and dropping) what the client still sends, so that a
+#: client that writes its whole body before it reads gets the 413 instead of a connection reset.
+LINGER = 2.0
+REDACTED = b"<redacted>"
+
+
+def redact_uri(uri: bytes) -> bytes:
+    """`uri` without its query string: `/v1/olt?access_token=x` is logged as `/v1/olt?<redacted>`."""
+    path, separator, _ = uri.partition(b"?")
+    return path + b"?" + REDACTED if separator else path
+
+
+class _LoggedRequest:
+    """The view of a request the access log formatter gets: the URI and Referer without their query strings."""
+
+    def __init__(self, request):
+        self._request = request
+        self.uri = redact_uri(request.uri or b"")
+
+    def getHeader(self, name):
+        value = self._request.getHeader(name)
+        if value is not None and name.lower() == b"referer":
+            return redact_uri(value)
+        return value
+
+    def __getattr__(self, name):
+        return getattr(self._request, name)
+
+
+def redacted_log_formatter(timestamp: str, request) -> str:
+    """twisted.web's combined access-log line, with the query strings redacted (`redact_uri`)."""
+    return http.combinedLogFormatter(timestamp, _LoggedRequest(request))
+
+
+class LimitedRequest(server.Request):
+    """A request whose body may hold at most its site's `max_body` bytes.
+
+    A larger declared Content-Length is refused as soon as the headers are in (before a `100 Continue`), a chunked
+    body as soon as it passes the limit; nothing of it is kept. The refusal is a 413 with the API's JSON error
+    body (code RESOURCE_EXHAUSTED) and the site's `refusal_headers`, written at once, and the connection then
+    closes: what the client still sends is dropped for up to LINGER seconds (so that it can read the answer), and
+    the request never reaches a resource."""
+
+    _refused = False
+    _received = 0
+    _linger = None
+
+    def gotLength(self, length):
+        site = self.channel.site
+        if length is not None and length > site.max_body:
+            self._refuse(site, f"the request body ({length} bytes) is larger than this server accepts "
+                               f"({site.max_body} bytes)")
+            return
+        super().gotLength(length)
+
+    def handleContentChunk(self, data):
+        if self._refused:
+            return
+        self._received += len(data)
+        site = self.channel.site
+        if self._received > site.max_body:
+            self._refuse(site, f"the request body is larger than this server accepts ({site.max_body} bytes)")
+            return
+        super().handleContentChunk(data)
+
+    def requestReceived(self, command, path, version):
+        if self._refused:  # the whole body arrived after all: the answer is out, the connection ends now
+            self.channel.transport.loseConnection()
+            return
+        super().requestReceived(command, path, version)
+
+    def connectionLost(self, reason):
+        if self._linger is not None and self._linger.active():
+            self._linger.cancel()
+        super().connectionLost(reason)
+
+    def _refuse(self, site, message: str) -> None:
+        self._refused = True
+        self.content = io.BytesIO()  # the channel expects one; nothing is written to it
+        # Twisted answers "Expect: 100-continue" right after gotLength: the client must get the 413 instead.
+        self.requestHeaders.removeHeader(b"expect")
+        channel = self.channel
+        channel.persistent = False
+        body = json_bytes(translate.error_body(grpc.StatusCode.RESOURCE_EXHAUSTED, message))
+        headers = [(b"Content-Type", b"application/json"), (b"Content-Length", b"%d" % len(body)),
+                   (b"Connection", b"close"), *site.refusal_headers]
+        head = b"HTTP/1.1 413 Request Entity Too Large\r\n" + b"".join(
+            name + b": " + value + b"\r\n" for name, value in headers) + b"\r\n"
+        transport = channel.transport
+        transport.write(head + body)
+        log.info("rest-body-refused surface={surface} method={method} path={path} limit={limit} peer={peer}",
+                 surface=site.surface, method=_text(getattr(channel, "_command", b"")),
+                 path=_text(redact_uri(getattr(channel, "_path", b""))), limit=site.max_body,
+                 peer=_peer(transport))
+        half_close = getattr(transport, "loseWriteConnection", None)
+        if half_close is None:
+            transport.loseConnection()
+            return
+        half_close()  # the answer, then end of stream; reading goes on (dropped) until the client is done
+        self._linger = channel.callLater(LINGER, transport.abortConnection)
+
+
+def _text(value: bytes) -> str:
+    return value.decode("latin-1")
+
+
+def _peer(transport) -> str:
+    address = transport.getPeer()
+    host = getattr(address, "host", None)
+    return f"{host}:{address.port}" if host is not None else str(address)
+
+
+class ApiSite(server.Site):
+    """A REST listener's Site: request bodies above `max_body` bytes are refused with 413 (`LimitedRequest`, with
+    the `refusal_headers` a resource of the API would set, e.g. v0's Deprecation), and the access log redacts
+    query strings (`redacted_log_formatter`). `surface` names the listener in log lines."""
+
+    def __init__(self, resource, *, max_body: int, surface: str = "", refusal_headers=(), **kwargs):
+        kwargs.setdefault("logFormatter", redacted_log_formatter)
+        super().__init__(resource, requestFactory=LimitedRequest, **kwargs)
+        self.max_body = max_body
+        self.surface = surface
+        self.refusal_headers = tuple(refusal_headers)
