@@ -324,18 +324,21 @@ class StreamQueue:
     """A bounded queue per open stream: fed on the reactor thread, read on a gRPC worker thread.
 
     ``put`` never blocks: when full it drops the item, counts it in ``dropped`` and returns False (a slow client loses
-    indications rather than stalling the reactor).  ``close`` ends the stream after the items already queued; it is
-    never dropped, and later puts are refused.
+    indications rather than stalling the reactor).  Full is ``maxsize`` items or, with ``max_bytes``, that many bytes
+    of queued protobuf messages (their ``ByteSize()``; one item is always taken).  ``close`` ends the stream after
+    the items already queued; it is never dropped, and later puts are refused.
     """
 
     #: returned by :meth:`get` when nothing arrived within the timeout
     EMPTY: Any = object()
 
-    def __init__(self, maxsize: int = 1000) -> None:
+    def __init__(self, maxsize: int = 1000, max_bytes: int | None = None) -> None:
         if maxsize < 1:
             raise ValueError("maxsize must be at least 1")
         self.maxsize = maxsize
+        self.max_bytes = max_bytes
         self.dropped = 0
+        self.queued_bytes = 0
         self._items: deque[Any] = deque()
         self._closed: _Closed | None = None
         self._cond = threading.Condition()
@@ -348,10 +351,13 @@ class StreamQueue:
     def put(self, item: Any) -> bool:
         """Queue ``item`` without blocking; False (and ``dropped`` incremented) if full or closed."""
         with self._cond:
-            if self._closed is not None or len(self._items) >= self.maxsize:
+            size = 0 if self.max_bytes is None else item.ByteSize()
+            if (self._closed is not None or len(self._items) >= self.maxsize
+                    or (size and self._items and self.queued_bytes + size > self.max_bytes)):
                 self.dropped += 1
                 return False
-            self._items.append(item)
+            self._items.append((item, size))
+            self.queued_bytes += size
             self._cond.notify()
             self._changed()
             return True
@@ -367,6 +373,11 @@ class StreamQueue:
                 self._cond.notify_all()
                 self._changed()
 
+    def _pop(self) -> Any:
+        item, size = self._items.popleft()
+        self.queued_bytes -= size
+        return item
+
     def _changed(self) -> None:
         """Called (under the queue's lock) after an item is queued or the queue is closed; for subclasses whose
         reader waits some other way than on this thread condition."""
@@ -377,7 +388,7 @@ class StreamQueue:
             if not self._items and self._closed is None:
                 self._cond.wait(timeout)
             if self._items:
-                return self._items.popleft()
+                return self._pop()
             if self._closed is not None:
                 return self._closed
             return self.EMPTY

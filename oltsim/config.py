@@ -45,6 +45,8 @@ MAX_OLT_ID = 2**31 - 1
 DEFAULT_MAX_FLOWS = MAX_FLOWS
 DEFAULT_MAX_FLOWS_PER_ONU = MAX_FLOWS_PER_ONU
 DEFAULT_MAX_REQUEST_BODY = 1024 * 1024
+#: control gRPC calls (v1, v0) open at once per server (streams, reflection, calls waiting for their request)
+DEFAULT_MAX_API_CALLS = 256
 MAX_REQUEST_BODY = 1024 * 1024 * 1024
 MIN_REQUEST_BODY = 1024
 
@@ -247,6 +249,7 @@ class Settings:
     max_flows: int = DEFAULT_MAX_FLOWS
     max_flows_per_onu: int = DEFAULT_MAX_FLOWS_PER_ONU
     max_request_body: int = DEFAULT_MAX_REQUEST_BODY
+    max_api_calls: int = DEFAULT_MAX_API_CALLS
     services: tuple[ServiceSpec, ...] = ATT_SERVICES
     workflow: str = "att"
     pon_ranges: tuple[PonRange, ...] = ()
@@ -308,6 +311,7 @@ _BBSIM_KEYS = {
     "api_token": "api_token",
     "api_token_file": "api_token_file",
     "max_request_body": "max_request_body",
+    "max_api_calls": "max_api_calls",
 }
 _OLT_KEYS = {
     "model": "model",
@@ -839,13 +843,15 @@ def validate(settings: Settings) -> None:
     _at_least("max_flows", s.max_flows, 1)
     _at_least("max_flows_per_onu", s.max_flows_per_onu, 1)
     _between("max_request_body", s.max_request_body, MIN_REQUEST_BODY, MAX_REQUEST_BODY)
+    _between("max_api_calls", s.max_api_calls, 1, 65536)
     _one_of("controlled_activation", s.controlled_activation, CONTROLLED_ACTIVATIONS)
     _one_of("api_revision", s.api_revision, API_REVISIONS)
     _one_of("bp_format", s.bp_format, BP_FORMATS)
     _one_of("grpc_engine", s.grpc_engine, GRPC_ENGINES)
-    if s.grpc_engine == "native" and s.openolt.lower().startswith("ssl:"):
-        raise ConfigError("grpc_engine native has no TLS and cannot serve the ssl: openolt endpoint; use grpcio, or "
-                          "auto (grpcio for ssl: endpoints)", "grpc_engine")
+    for name in ("openolt", "grpc_v1", "grpc_v0"):
+        if s.grpc_engine == "native" and getattr(s, name).lower().startswith("ssl:"):
+            raise ConfigError(f"grpc_engine native has no TLS and cannot serve the ssl: {name} endpoint; use grpcio, "
+                              "or auto (grpcio for ssl: endpoints)", "grpc_engine")
     _one_of("log_level", s.log_level, LOG_LEVELS)
     if not s.sadis_host:
         raise ConfigError("sadis_host must not be empty", "sadis_host")

@@ -21,7 +21,7 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.internet.threads import deferToThreadPool
 from oltsim.logs import logger
 from oltsim.nativeserver import NativeServer
-from oltsim.onloop import check_asyncio_reactor
+from oltsim.onloop import DecodeGuard, check_asyncio_reactor
 
 __all__ = ["AlreadyRunning", "ENGINES", "GrpcListen", "GrpcServerService", "parse_grpc_endpoint"]
 
@@ -34,11 +34,14 @@ log = logger("oltsim.grpcserver")
 _TRUE = {"yes", "true", "1", "on"}
 _FALSE = {"no", "false", "0", "off"}
 
-#: Calls the server accepts before its handlers take them (C-core's default is 1000, then 3000 as a hard limit).
+#: Calls grpc.aio accepts before its handlers take them (C-core's default is 1000, then 3000 as a hard limit).
 #: An adapter bringing up 2048 ONUs at once has about that many unary calls outstanding (BBR does: one OMCI
 #: request per ONU), and above the limit C-core refuses streams (REFUSED_STREAM, UNAVAILABLE for the client),
 #: which BBR treats as fatal. The calls still wait at most grpc.server_max_unrequested_time_in_server (30 s).
-MAX_PENDING_CALLS = 65536
+#: It is also what an HTTP/2 "rapid reset" (streams opened and reset at once) can pile up: each pending call holds
+#: about 23 KiB in C-core, so 65536 let 90k reset streams grow the daemon by 850 MB (bench/abuse.py rapid-reset);
+#: 4096 bounds that at about 95 MB. The native engine, the default, keeps nothing for a reset stream.
+MAX_PENDING_CALLS = 4096
 
 _OPTIONS = [
     # so_reuseport off: otherwise a second simulator could bind the same port and silently share its clients.
@@ -47,10 +50,14 @@ _OPTIONS = [
     ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_CALLS),
 ]
 
-# pygrpc-native queues calls in Rust without grpcio's pending-call limit; the burst an adapter sends on one connection
-# (one OMCI request per ONU at once) is bounded by HTTP/2's concurrent streams, which a Go client waits on rather
-# than failing. The fallback (reflection) behind it is a grpc.aio server and takes _OPTIONS' limits.
-_NATIVE_OPTIONS = _OPTIONS + [("grpc.max_concurrent_streams", MAX_PENDING_CALLS)]
+#: HTTP/2 streams per connection on the native engine's OpenOLT port. pygrpc-native queues calls in Rust without
+#: grpcio's pending-call limit; the burst an adapter sends on one connection (one OMCI request per ONU at once) is
+#: bounded by HTTP/2's concurrent streams, which a Go client waits on rather than failing. Its HTTP/2 layer answers
+#: a rapid reset with GOAWAY (bench/abuse.py rapid-reset: +1 MB, heartbeats within 12 ms).
+NATIVE_STREAMS_PER_CONNECTION = 65536
+
+# The fallback (reflection) behind the native front is a grpc.aio server and takes _OPTIONS' limits.
+_NATIVE_OPTIONS = _OPTIONS + [("grpc.max_concurrent_streams", NATIVE_STREAMS_PER_CONNECTION)]
 
 # grpcio's server.stop() event normally fires right after the grace period; this bounds the wait in case it does not.
 _STOP_WAIT_SLACK = 5.0
@@ -310,6 +317,8 @@ class GrpcServerService(Service):
         grace: float = 0.5,
         interceptors: Sequence[Any] = (),
         engine: str = "threads",
+        max_calls: int | None = None,
+        max_calls_per_connection: int | None = None,
     ) -> None:
         self.setName(name)
         self.endpoint = endpoint
@@ -319,6 +328,10 @@ class GrpcServerService(Service):
         if engine == "native" and self._listen.secure:
             raise ValueError(f"{name}: the native gRPC engine has no TLS; serve {endpoint!r} with the grpcio engine")
         self.engine = engine
+        #: calls open at once (native: Task-run calls, as streams; grpc.aio: every call), more are refused with
+        #: RESOURCE_EXHAUSTED; and HTTP/2 streams per connection (a client beyond them waits or is refused)
+        self.max_calls = max_calls
+        self.max_calls_per_connection = max_calls_per_connection
         self._add_servicers = add_servicers
         self._max_workers = max_workers
         self._reactor = reactor
@@ -412,8 +425,17 @@ class GrpcServerService(Service):
         self._loop = check_asyncio_reactor(self._get_reactor())
         asyncio.set_event_loop(self._loop)
         if self.engine == "native":
-            return NativeServer(self._loop, interceptors=self.interceptors, options=_NATIVE_OPTIONS)
-        return grpc.aio.server(interceptors=self.interceptors, options=_OPTIONS)
+            return NativeServer(self._loop, interceptors=self.interceptors, name=self.name,
+                                options=self._per_connection(_NATIVE_OPTIONS), max_streams=self.max_calls)
+        # DecodeGuard innermost: a request that does not decode is a plain INVALID_ARGUMENT, as on the native engine.
+        return grpc.aio.server(interceptors=(*self.interceptors, DecodeGuard()), options=self._per_connection(_OPTIONS),
+                               maximum_concurrent_rpcs=self.max_calls)
+
+    def _per_connection(self, options: list) -> list:
+        if self.max_calls_per_connection is None:
+            return options
+        return [*(o for o in options if o[0] != "grpc.max_concurrent_streams"),
+                ("grpc.max_concurrent_streams", self.max_calls_per_connection)]
 
     def _bind(self, server: grpc.Server, listen: GrpcListen) -> tuple[str, int]:
         """Add the listening port; returns the address actually bound (real port) and the port."""

@@ -34,7 +34,7 @@ from oltsim.api import translate
 from oltsim.api.rest import json_response
 from oltsim.model import events
 from oltsim.model.onu import ONU_MACHINE
-from oltsim.security import handler_with
+from oltsim.onloop import handler_with
 
 __all__ = ["CountingResource", "Metrics", "MetricsInterceptor", "MetricsResource", "counted", "with_metrics"]
 

@@ -25,6 +25,7 @@ import os
 import shutil
 import tempfile
 import threading
+import uuid
 from collections import deque
 from typing import Any, Callable, Iterable, Sequence
 
@@ -33,6 +34,7 @@ from grpc import aio
 from twisted.python.failure import Failure
 
 from oltsim.bridge import failure_status
+from oltsim.onloop import DecodeGuard, undecodable_message
 from oltsim.logs import logger
 
 try:
@@ -54,6 +56,11 @@ IO_THREADS = 2
 _FLUSH_PAUSE = 0.05
 #: grpcio's default limit on a received message
 RECEIVE_LIMIT = 4 * 1024 * 1024
+#: bytes a stream may have queued for a client that does not read before its handler waits (and the queue the
+#: handler reads, bounded, drops instead): what a stalled reader can cost the process
+STREAM_BACKLOG_LIMIT = 1024 * 1024
+#: seconds between two log lines about calls refused for a limit (each refusal is counted in between)
+REFUSAL_LOG_INTERVAL = 10.0
 
 _OK = grpc.StatusCode.OK
 _UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
@@ -159,12 +166,13 @@ class _Context(aio.ServicerContext):
 class _Method:
     """One natively served method: its path, how to parse the request and serialize the answer, and how it runs."""
 
-    __slots__ = ("path", "parse", "serialize", "inline", "servicer", "name", "handler", "streaming")
+    __slots__ = ("path", "parse", "serialize", "inline", "servicer", "name", "handler", "streaming", "undecodable")
 
     def __init__(self, path: str, handler: grpc.RpcMethodHandler) -> None:
         self.path = path
         # No (de)serializer means bytes in and out, as in grpcio.
         self.parse = handler.request_deserializer or _same
+        self.undecodable = undecodable_message(path, handler.request_deserializer)
         self.serialize = handler.response_serializer or _same
         self.streaming = handler.response_streaming
         behaviour = handler.unary_stream if self.streaming else handler.unary_unary
@@ -186,14 +194,27 @@ class NativeServer(aio.Server):
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, interceptors: Sequence[Any] = (),
-                 options: Iterable[tuple[str, Any]] = (), io_threads: int = IO_THREADS) -> None:
+                 options: Iterable[tuple[str, Any]] = (), io_threads: int = IO_THREADS, name: str = "grpc",
+                 max_streams: int | None = None) -> None:
         self._records: list[Callable[[str, grpc.StatusCode], None]] = []
+        self._admits: list[Callable[[str, Sequence[tuple[str, Any]]], tuple[grpc.StatusCode, str] | None]] = []
         for interceptor in interceptors:
             record = getattr(interceptor, "record", None)
-            if record is None:
+            admit = getattr(interceptor, "admit", None)
+            if record is None and admit is None:
                 raise ValueError(f"the native engine cannot run {type(interceptor).__name__} on its inline calls; "
-                                 "only counting interceptors (with record(method, code, count))")
-            self._records.append(record)
+                                 "only counting interceptors (with record(method, code, count)) and admission "
+                                 "interceptors (with admit(method, metadata))")
+            if record is not None:
+                self._records.append(record)
+            if admit is not None:
+                self._admits.append(admit)
+        self.name = name
+        #: Task-run calls (streams, coroutine handlers) open at once; more are refused with RESOURCE_EXHAUSTED
+        self.max_streams = max_streams
+        self.refused = 0  # calls refused for a limit since the server started
+        self._refusals_logged = 0
+        self._refusal_logged_at = float("-inf")
         self._loop = loop
         self._interceptors = tuple(interceptors)
         self._options = list(options)
@@ -291,7 +312,8 @@ class NativeServer(aio.Server):
         # bound here (connections wait in its backlog) and serving once its start coroutine has run.
         self._fallback_dir = tempfile.mkdtemp(prefix="oltsim-grpc-")
         path = os.path.join(self._fallback_dir, "fallback.sock")
-        fallback = aio.server(interceptors=self._interceptors, options=self._options)
+        fallback = aio.server(interceptors=(*self._interceptors, DecodeGuard()), options=self._options,
+                              maximum_concurrent_rpcs=self.max_streams)
         fallback.add_generic_rpc_handlers(generic)
         for service, handlers in streamed.items():
             fallback.add_registered_method_handlers(service, handlers)
@@ -386,6 +408,8 @@ class NativeServer(aio.Server):
                 self._fail(call_id, method.path, grpc.StatusCode.UNAVAILABLE, "the server is stopping")
                 continue
             try:
+                if self._admits and self._refused_entry(call_id, method.path, details[0]):
+                    continue
                 if len(payload) > RECEIVE_LIMIT:
                     self._fail(call_id, method.path, grpc.StatusCode.RESOURCE_EXHAUSTED,
                                f"received message larger than max ({len(payload)} vs. {RECEIVE_LIMIT})")
@@ -393,7 +417,7 @@ class NativeServer(aio.Server):
                 try:
                     request = method.parse(payload)
                 except Exception:
-                    self._fail(call_id, method.path, grpc.StatusCode.INTERNAL, "Exception deserializing request!")
+                    self._fail(call_id, method.path, grpc.StatusCode.INVALID_ARGUMENT, method.undecodable)
                     continue
                 if method.inline is not None:
                     self._answer_inline(front, call_id, method, request, details[1])
@@ -419,6 +443,25 @@ class NativeServer(aio.Server):
         front.respond(call_id, method.serialize(response))
         self._answered[method.path] = self._answered.get(method.path, 0) + 1
 
+    def _refused_entry(self, call_id: int, path: str, metadata: Sequence[tuple[str, Any]]) -> bool:
+        """Ask the admission interceptors (the access token) about a call; True if one refused it (answered)."""
+        for admit in self._admits:
+            refusal = admit(path, metadata)
+            if refusal is not None:
+                self._fail(call_id, path, *refusal)
+                return True
+        return False
+
+    def _limit_refused(self, call_id: int, path: str, details: str) -> None:
+        """Refuse a call for a limit (RESOURCE_EXHAUSTED), logging at most one line per REFUSAL_LOG_INTERVAL."""
+        self.refused += 1
+        self._fail(call_id, path, grpc.StatusCode.RESOURCE_EXHAUSTED, details)
+        now = self._loop.time()
+        if now - self._refusal_logged_at >= REFUSAL_LOG_INTERVAL:
+            log.warn("grpc-call-refused server={server} method={method} reason={reason} refused={refused}",
+                     server=self.name, method=path, reason=details, refused=self.refused - self._refusals_logged)
+            self._refusal_logged_at, self._refusals_logged = now, self.refused
+
     def _fail(self, call_id: int, path: str, code: grpc.StatusCode, details: str) -> None:
         self._front.fail(call_id, _code(code), details)
         self._count(path, code)
@@ -428,6 +471,9 @@ class NativeServer(aio.Server):
             record(path, code)
 
     def _start_task(self, call_id: int, method: _Method, request: Any, details: tuple) -> None:
+        if self.max_streams is not None and len(self._tasks) >= self.max_streams:
+            self._limit_refused(call_id, method.path, f"too many open calls on this server (limit {self.max_streams})")
+            return
         context = _Context(details[1], details[0])
         run = self._run_stream if method.streaming else self._run_unary
         task = self._loop.create_task(run(call_id, method, request, context))
@@ -447,8 +493,11 @@ class NativeServer(aio.Server):
         elif isinstance(error, aio.AbortError) or (error is None and context._code not in (None, _OK)):
             self._fail(call_id, method.path, context._code or grpc.StatusCode.UNKNOWN, context._details)
         elif error is not None:
-            log.failure("openolt-native-handler-failed method={method}", failure=Failure(error), method=method.path)
-            self._fail(call_id, method.path, grpc.StatusCode.UNKNOWN, f"Unexpected {type(error).__name__}")
+            # An error the handler did not map: logged with a request id the answer names, never its class name.
+            request_id = uuid.uuid4().hex[:12]
+            log.failure("grpc-native-handler-failed server={server} method={method} request_id={request_id}",
+                        failure=Failure(error), server=self.name, method=method.path, request_id=request_id)
+            self._fail(call_id, method.path, grpc.StatusCode.INTERNAL, f"internal error (request id {request_id})")
         else:
             if method.streaming:
                 self._front.stream_end(call_id)
@@ -474,6 +523,10 @@ class NativeServer(aio.Server):
             async for item in items:
                 if not out.send(serialize(item)):
                     break  # the client is gone
+                if out.backlog_bytes > STREAM_BACKLOG_LIMIT:
+                    # The client does not keep up: wait for it, so that what it has not read piles up in the
+                    # handler's own bounded queue (which drops and counts) rather than here without bound.
+                    await out.drained()
             await out.drained()
         except BaseException as error:
             if isinstance(error, Exception):
@@ -508,6 +561,8 @@ class _StreamOut:
         self._backlog: deque[bytes] = deque()
         self._worker: asyncio.Future | None = None
         self.closed = False
+        #: bytes queued for the worker (approximate while it runs: it subtracts what it has sent)
+        self.backlog_bytes = 0
 
     def send(self, data: bytes) -> bool:
         """Send or queue one message; False once the client is gone."""
@@ -515,10 +570,12 @@ class _StreamOut:
             return False
         if self._worker is not None:
             self._backlog.append(data)
+            self.backlog_bytes += len(data)
             return True
         sent = self._front.stream_try_send(self._call_id, data)
         if sent == _STREAM_FULL:
             self._backlog.append(data)
+            self.backlog_bytes += len(data)
             self._start_worker()
         elif sent == _STREAM_CLOSED:
             self.closed = True
@@ -533,6 +590,7 @@ class _StreamOut:
         closes the stream or the port), as a cancelled grpc.aio stream sends nothing more."""
         self.closed = True
         self._backlog.clear()
+        self.backlog_bytes = 0
 
     def _drain(self) -> bool:
         # Worker thread: deque.popleft and append are atomic, and only this thread pops while it runs.
@@ -542,6 +600,7 @@ class _StreamOut:
                 data = backlog.popleft()
             except IndexError:  # abandoned meanwhile
                 break
+            self.backlog_bytes -= len(data)  # an int update: atomic under the GIL, read on the loop as an estimate
             if not front.stream_send(call_id, data):
                 return False
         return not self.closed
@@ -551,6 +610,7 @@ class _StreamOut:
         if worker.cancelled() or worker.exception() is not None or not worker.result():
             self.closed = True
             self._backlog.clear()
+            self.backlog_bytes = 0
         elif self._backlog:
             self._start_worker()  # appended after the worker's last look
 

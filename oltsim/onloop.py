@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 import grpc
 
 from oltsim.bridge import StreamQueue, failure_status, is_streaming, rpc_functions
 from oltsim.logs import logger
 
-__all__ = ["AsyncStreamQueue", "NotOnLoop", "check_asyncio_reactor", "install_asyncio_reactor", "on_loop"]
+__all__ = ["AsyncStreamQueue", "DecodeGuard", "NotOnLoop", "check_asyncio_reactor", "handler_with",
+           "install_asyncio_reactor", "on_loop", "undecodable_message"]
 
 log = logger("oltsim.onloop")
 
@@ -63,8 +64,8 @@ class AsyncStreamQueue(StreamQueue):
     the stream after the items already queued, with a status or normally); only the way the reader waits differs.
     """
 
-    def __init__(self, maxsize: int = 1000) -> None:
-        super().__init__(maxsize)
+    def __init__(self, maxsize: int = 1000, max_bytes: int | None = None) -> None:
+        super().__init__(maxsize, max_bytes)
         self._waiter: asyncio.Future | None = None
 
     def _changed(self) -> None:
@@ -79,13 +80,21 @@ class AsyncStreamQueue(StreamQueue):
         """
         while True:
             while self._items:
-                yield self._items.popleft()
+                yield self._pop()
             if self._closed is not None:
-                if self._closed.status is not None:
+                if self._closed.status is not None and not _gone(context):
                     await context.abort(self._closed.status, self._closed.details or "")
                 return
             self._waiter = asyncio.get_running_loop().create_future()
             await self._waiter
+
+
+def _gone(context: Any) -> bool:
+    """True once the call is over for the client (cancelled, or its status already sent)."""
+    try:
+        return bool(context.cancelled() or context.done())
+    except Exception:  # a context without these (a test double) is taken as still there
+        return False
 
 
 def on_loop(servicer: Any, base: type) -> Any:
@@ -138,6 +147,12 @@ def _streaming(servicer: Any, name: str, stream: Any) -> Any:
                 except (asyncio.CancelledError, grpc.aio.AbortError):
                     raise
                 except Exception as exc:
+                    if _gone(context):
+                        # The client left (or the server is stopping) while the stream ended: grpc.aio refuses to
+                        # send a status on a finished call (ExecuteBatchError). Nobody is left to answer.
+                        log.debug("grpc-stream-ended-after-client-left method={method} error={error}",
+                                  method=name, error=type(exc).__name__)
+                        return
                     code, details = failure_status(servicer, name, exc)
                     break
                 yield item
@@ -147,3 +162,71 @@ def _streaming(servicer: Any, name: str, stream: Any) -> Any:
 
     handler.__name__ = handler.__qualname__ = name
     return handler
+
+
+class DecodeGuard(grpc.aio.ServerInterceptor):
+    """Refuses a request that does not decode with INVALID_ARGUMENT and a plain reason, as the native engine does.
+
+    grpc.aio answers such a request UNKNOWN with ``Unexpected <class '...DecodeError'>``: Python internals, for a
+    client's mistake. The guard takes the request as bytes and decodes it itself, before the handler runs. Methods
+    that read a request stream (server reflection) keep their own decoding.
+    """
+
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        if handler is None or handler.request_streaming or handler.request_deserializer is None:
+            return handler
+        parse = handler.request_deserializer
+        refusal = undecodable_message(handler_call_details.method, parse)
+
+        def wrap(behaviour, response_streaming: bool):
+            if not response_streaming:
+                async def decoded(request, context):
+                    try:
+                        request = parse(request)
+                    except Exception:
+                        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refusal)
+                    return await behaviour(request, context)
+                return decoded
+
+            async def decoded_stream(request, context):
+                try:
+                    request = parse(request)
+                except Exception:
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refusal)
+                async for item in behaviour(request, context):
+                    yield item
+            return decoded_stream
+
+        return handler_with(handler, wrap, request_deserializer=None)
+
+
+_HANDLER_KINDS = {
+    (False, False): (grpc.unary_unary_rpc_method_handler, "unary_unary"),
+    (False, True): (grpc.unary_stream_rpc_method_handler, "unary_stream"),
+    (True, False): (grpc.stream_unary_rpc_method_handler, "stream_unary"),
+    (True, True): (grpc.stream_stream_rpc_method_handler, "stream_stream"),
+}
+
+
+_KEEP = object()
+
+
+def handler_with(handler: grpc.RpcMethodHandler,
+                 wrap: Callable[[Callable[..., Any], bool], Callable[..., Any]],
+                 request_deserializer: Any = _KEEP) -> grpc.RpcMethodHandler:
+    """A method handler of the same kind and (de)serializers as ``handler`` whose behaviour is
+    ``wrap(behaviour, response_streaming)`` (what a server interceptor returns to run code around a call);
+    ``request_deserializer`` replaces the handler's (None: the behaviour gets the request's bytes)."""
+    factory, attribute = _HANDLER_KINDS[(handler.request_streaming, handler.response_streaming)]
+    return factory(wrap(getattr(handler, attribute), handler.response_streaming),
+                   request_deserializer=(handler.request_deserializer if request_deserializer is _KEEP
+                                         else request_deserializer),
+                   response_serializer=handler.response_serializer)
+
+
+def undecodable_message(path: str, deserializer: Any) -> str:
+    """The plain reason a request of method ``path`` that does not parse is refused with (INVALID_ARGUMENT)."""
+    message = getattr(getattr(deserializer, "__self__", None), "DESCRIPTOR", None)
+    what = message.full_name if message is not None else "the message this method takes"
+    return f"{path}: the request does not decode as {what}"

@@ -33,9 +33,10 @@ from oltsim.api.rest import json_response
 from oltsim.config import ConfigError
 from oltsim.grpcserver import GrpcListen, _split_endpoint, parse_grpc_endpoint
 from oltsim.logs import logger
+from oltsim.onloop import handler_with
 
-__all__ = ["AccessToken", "TokenGuard", "TokenInterceptor", "certificate_options", "check_listener", "guard",
-           "handler_with", "interceptors", "server_endpoint", "server_service"]
+__all__ = ["AccessToken", "AioTokenInterceptor", "TokenGuard", "TokenInterceptor", "certificate_options", "check_listener", "guard",
+           "interceptors", "server_endpoint", "server_service"]
 
 log = logger("oltsim.security")
 
@@ -132,54 +133,78 @@ def guard(resource: Resource, token: AccessToken | None, surface: str,
 
 # ---- gRPC ---------------------------------------------------------------------------------------------------
 
-_HANDLER_KINDS = {
-    (False, False): (grpc.unary_unary_rpc_method_handler, "unary_unary"),
-    (False, True): (grpc.unary_stream_rpc_method_handler, "unary_stream"),
-    (True, False): (grpc.stream_unary_rpc_method_handler, "stream_unary"),
-    (True, True): (grpc.stream_stream_rpc_method_handler, "stream_stream"),
-}
-
-
-def handler_with(handler: grpc.RpcMethodHandler,
-                 wrap: Callable[[Callable[..., Any], bool], Callable[..., Any]]) -> grpc.RpcMethodHandler:
-    """A method handler of the same kind and (de)serializers as ``handler`` whose behaviour is
-    ``wrap(behaviour, response_streaming)`` (what a server interceptor returns to run code around a call)."""
-    factory, attribute = _HANDLER_KINDS[(handler.request_streaming, handler.response_streaming)]
-    return factory(wrap(getattr(handler, attribute), handler.response_streaming),
-                   request_deserializer=handler.request_deserializer,
-                   response_serializer=handler.response_serializer)
 
 
 class TokenInterceptor(grpc.ServerInterceptor):
     """Refuses, with UNAUTHENTICATED, every call (server reflection included) whose metadata lacks
-    ``authorization: Bearer <token>``. Unknown methods stay UNIMPLEMENTED (grpcio's own answer)."""
+    ``authorization: Bearer <token>``. Unknown methods stay UNIMPLEMENTED (grpcio's own answer).
+    :meth:`admit` is the check alone, which the native engine asks before each call it answers itself."""
 
     def __init__(self, token: AccessToken, surface: str) -> None:
         self.token = token
         self.surface = surface
 
-    def intercept_service(self, continuation, handler_call_details):
-        handler = continuation(handler_call_details)
-        authorization = next((value for key, value in handler_call_details.invocation_metadata or ()
-                              if key == "authorization"), None)
+    def admit(self, method: str, metadata) -> tuple[grpc.StatusCode, str] | None:
+        """None if ``metadata`` carries the token; otherwise the status to refuse the call with (logged)."""
+        authorization = next((value for key, value in metadata or () if key == "authorization"), None)
         reason = self.token.refusal(authorization)
-        if reason is None or handler is None:
-            return handler
-        method = handler_call_details.method
+        if reason is None:
+            return None
         log.info("access-refused surface={surface} reason={reason} method={method}",
                  surface=self.surface, reason=reason, method=method)
+        return grpc.StatusCode.UNAUTHENTICATED, _message(reason)
+
+    def intercept_service(self, continuation, handler_call_details):
+        handler = continuation(handler_call_details)
+        if handler is None:
+            return handler
+        refusal = self.admit(handler_call_details.method, handler_call_details.invocation_metadata)
+        if refusal is None:
+            return handler
 
         def refuse(_behaviour, _streaming):
             def refused(request, context):
-                context.abort(grpc.StatusCode.UNAUTHENTICATED, _message(reason))
+                context.abort(*refusal)
             return refused
 
         return handler_with(handler, refuse)
 
 
-def interceptors(token: AccessToken | None, surface: str) -> list[grpc.ServerInterceptor]:
-    """The token interceptor for a control gRPC server, or none when no token is configured."""
-    return [] if token is None else [TokenInterceptor(token, surface)]
+class AioTokenInterceptor(grpc.aio.ServerInterceptor):
+    """:class:`TokenInterceptor` for the servers on the reactor's loop (grpc.aio, and the native engine, which
+    calls :meth:`admit` itself)."""
+
+    def __init__(self, token: AccessToken, surface: str) -> None:
+        self._check = TokenInterceptor(token, surface)
+        self.admit = self._check.admit
+
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler
+        refusal = self.admit(handler_call_details.method, handler_call_details.invocation_metadata)
+        if refusal is None:
+            return handler
+
+        def refuse(_behaviour, streaming):
+            if streaming:
+                async def refused_stream(request, context):
+                    await context.abort(*refusal)
+                    yield  # an async generator, as the handler it replaces
+                return refused_stream
+
+            async def refused(request, context):
+                await context.abort(*refusal)
+            return refused
+
+        return handler_with(handler, refuse)
+
+
+def interceptors(token: AccessToken | None, surface: str, on_loop: bool = False) -> list:
+    """The token interceptor for a control gRPC server (grpc.aio's kind ``on_loop``), or none without a token."""
+    if token is None:
+        return []
+    return [AioTokenInterceptor(token, surface) if on_loop else TokenInterceptor(token, surface)]
 
 
 # ---- TLS listeners ------------------------------------------------------------------------------------------

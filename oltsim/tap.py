@@ -32,12 +32,11 @@ from oltsim.api.v0.grpc import LegacyServicer
 from oltsim.api.v0.rest import V0Rest
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
 from oltsim.api.v1.rest import V1Rest
-from oltsim.bridge import Bridge
 from oltsim.config import DEFAULT_MAX_REQUEST_BODY, LISTENER_FIELDS, ConfigError, load_settings
 from oltsim import nativeserver
 from oltsim.grpcserver import GrpcServerService, parse_grpc_endpoint
 from oltsim.logs import CONTROL, logger
-from oltsim.metrics import AioMetricsInterceptor, Metrics, MetricsInterceptor, counted, with_metrics
+from oltsim.metrics import AioMetricsInterceptor, Metrics, counted, with_metrics
 from oltsim.security import AccessToken, check_listener, guard, interceptors, server_service
 from oltsim.model import events
 from oltsim.model.builder import build_olt, check_buildable
@@ -75,7 +74,7 @@ PARAMETERS = [
     ("bp-format", None, None, "bandwidth profile format: mef (default) or ietf", "bp_format"),
     ("log-level", None, None, "trace, debug, info (default), warn, error", "log_level"),
     ("openolt", None, None, "OpenOLT gRPC endpoint (default tcp:50060)", "openolt"),
-    ("grpc-engine", None, None, "OpenOLT gRPC engine: auto (default: native on tcp:, grpcio on ssl:), native "
+    ("grpc-engine", None, None, "gRPC engine (OpenOLT, v1, v0): auto (default: native on tcp:, grpcio on ssl:), native "
      "(pygrpc-native, no TLS) or grpcio (grpc.aio)", "grpc_engine"),
     ("grpc-v1", None, None, "control API v1 gRPC endpoint (default tcp:50070)", "grpc_v1"),
     ("rest-v1", None, None, "control API v1 REST endpoint (default tcp:50071)", "rest_v1"),
@@ -92,6 +91,8 @@ PARAMETERS = [
     ("max-flows", None, None, "flows the OLT holds at most; FlowAdd beyond is RESOURCE_EXHAUSTED (default 16384)",
      "max_flows"),
     ("max-flows-per-onu", None, None, "flows one ONU holds at most (default 256)", "max_flows_per_onu"),
+    ("max-api-calls", None, None, "control gRPC calls (v1, v0) open at once per server, streams included; more "
+     "are refused with RESOURCE_EXHAUSTED (default 256)", "max_api_calls"),
     ("max-request-body", None, None, "largest REST request body in bytes; larger ones are answered 413 before "
      "they are read (default 1048576)", "max_request_body"),
 ]
@@ -205,8 +206,12 @@ def asyncio_reactor():
     return reactor
 
 
-def openolt_engine(choice: str, endpoint: str) -> str:
-    """The GrpcServerService engine for the OpenOLT endpoint: ``auto`` is native on ``tcp:`` (grpcio when
+#: HTTP/2 streams one connection may have open on a control gRPC server (bbsimctl uses one per command)
+CONTROL_CALLS_PER_CONNECTION = 32
+
+
+def loop_engine(choice: str, endpoint: str) -> str:
+    """The GrpcServerService engine for a gRPC endpoint: ``auto`` is native on ``tcp:`` (grpcio when
     pygrpc-native cannot be imported on this machine, with a warning) and grpcio on ``ssl:``, which native lacks."""
     if choice == "grpcio" or (choice == "auto" and endpoint.lower().startswith("ssl:")):
         return "grpcio"
@@ -230,7 +235,6 @@ def makeService(options, reactor=None):
     omci = OmciResponder.from_settings(settings)
     omci.attach(olt)
     ProtocolEngine.from_settings(settings, omci_responder=omci.handle).attach(olt)
-    bridge = Bridge(reactor)
     hub = IndicationHub(olt)
     top = service.MultiService()
     # security and metrics (issue 5): one registry per service; the token guards the control surfaces only
@@ -243,7 +247,7 @@ def makeService(options, reactor=None):
         "openolt", settings.openolt,
         lambda server: _add_openolt(server, on_loop(OpenoltServicer(olt, hub), openolt_pb2_grpc.OpenoltServicer)),
         reactor=reactor, interceptors=[AioMetricsInterceptor(metrics, "openolt")],
-        engine=openolt_engine(settings.grpc_engine, settings.openolt))
+        engine=loop_engine(settings.grpc_engine, settings.openolt))
     openolt.on_stopping.append(hub.end_all)
     openolt.setServiceParent(top)
 
@@ -261,10 +265,17 @@ def makeService(options, reactor=None):
     bus = EventBus(olt, reactor)
     commands = V1Commands(olt, openolt=openolt, logs=CONTROL, olt_ip=local_ip(settings.openolt),
                           revision=settings.api_revision)
+    # The control APIs are served on the reactor's loop too, by the same engines: no call holds a thread, a request
+    # that never arrives costs no Python at all on the native engine, and open calls are capped per connection
+    # and per server (RESOURCE_EXHAUSTED beyond), so that no client, token or not, can wedge them.
+    limits = dict(max_calls=settings.max_api_calls, max_calls_per_connection=CONTROL_CALLS_PER_CONNECTION)
     grpc_v1 = GrpcServerService(
         "grpc-v1", settings.grpc_v1,
-        lambda server: _add_v1(server, BBSimServicer(commands, bridge), OltsimServicer(bridge, bus)),
-        reactor=reactor, interceptors=[MetricsInterceptor(metrics, "grpc-v1"), *interceptors(token, "grpc-v1")])
+        lambda server: _add_v1(server, on_loop(BBSimServicer(commands), bbsim_pb2_grpc.BBSimServicer),
+                               on_loop(OltsimServicer(bus), oltsim_pb2_grpc.OltsimServicer)),
+        reactor=reactor, engine=loop_engine(settings.grpc_engine, settings.grpc_v1),
+        interceptors=[AioMetricsInterceptor(metrics, "grpc-v1"), *interceptors(token, "grpc-v1", on_loop=True)],
+        **limits)
     grpc_v1.on_stopping.append(bus.close_all)
     grpc_v1.setServiceParent(top)
     secured = token is not None  # documented in the OpenAPI documents; the guard itself wraps the resources
@@ -274,9 +285,12 @@ def makeService(options, reactor=None):
     rest_v1.setName("rest-v1")
     rest_v1.setServiceParent(top)
     v0_commands = V0Commands(olt, olt_ip=commands.olt_ip)
-    grpc_v0 = GrpcServerService("grpc-v0", settings.grpc_v0,
-                                lambda server: _add_v0(server, LegacyServicer(v0_commands, bridge)), reactor=reactor,
-                                interceptors=[MetricsInterceptor(metrics, "grpc-v0"), *interceptors(token, "grpc-v0")])
+    grpc_v0 = GrpcServerService(
+        "grpc-v0", settings.grpc_v0,
+        lambda server: _add_v0(server, on_loop(LegacyServicer(v0_commands), legacy_pb2_grpc.BBSimServiceServicer)),
+        reactor=reactor, engine=loop_engine(settings.grpc_engine, settings.grpc_v0),
+        interceptors=[AioMetricsInterceptor(metrics, "grpc-v0"), *interceptors(token, "grpc-v0", on_loop=True)],
+        **limits)
     grpc_v0.setServiceParent(top)
     rest_v0 = server_service(settings.rest_v0, _site(V0Rest(v0_commands, secured=secured).resource(), "rest-v0",
                                                      metrics, token, headers=[(b"Deprecation", b"true")],

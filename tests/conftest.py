@@ -24,11 +24,12 @@ from oltsim.api import translate  # noqa: E402
 from oltsim.api.commands import V1Commands  # noqa: E402
 from oltsim.api.v1.grpc import BBSimServicer  # noqa: E402
 from oltsim.api.v1.rest import V1Rest  # noqa: E402
-from oltsim.bridge import Bridge, StreamQueue  # noqa: E402
+from oltsim.bridge import StreamQueue  # noqa: E402
 from oltsim.config import load_settings  # noqa: E402
 from oltsim.model import events  # noqa: E402
 from oltsim.model.builder import build_olt  # noqa: E402
 from oltsim.onloop import on_loop  # noqa: E402
+from oltsim._proto import bbsim_pb2_grpc  # noqa: E402
 from oltsim.southbound.indications import to_indications  # noqa: E402
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer  # noqa: E402
 
@@ -175,7 +176,7 @@ class Sim:
         self.openolt_servicer = OpenoltServicer(self.olt, self.hub)
         self.openolt = on_loop(self.openolt_servicer, openolt_pb2_grpc.OpenoltServicer)
         self.commands = V1Commands(self.olt, revision=revision)
-        self.bbsim = BBSimServicer(self.commands, Bridge.inline())
+        self.bbsim = on_loop(BBSimServicer(self.commands), bbsim_pb2_grpc.BBSimServicer)
         self.rest = Rest(V1Rest(self.commands).resource())
         self.stream: StreamQueue | None = None
         if start:

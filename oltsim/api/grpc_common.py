@@ -3,25 +3,23 @@ whose every RPC delegates to the commands method of the same name (as REST does)
 from __future__ import annotations
 
 from oltsim.api import translate
-from oltsim.bridge import on_reactor
 from oltsim.model.errors import OltsimError
 
 
 def abort_for(context, exc) -> None:
     """Answer a refused request with the status of the one error table; anything that is not a
-    domain error is left to the bridge, which logs it with a request id and answers INTERNAL."""
+    domain error is left to `oltsim.bridge.failure_status`, which logs it with a request id and answers INTERNAL."""
     if isinstance(exc, OltsimError):
         code, _ = translate.status_for(exc)
         context.abort(code, exc.message)
 
 
 def delegating_servicer(base: type, service, commands_name: str) -> type:
-    """A servicer class (wrapped for the reactor) built as `cls(commands, bridge)`, whose every RPC of
-    `service` (a ServiceDescriptor) calls `commands.<RPC name>(request)`."""
+    """A servicer class built as `cls(commands)`, whose every RPC of `service` (a ServiceDescriptor) calls
+    `commands.<RPC name>(request)` on the reactor thread (served through `oltsim.onloop.on_loop`)."""
 
-    def __init__(self, commands, bridge):
+    def __init__(self, commands):
         self._commands = commands
-        self._bridge = bridge
 
     def _abort(self, context, exc):
         abort_for(context, exc)
@@ -31,7 +29,7 @@ def delegating_servicer(base: type, service, commands_name: str) -> type:
     for method in service.methods:
         namespace[method.name] = _delegate(method.name, f"{service.full_name}/{method.name} via "
                                                         f"{commands_name}.{method.name}.")
-    return on_reactor(type(f"{service.name}Servicer", (base,), namespace))
+    return type(f"{service.name}Servicer", (base,), namespace)
 
 
 def _delegate(name: str, doc: str):

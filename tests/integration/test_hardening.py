@@ -2,6 +2,9 @@
 in time and count, and checks what a user of a shared lab relies on (the daemon stays up and keeps answering)."""
 from __future__ import annotations
 
+import os
+import re
+import signal
 import threading
 import time
 
@@ -10,7 +13,9 @@ import pytest
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
 from engines import engine_options, grpc_engine  # noqa: F401 - the fixture
-from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc
+from bench.abuse import hold_streams, rapid_reset
+from bench.h2raw import RawConnection, grpc_frame
+from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc
 from test_daemon import daemon  # noqa: F401 - the fixture
 
 RESTARTS = 300
@@ -60,3 +65,129 @@ def test_back_to_back_grpc_restarts_under_load_keep_the_daemon_up(daemon, grpc_e
         grpc.channel_ready_future(channel).result(timeout=10)
         openolt_pb2_grpc.OpenoltStub(channel).HeartbeatCheck(openolt_pb2.Empty(), timeout=5)
     assert "critical" not in process.log.lower()
+
+
+PROBES = 5
+
+
+def _probe(port: int, api: str, token: str | None) -> list[float]:
+    """A status call on the control API `api`, PROBES times on a fresh connection; seconds each took."""
+    metadata = (("authorization", f"Bearer {token}"),) if token else ()
+    took = []
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        for _ in range(PROBES):
+            start = time.monotonic()
+            if api == "grpc-v1":
+                bbsim_pb2_grpc.BBSimStub(channel).GetOlt(bbsim_pb2.Empty(), timeout=5, metadata=metadata)
+            else:
+                legacy_pb2_grpc.BBSimServiceStub(channel).OLTStatus(legacy_pb2.Empty(), timeout=5, metadata=metadata)
+            took.append(time.monotonic() - start)
+    return took
+
+
+def _wait_answering(process, port: int, api: str, token: str | None, within: float = 30.0) -> None:
+    deadline = time.monotonic() + within
+    while True:
+        assert process.process.poll() is None, process.log[-3000:]
+        try:
+            _probe(port, api, token)
+            return
+        except grpc.RpcError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+@pytest.mark.parametrize("api", ["grpc-v1", "grpc-v0"])
+@pytest.mark.parametrize("secured", [False, True], ids=["open", "token"])
+def test_held_streams_and_requests_that_never_arrive_do_not_wedge_the_control_api(daemon, tmp_path, api, secured):
+    """40 event streams never read, 40 reflection streams that never send and one connection with 40 requests whose
+    body never comes (the attack that exhausted the 32 threads behind the control API, token or not) are held open,
+    and the API still answers every call at once; with an access token set the attacker sends none."""
+    token = None
+    arguments = []
+    if secured:
+        token = "s3cret-for-the-test"
+        (tmp_path / "token").write_text(token)
+        arguments = ["--api-token-file", str(tmp_path / "token")]
+    process = daemon(*arguments)
+    port = process.ports[api]
+    _wait_answering(process, port, api, token)
+    raw_path = "/bbsim.BBSim/GetOlt" if api == "grpc-v1" else "/legacy.BBSimService/OLTStatus"
+    held = {}
+    attack = threading.Thread(target=lambda: held.update(hold_streams("127.0.0.1", port, seconds=6, raw_path=raw_path)),
+                              daemon=True)
+    attack.start()
+    time.sleep(2.0)  # every stream is open by now
+    try:
+        took = _probe(port, api, token)
+    except grpc.RpcError as error:
+        pytest.fail(f"{api} did not answer while streams were held: {error.code()} {error.details()}")
+    finally:
+        attack.join(30)
+    assert not attack.is_alive()
+    assert max(took) < 2.0, took
+    # The attack was in place while the probe ran: raw requests held open (not refused or answered).
+    assert held.get("held raw HEADERS", 0) > 0, held
+    if not secured and api == "grpc-v1":
+        assert held.get("held StreamEvents", 0) > 0 and held.get("held ServerReflectionInfo", 0) > 0, held
+    assert process.process.poll() is None
+
+
+def test_sigterm_soon_after_undecodable_reflection_messages_stops_at_once(daemon):
+    """A few server-reflection streams carrying bytes that do not decode, left open, then SIGTERM: the daemon exits
+    0 within a few seconds with every gRPC server stopped cleanly (it used to take 5.7 s, clean=False)."""
+    process = daemon()
+    process.wait_serving()
+    connection = RawConnection("127.0.0.1", process.ports["grpc-v1"])
+    try:
+        for _ in range(3):
+            connection.open_stream("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
+                                   message=grpc_frame(b"\xff\xff\xff"))
+        connection.flush()
+        connection.pump(1.0)
+        start = time.monotonic()
+        process.process.send_signal(signal.SIGTERM)
+        assert process.wait_exit() == 0, process.log[-3000:]
+        took = time.monotonic() - start
+    finally:
+        connection.close()
+    assert took < 3.0, (took, process.log[-3000:])
+    stopped = re.findall(r"grpc-server-stopped name=(\S+) .* clean=(\w+)", process.log)
+    assert sorted(stopped) == [("grpc-v0", "True"), ("grpc-v1", "True"), ("openolt", "True")], stopped
+
+
+def _rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+#: RSS growth allowed after RAPID_RESETS reset streams. The native engine keeps nothing for a reset stream; grpc.aio
+#: (the engine of ssl: endpoints) holds up to MAX_PENDING_CALLS calls in C-core, about 95 MB, and no more.
+RAPID_RESETS = 40_000
+RESET_GROWTH_MIB = {"native": 50, "grpcio": 130}
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the daemon's RSS from /proc")
+def test_http2_rapid_reset_on_the_openolt_port_is_bounded(daemon, grpc_engine):
+    """HEADERS then RST_STREAM, 40k times on one connection, on the OpenOLT port: the daemon's memory stays bounded
+    (it grew 150 MB per 20k streams, without limit) and it answers a heartbeat at once afterwards."""
+    process = daemon(*engine_options(grpc_engine))
+    process.wait_serving()
+    port = process.ports["openolt"]
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        openolt_pb2_grpc.OpenoltStub(channel).HeartbeatCheck(openolt_pb2.Empty(), timeout=10)
+    before = _rss_mib(process.process.pid)
+    counts = rapid_reset("127.0.0.1", port, streams=RAPID_RESETS)
+    assert counts["streams sent"] == RAPID_RESETS, counts
+    time.sleep(1.0)  # what the server still has queued is answered or dropped by now
+    grown = _rss_mib(process.process.pid) - before
+    assert grown < RESET_GROWTH_MIB[grpc_engine], (grown, counts)
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        start = time.monotonic()
+        openolt_pb2_grpc.OpenoltStub(channel).HeartbeatCheck(openolt_pb2.Empty(), timeout=10)
+        assert time.monotonic() - start < 2.0
+    assert process.process.poll() is None

@@ -326,10 +326,12 @@ def test_native_client_cancel_ends_the_stream_on_the_server():
         yield service.stopService()
 
 
+@pytest.mark.parametrize("engine", ["native", "grpcio"])
 @pytest_twisted.inlineCallbacks
-def test_native_oversized_and_undecodable_requests_are_refused_not_crashed():
-    """A request above grpcio's 4 MiB limit gets RESOURCE_EXHAUSTED, one the method cannot parse INTERNAL (as
-    grpcio answers both); the server answers the next call."""
+def test_oversized_and_undecodable_requests_are_refused_not_crashed(engine):
+    """A request above grpcio's 4 MiB limit gets RESOURCE_EXHAUSTED, one the method cannot parse INVALID_ARGUMENT
+    with a plain reason naming the method (no Python class name, as grpc.aio's own UNKNOWN "Unexpected <class
+    ...DecodeError>" had), on both engines; the server answers the next call."""
     def refuse_parse(payload):
         raise ValueError("not a message")
 
@@ -344,13 +346,14 @@ def test_native_oversized_and_undecodable_requests_are_refused_not_crashed():
                     "Refuse": grpc.unary_unary_rpc_method_handler(adapter.Refuse, request_deserializer=refuse_parse)}
         server.add_registered_method_handlers(SERVICE, handlers)
 
-    service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", add, grace=0.5, engine="native")
+    service = GrpcServerService("loop", "tcp:0:interface=127.0.0.1", add, grace=0.5, engine=engine)
     service.startService()
     try:
         code, details = yield call(service.port, "Echo", b"x" * (4 * 1024 * 1024 + 1))
         assert code is grpc.StatusCode.RESOURCE_EXHAUSTED, details
         code, details = yield call(service.port, "Refuse", b"\xff")
-        assert code is grpc.StatusCode.INTERNAL, details
+        assert code is grpc.StatusCode.INVALID_ARGUMENT, details
+        assert details == f"/{SERVICE}/Refuse: the request does not decode as the message this method takes"
         assert (yield call(service.port, "Echo", b"fine")) == b"fine"
     finally:
         yield service.stopService()

@@ -17,7 +17,7 @@ from oltsim._proto import legacy_pb2, legacy_pb2_grpc
 from oltsim.api.v0.commands import V0Commands
 from oltsim.api.v0.grpc import LegacyServicer
 from oltsim.api.v0.rest import V0Rest
-from oltsim.bridge import Bridge
+from oltsim.onloop import on_loop
 from oltsim.config import load_settings
 from oltsim.grpcserver import GrpcServerService
 from oltsim.model.builder import build_olt
@@ -59,10 +59,10 @@ def grpc_calls(port):
 def test_grpc_legacy_service_on_a_real_channel():
     """Legacy RPCs run through a real server: status, a per-(PON, ONU id) deactivation, NOT_FOUND, INVALID_ARGUMENT."""
     olt, commands = make_commands()
-    servicer = LegacyServicer(commands, Bridge(reactor, timeout=5))
+    servicer = on_loop(LegacyServicer(commands), legacy_pb2_grpc.BBSimServiceServicer)
     service = GrpcServerService("grpc-v0", "tcp:0:interface=127.0.0.1",
                                 lambda server: legacy_pb2_grpc.add_BBSimServiceServicer_to_server(servicer, server),
-                                max_workers=4, grace=0.5)
+                                grace=0.5, engine="native")
     service.startService()
     try:
         status, off, onus, missing, bad = yield deferToThread(grpc_calls, service.port)

@@ -766,9 +766,9 @@ def test_grpc_engine_from_yaml_and_options(tmp_path):
     ("grpcio", "tcp:50060", "grpcio"),
     ("grpcio", "ssl:50060:privateKey=key.pem", "grpcio"),
 ])
-def test_openolt_engine_choice(choice, endpoint, engine):
+def test_loop_engine_choice(choice, endpoint, engine):
     """auto serves tcp: endpoints natively and ssl: ones with grpc.aio (pygrpc-native has no TLS); an explicit
     choice is kept."""
-    from oltsim.tap import openolt_engine
+    from oltsim.tap import loop_engine
 
-    assert openolt_engine(choice, endpoint) == engine
+    assert loop_engine(choice, endpoint) == engine

@@ -25,7 +25,7 @@ from twisted.logger import LogLevel, globalLogPublisher
 from voltha_protos import openolt_pb2, tech_profile_pb2
 
 from conftest import Aborted, FakeContext, Rest, Sim, fuzz_settings, grpc_call, model_invariants, stream_now
-from oltsim._proto import bbsim_pb2, legacy_pb2, oltsim_pb2
+from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api.commands import LOG_LEVELS, V1Commands
 from oltsim.api.eventbus import EventBus
 from oltsim.api.v0 import rest as v0_rest
@@ -34,7 +34,7 @@ from oltsim.api.v0.grpc import LegacyServicer
 from oltsim.api.v0.mapping import LEGACY_ONU_ALARMS
 from oltsim.api.v1 import rest as v1_rest
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer, event_to_pb
-from oltsim.bridge import Bridge
+from oltsim.onloop import on_loop
 from oltsim.model import events
 from oltsim.model.alarms import ONU_ALARMS
 from oltsim.model.errors import Unavailable
@@ -311,9 +311,9 @@ class World:
         self.bus.subscribe(_render_both)
         self.v0 = V0Commands(olt)
         self.servicers = {
-            "bbsim.BBSim": BBSimServicer(commands, Bridge.inline()),
-            "legacy.BBSimService": LegacyServicer(self.v0, Bridge.inline()),
-            "oltsim.v1.Oltsim": OltsimServicer(Bridge.inline(), self.bus),
+            "bbsim.BBSim": on_loop(BBSimServicer(commands), bbsim_pb2_grpc.BBSimServicer),
+            "legacy.BBSimService": on_loop(LegacyServicer(self.v0), legacy_pb2_grpc.BBSimServiceServicer),
+            "oltsim.v1.Oltsim": on_loop(OltsimServicer(self.bus), oltsim_pb2_grpc.OltsimServicer),
             "openolt.Openolt": self.sim.openolt,
         }
         self.v1_rest = Rest(v1_rest.V1Rest(commands).resource())

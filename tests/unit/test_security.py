@@ -353,10 +353,11 @@ def test_make_service_without_token_is_open():
 
 
 def test_make_service_gives_control_grpc_servers_the_token_interceptor():
-    """The v1 and v0 gRPC servers get the metrics and token interceptors; OpenOLT only the metrics one."""
+    """The v1 and v0 gRPC servers get the metrics and token interceptors (grpc.aio's kind: every gRPC server runs on
+    the reactor's loop); OpenOLT only the metrics one."""
     top = built("--api-token", TOKEN)
     kinds = {name: [type(i).__name__ for i in top.getServiceNamed(name).interceptors]
              for name in ("openolt", "grpc-v1", "grpc-v0")}
     assert kinds == {"openolt": ["AioMetricsInterceptor"],
-                     "grpc-v1": ["MetricsInterceptor", "TokenInterceptor"],
-                     "grpc-v0": ["MetricsInterceptor", "TokenInterceptor"]}
+                     "grpc-v1": ["AioMetricsInterceptor", "AioTokenInterceptor"],
+                     "grpc-v0": ["AioMetricsInterceptor", "AioTokenInterceptor"]}

@@ -1,5 +1,5 @@
-"""legacy.BBSimService servicer in memory: methods called directly through an inline bridge with a fake
-context; every RPC delegates to V0Commands and refusals abort with the status of the one error table."""
+"""legacy.BBSimService servicer in memory: its handlers as the reactor's loop serves them (on_loop), run inline with a
+fake context; every RPC delegates to V0Commands and refusals abort with the status of the one error table."""
 
 import random
 
@@ -11,9 +11,10 @@ from oltsim._proto import bbsim_pb2, legacy_pb2, legacy_pb2_grpc
 from oltsim.api.commands import V1Commands
 from oltsim.api.v0.commands import V0Commands
 from oltsim.api.v0.grpc import LegacyServicer
-from oltsim.bridge import Bridge, unwrapped_methods
+from oltsim.onloop import on_loop
 from oltsim.config import load_settings
 from oltsim.model.builder import build_olt
+from conftest import run_now
 
 
 class Aborted(Exception):
@@ -39,17 +40,17 @@ def env():
     clock.advance(1)
     olt.activate_onu(0, "BBSM00000001", 1)
     commands = V0Commands(olt, olt_ip="10.0.0.1")
-    return olt, clock, LegacyServicer(commands, Bridge.inline()), V1Commands(olt)
+    return olt, clock, on_loop(LegacyServicer(commands), legacy_pb2_grpc.BBSimServiceServicer), V1Commands(olt)
 
 
 def call(servicer, name, request):
-    return getattr(servicer, name)(request, FakeContext())
+    return run_now(getattr(servicer, name)(request, FakeContext()))
 
 
 def refused(servicer, name, request):
     context = FakeContext()
     with pytest.raises(Aborted):
-        getattr(servicer, name)(request, context)
+        run_now(getattr(servicer, name)(request, context))
     return context.code, context.details
 
 
@@ -57,11 +58,13 @@ def state(v1, serial):
     return v1.GetONU(bbsim_pb2.ONURequest(SerialNumber=serial)).InternalState
 
 
-def test_every_method_runs_on_the_reactor():
-    """No RPC of the servicer escapes the bridge, and it implements every RPC of the service."""
-    assert unwrapped_methods(LegacyServicer) == []
+def test_every_method_is_implemented_and_served_inline():
+    """The servicer implements every RPC of the service, and each is served as a plain method run inline on the
+    reactor thread (what the native engine calls without a coroutine)."""
+    served = on_loop(LegacyServicer(None), legacy_pb2_grpc.BBSimServiceServicer)
     for name in (m.name for m in legacy_pb2.DESCRIPTOR.services_by_name["BBSimService"].methods):
         assert getattr(LegacyServicer, name) is not getattr(legacy_pb2_grpc.BBSimServiceServicer, name)
+        assert getattr(served, name).inline[2] == name
 
 
 def test_olt_and_port_status(env):
@@ -149,10 +152,12 @@ def test_refusals_map_to_grpc_status(env, name, request_msg, code):
 
 def test_unexpected_error_is_internal(env):
     """A bug in a command is INTERNAL with a request id, not a crash or a leaked message."""
-    _, _, servicer, _ = env
+    olt, _, _, _ = env
+    commands = V0Commands(olt, olt_ip="10.0.0.1")
+    servicer = on_loop(LegacyServicer(commands), legacy_pb2_grpc.BBSimServiceServicer)
 
     def broken(request):
         raise KeyError("secret")
-    servicer._commands.OLTStatus = broken
+    commands.OLTStatus = broken
     code, details = refused(servicer, "OLTStatus", legacy_pb2.Empty())
     assert code == grpc.StatusCode.INTERNAL and "request id" in details and "secret" not in details

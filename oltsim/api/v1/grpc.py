@@ -10,7 +10,7 @@ import twisted
 from oltsim import __version__
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api.grpc_common import abort_for, delegating_servicer
-from oltsim.bridge import StreamQueue, iterate, on_reactor, streaming
+from oltsim.onloop import AsyncStreamQueue
 
 RPC_NAMES = tuple(m.name for m in bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"].methods)
 __all__ = ["BBSimServicer", "OltsimServicer", "abort_for", "event_to_pb"]
@@ -20,28 +20,28 @@ BBSimServicer = delegating_servicer(bbsim_pb2_grpc.BBSimServicer, bbsim_pb2.DESC
                                     "V1Commands")
 
 
-@on_reactor
 class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
     """oltsim's own additions on the v1 gRPC port: version details and the event stream."""
 
-    def __init__(self, bridge, bus=None, buffer: int = 4096):
-        self._bridge = bridge
+    def __init__(self, bus=None, buffer: int = 4096, buffer_bytes: int = 512 * 1024):
         self._bus = bus
         self._buffer = buffer
+        self._buffer_bytes = buffer_bytes
 
-    @streaming
-    def StreamEvents(self, request, context):
-        """Every event as it happens; a slow reader loses events (counted in `dropped`), never the simulator."""
+    async def StreamEvents(self, request, context):
+        """Every event as it happens; a slow reader loses events (counted in `dropped`), never the simulator: what
+        waits for a reader is bounded in events and in bytes."""
         if self._bus is None:
-            context.abort(grpc.StatusCode.UNIMPLEMENTED, "no event bus")
-        queue = StreamQueue(self._buffer)
-        sub = self._bridge.call(self._bus.subscribe, lambda record: queue.put(event_to_pb(record)),
-                                list(request.types), request.onu_serial,
-                                lambda: queue.close(grpc.StatusCode.UNAVAILABLE, "oltsim is stopping"))
-
-        def done():
-            self._bridge.call(self._bus.unsubscribe, sub)
-        yield from iterate(queue, context, on_done=done)
+            raise NotImplementedError("this server has no event bus")
+        queue = AsyncStreamQueue(self._buffer, max_bytes=self._buffer_bytes)
+        sub = self._bus.subscribe(lambda record: queue.put(event_to_pb(record)), list(request.types),
+                                  request.onu_serial, lambda: queue.close(grpc.StatusCode.UNAVAILABLE,
+                                                                          "oltsim is stopping"))
+        try:
+            async for item in queue.items(context):
+                yield item
+        finally:
+            self._bus.unsubscribe(sub)
 
     def _abort(self, context, exc):
         abort_for(context, exc)
