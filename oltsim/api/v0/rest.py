@@ -82,8 +82,10 @@ def read_batch(request, message, max_onus: int) -> None:
         raise InvalidArgument(f"request body nests deeper than {MAX_BODY_DEPTH} levels")
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise InvalidArgument(f"request body is not valid JSON: {exc}") from None
+    except ValueError:  # Python refuses integers of more than 4300 digits (and says so in its own words)
+        raise InvalidArgument("request body holds a number with too many digits") from None
     if not isinstance(data, dict):
         raise InvalidArgument('request body must be a JSON object {"onus": [...]}')
     onus = data.get("onus")
