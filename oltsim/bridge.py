@@ -325,7 +325,7 @@ class StreamQueue:
 
     ``put`` never blocks: when full it drops the item, counts it in ``dropped`` and returns False (a slow client loses
     indications rather than stalling the reactor).  Full is ``maxsize`` items or, with ``max_bytes``, that many bytes
-    of queued protobuf messages (their ``ByteSize()``; one item is always taken).  ``close`` ends the stream after
+    of queued items (``len`` of bytes, ``ByteSize()`` of protobuf messages; one item is always taken).  ``close`` ends the stream after
     the items already queued; it is never dropped, and later puts are refused.
     """
 
@@ -351,7 +351,7 @@ class StreamQueue:
     def put(self, item: Any) -> bool:
         """Queue ``item`` without blocking; False (and ``dropped`` incremented) if full or closed."""
         with self._cond:
-            size = 0 if self.max_bytes is None else item.ByteSize()
+            size = 0 if self.max_bytes is None else len(item) if isinstance(item, bytes) else item.ByteSize()
             if (self._closed is not None or len(self._items) >= self.maxsize
                     or (size and self._items and self.queued_bytes + size > self.max_bytes)):
                 self.dropped += 1

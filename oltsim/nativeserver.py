@@ -58,7 +58,7 @@ _FLUSH_PAUSE = 0.05
 RECEIVE_LIMIT = 4 * 1024 * 1024
 #: bytes a stream may have queued for a client that does not read before its handler waits (and the queue the
 #: handler reads, bounded, drops instead): what a stalled reader can cost the process
-STREAM_BACKLOG_LIMIT = 1024 * 1024
+STREAM_BACKLOG_LIMIT = 256 * 1024
 #: seconds between two log lines about calls refused for a limit (each refusal is counted in between)
 REFUSAL_LOG_INTERVAL = 10.0
 

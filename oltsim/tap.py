@@ -30,7 +30,7 @@ from oltsim.api.site import ApiSite
 from oltsim.api.v0.commands import V0Commands
 from oltsim.api.v0.grpc import LegacyServicer
 from oltsim.api.v0.rest import V0Rest
-from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
+from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer, add_to_server as add_oltsim_to_server
 from oltsim.api.v1.rest import V1Rest
 from oltsim.config import DEFAULT_MAX_REQUEST_BODY, LISTENER_FIELDS, ConfigError, load_settings
 from oltsim import nativeserver
@@ -354,6 +354,6 @@ def _add_openolt(server, servicer):
 
 def _add_v1(server, bbsim, oltsim):
     bbsim_pb2_grpc.add_BBSimServicer_to_server(bbsim, server)
-    oltsim_pb2_grpc.add_OltsimServicer_to_server(oltsim, server)
+    add_oltsim_to_server(oltsim, server)
     _reflect(server, bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"].full_name,
              oltsim_pb2.DESCRIPTOR.services_by_name["Oltsim"].full_name)

@@ -13,7 +13,7 @@ import pytest
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
 from engines import engine_options, grpc_engine  # noqa: F401 - the fixture
-from bench.abuse import hold_streams, rapid_reset
+from bench.abuse import hold_streams, rapid_reset, slow_readers
 from bench.h2raw import RawConnection, grpc_frame
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc
 from test_daemon import daemon  # noqa: F401 - the fixture
@@ -191,3 +191,24 @@ def test_http2_rapid_reset_on_the_openolt_port_is_bounded(daemon, grpc_engine):
         openolt_pb2_grpc.OpenoltStub(channel).HeartbeatCheck(openolt_pb2.Empty(), timeout=10)
         assert time.monotonic() - start < 2.0
     assert process.process.poll() is None
+
+
+STALLED_READERS = 10
+#: what the stalled readers may cost together: 4096 serialized events (at most 512 KiB) and 256 KiB waiting to be
+#: sent each, with their objects' overhead and slack for the allocator (each cost 6.5 MB before)
+STALLED_GROWTH_MIB = 25
+
+
+def test_event_readers_that_stop_reading_cost_bounded_memory(daemon):
+    """Ten StreamEvents readers that stop reading (a 4 KiB window never credited back) while 4000 alarm changes
+    produce events for them: the daemon's memory grows by at most what their byte-bounded buffers hold, and the API
+    keeps answering."""
+    process = daemon("--delay", "0")
+    process.wait_serving()
+    before = _rss_mib(process.process.pid)
+    counts = slow_readers("127.0.0.1", process.ports["grpc-v1"], process.ports["rest-v1"],
+                          readers=STALLED_READERS, calls=4000, seconds=60)
+    assert counts["rest 200"] == 4000, counts
+    grown = _rss_mib(process.process.pid) - before
+    assert grown < STALLED_GROWTH_MIB, (grown, counts)
+    _probe(process.ports["grpc-v1"], "grpc-v1", None)
