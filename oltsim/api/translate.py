@@ -202,8 +202,7 @@ def flows_to_pb(flows) -> bbsim_pb2.Flows:
 
 def flow_to_pb(flow: Flow, out=None) -> openolt_pb2.Flow:
     """The adapter's flow message as the v1 API shows it (`flow.payload` must be set)."""
-    msg = out if out is not None else openolt_pb2.Flow()
-    msg.CopyFrom(flow.payload)  # a copy: the stored flow stays as the adapter sent it
+    msg = stored_flow(flow, out)
     # Every field of the flow table is always shown (decisions 2), also inside the sub-messages an adapter left
     # out, which JSON rendering would otherwise omit.
     msg.classifier.SetInParent()
@@ -259,7 +258,16 @@ def serial_to_pb(serial: str) -> openolt_pb2.SerialNumber:
                                     vendor_specific=bytes.fromhex(serial[4:]))
 
 
+def stored_flow(flow: Flow, out=None) -> openolt_pb2.Flow:
+    """The adapter's flow message as it sent it (into `out`, an empty message, when given)."""
+    msg = out if out is not None else openolt_pb2.Flow()
+    msg.MergeFromString(flow.payload)
+    return msg
+
+
 def flow_from_pb(msg: openolt_pb2.Flow) -> Flow:
+    """The model's flow for a FlowAdd. The message rides along encoded (`stored_flow` gives it back): a flow table
+    at --max-flows (16384 VOLTHA-sized flows) then weighs 12 MiB instead of 29 with message objects."""
     c = msg.classifier
     return Flow(
         flow_id=msg.flow_id, flow_type=msg.flow_type, access_intf_id=msg.access_intf_id,
@@ -267,11 +275,6 @@ def flow_from_pb(msg: openolt_pb2.Flow) -> Flow:
         gemport_id=msg.gemport_id, network_intf_id=msg.network_intf_id, eth_type=c.eth_type,
         o_vid=c.o_vid, i_vid=c.i_vid, o_pbits=c.o_pbits, src_port=c.src_port, dst_port=c.dst_port,
         replicate_flow=msg.replicate_flow, pbit_to_gemport=dict(msg.pbit_to_gemport),
-        aes_gemports=tuple(msg.gemport_to_aes), payload=_copy(msg),
+        aes_gemports=tuple(msg.gemport_to_aes), payload=msg.SerializeToString(),
     )
 
-
-def _copy(msg):
-    out = type(msg)()
-    out.CopyFrom(msg)
-    return out

@@ -133,7 +133,8 @@ class V0Rest:
                      if flow.payload is not None]
             json_response(request, 200, b"")
             return ListWriter(request, b'{"flows":[', page(flows, offset, limit),
-                              lambda flow: json_bytes(translate.to_json_dict(flow.payload)), b"]}").run()
+                              lambda flow: json_bytes(translate.to_json_dict(translate.stored_flow(flow))),
+                              b"]}").run()
         if (route.method, route.path) in BODY_ROUTES:
             read_batch(request, message, self.commands.olt.onu_count)
         handler = getattr(self.commands, route.rpc)

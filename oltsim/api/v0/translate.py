@@ -6,6 +6,7 @@ bbsim (v1) messages stay in `oltsim.api.translate`.
 from __future__ import annotations
 
 from oltsim._proto import legacy_pb2
+from oltsim.api.translate import stored_flow
 from oltsim.model.olt import NNI_PORT_BASE, PON_PORT_BASE
 
 #: `alarm_state` of a port: LOS raised (`on`) or not (`off`, also when it was never raised).
@@ -85,5 +86,5 @@ def flows_to_pb(flows) -> legacy_pb2.Flows:
     msg = legacy_pb2.Flows()
     for flow in flows:
         if flow.payload is not None:
-            msg.flows.append(flow.payload)
+            stored_flow(flow, msg.flows.add())
     return msg
