@@ -303,7 +303,14 @@ class ListWriter:
     def _write_slice(self) -> None:
         self.call = None
         start, end = self.next, min(self.next + self.slice_items, len(self.items))
-        chunk = b",".join(self.render(item) for item in self.items[start:end])
+        try:
+            chunk = b",".join(self.render(item) for item in self.items[start:end])
+        except Exception:
+            # The status is out already: the client can only be told by a connection that ends mid-answer.
+            log.failure("rest-list-failed path={path}", path=self.request.path.decode("latin-1"))
+            self._stop()
+            self.request.loseConnection()
+            return
         self.next = end
         if start:
             chunk = b"," + chunk

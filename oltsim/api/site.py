@@ -111,11 +111,11 @@ class LimitedRequest(server.Request):
                  surface=site.surface, method=_text(getattr(channel, "_command", b"")),
                  path=_text(redact_uri(getattr(channel, "_path", b""))), limit=site.max_body,
                  peer=_peer(transport))
-        half_close = getattr(transport, "loseWriteConnection", None)
-        if half_close is None:
-            transport.loseConnection()
-            return
-        half_close()  # the answer, then end of stream; reading goes on (dropped) until the client is done
+        # The answer, then the end of the stream, while reading goes on (dropped) until the client is done or
+        # LINGER has passed. Under TLS that is TLS's own close (close_notify, then waiting for the client's): a
+        # half-closed TCP stream would cut the TLS session short.
+        half_close = None if channel.isSecure() else getattr(transport, "loseWriteConnection", None)
+        (half_close or transport.loseConnection)()
         self._linger = channel.callLater(LINGER, transport.abortConnection)
 
 

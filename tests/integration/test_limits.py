@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import ssl
 import time
 
 import grpc
@@ -13,8 +14,9 @@ import pytest
 from voltha_protos import openolt_pb2
 
 from oltsim._proto import legacy_pb2, legacy_pb2_grpc
-from scripted_adapter import ScriptedAdapter
+from scripted_adapter import ScriptedAdapter, free_ports
 from test_daemon import daemon  # noqa: F401 - the fixture
+from test_grpcserver import write_self_signed
 
 TOKEN = "hardening-s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -111,6 +113,33 @@ def test_bodies_above_the_limit_are_refused_413_from_their_headers(daemon, tmp_p
     assert process.log.count("rest-body-refused surface=rest-v0") == 3
     assert f"rest-body-refused surface=rest-v0 method=POST path=/v0/olt/onus?<redacted> limit={MIB}" in process.log
     assert TOKEN not in process.log
+
+
+def test_bodies_above_the_limit_are_refused_413_over_tls_too(daemon, tmp_path):
+    """On an ssl: REST endpoint the 413 is written and the TLS session closed at once (a TCP half-close under TLS
+    cut the session, and the client got nothing): a client that sent only the headers reads the 413 and the end
+    of the stream, one that writes the whole 30 MB body first reads the 413 too, and the daemon serves on."""
+    key, cert, _ = write_self_signed(tmp_path)
+    port = free_ports(1)[0]
+    process = token_daemon(daemon, tmp_path, "--rest-v0",
+                           f"ssl:{port}:interface=127.0.0.1:privateKey={key}:certKey={cert}")
+    context = ssl.create_default_context(cafile=str(cert))
+    context.check_hostname = False
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as raw, context.wrap_socket(raw) as sock:
+        sock.sendall(b"POST /v0/olt/onus HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % BIG)
+        chunks = []
+        while data := sock.recv(65536):
+            chunks.append(data)
+    status, headers, body = split_response(b"".join(chunks))
+    assert (status, headers["deprecation"]) == (413, "true") and json.loads(body)["code"] == 8
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=TIMEOUT)
+    try:
+        connection.request("POST", "/v0/olt/onus", body=b" " * BIG, headers=AUTH)
+        assert connection.getresponse().status == 413
+    finally:
+        connection.close()
+    assert request(process.ports["rest-v1"], "GET", "/v1/olt", headers=AUTH)[0] == 200
+    assert "Traceback" not in process.log
 
 
 def test_v0_bulk_bodies_are_parsed_within_limits(daemon, tmp_path):

@@ -8,6 +8,7 @@ import json
 import grpc
 import pytest
 from twisted.internet.task import Clock
+from twisted.logger import capturedLogs
 from twisted.internet.testing import StringTransport
 from twisted.web.resource import Resource
 from twisted.web.test.requesthelper import DummyRequest
@@ -283,6 +284,26 @@ def test_a_long_list_is_written_a_slice_per_reactor_turn():
     done.cancel()
     done.addErrback(lambda _: None)
     assert clock.getDelayedCalls() == [] and len(request.written) == 2
+
+
+def test_a_list_that_fails_mid_way_ends_the_connection_and_is_logged():
+    """A slice that fails to render (a bug) cannot change the 200 already sent: the failure is logged and the
+    connection ends, so the client sees a broken answer rather than a truncated list that parses."""
+    clock = Clock()
+    request = FakeRequest(clock)
+    request.path, request.lost = b"/v1/olt/flows", False
+    request.loseConnection = lambda: setattr(request, "lost", True)
+
+    def render(item):
+        if item == 5:
+            raise ValueError("a bug")
+        return b"%d" % item
+    with capturedLogs() as logged:
+        ListWriter(request, b"[", list(range(10)), render, b"]", slice_items=4).run()
+        clock.advance(1)
+        clock.advance(1)
+    assert request.lost and clock.getDelayedCalls() == []
+    assert [e["log_format"] for e in logged if e.get("log_failure")] == ["rest-list-failed path={path}"]
 
 
 def test_a_short_list_is_rendered_at_once():
