@@ -243,13 +243,14 @@ def operation_id(method: str, path: str) -> str:
 def build_document(*, title: str, description: str, routes: Iterable[Route], service, revision: str = "extended",
                    secured: bool = False, deprecated: bool = False,
                    describe: Callable[[Route], tuple[str, str]] | None = None, body_routes: dict | None = None,
-                   response_headers: dict | None = None, extra: Iterable[ExtraPath] = ()) -> dict:
+                   body_description: str = "", response_headers: dict | None = None,
+                   extra: Iterable[ExtraPath] = ()) -> dict:
     """The OpenAPI 3.0 document of `routes` (each naming an RPC of the protobuf service descriptor `service`).
 
     `revision` "base" applies the base shaping of `translate` to the response schemas; `secured` adds the bearer
     token scheme and 401; `deprecated` marks every operation; `describe(route)` gives an operation's (summary,
     description), by default (the route's summary, none); `body_routes` maps (method, path) to the request field
-    whose message an optional JSON body holds;
+    whose message an optional JSON body holds, `body_description` what the body may hold;
     `response_headers` are header objects documented on every response; `extra` adds paths served beside the
     route table."""
     if revision == "base":
@@ -278,6 +279,8 @@ def build_document(*, title: str, description: str, routes: Iterable[Route], ser
         if body is not None:
             operation["requestBody"] = {"required": False, "content": {"application/json": {
                 "schema": schemas.ref(rpc.input_type.fields_by_name[body].message_type, input=True)}}}
+            if body_description:
+                operation["requestBody"]["description"] = body_description
         _add_errors(operation, errors)
         if deprecated:
             operation["deprecated"] = True

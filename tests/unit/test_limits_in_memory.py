@@ -394,6 +394,23 @@ def test_the_access_log_redacts_query_strings():
     assert '"GET /v1/olt?<redacted> HTTP/1.0" 401' in line and '"http://lab/?<redacted>"' in line
 
 
+def test_the_openapi_documents_state_the_limits():
+    """Every operation documents 413 (any request may carry a body); the flow lists document offset and limit as integers 0..999999999; v0's batch bodies say what they may hold."""
+    from oltsim.api.v0.rest import openapi_document as v0_document
+    from oltsim.api.v1.rest import openapi_document as v1_document
+
+    for document in (v1_document(), v0_document()):
+        for path, methods in document["paths"].items():
+            for method, operation in methods.items():
+                assert operation["responses"]["413"] == {"$ref": "#/components/responses/RequestTooLarge"}, path
+                paged = {p["name"]: p for p in operation.get("parameters", ()) if p["name"] in ("offset", "limit")}
+                assert bool(paged) == path.endswith("/flows"), (method, path)
+                for parameter in paged.values():
+                    assert parameter["schema"] == {"type": "integer", "minimum": 0, "maximum": 999_999_999}
+    body = v0_document()["paths"]["/v0/olt/onus"]["post"]["requestBody"]["description"]
+    assert "--max-request-body" in body and "32 levels" in body and "as many ONUs as the OLT" in body
+
+
 # ---- settings --------------------------------------------------------------------------------------------
 
 

@@ -64,6 +64,9 @@ def openapi_document(secured: bool = False) -> dict:
                     "route table the server routes with and the legacy protobuf messages.",
         routes=ROUTES, service=_SERVICE, secured=secured, deprecated=True, describe=_describe,
         body_routes={route: BODY_FIELD for route in BODY_ROUTES}, response_headers=_HEADERS,
+        body_description=f"at most the server's --max-request-body bytes (default 1 MiB; 413 beyond, before it is "
+                         f"read), nested at most {MAX_BODY_DEPTH} levels, listing at most as many ONUs as the OLT "
+                         "has (400 beyond)",
         extra=[ExtraPath("GET", OPENAPI_PATH, "This document (OpenAPI 3.0)", errors=(404,))])
 
 
