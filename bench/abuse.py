@@ -525,8 +525,9 @@ def hold_streams(host: str, port: int, seconds: float, events: int = 40, reflect
 
 def rapid_reset(host: str, port: int, streams: int = 300_000, connections: int = 1,
                 path: str = "/openolt.Openolt/HeartbeatCheck", data: str = "both", batch: int = 100,
-                budget: Budget | None = None, token: str | None = None) -> Counter:
-    """HTTP/2 rapid reset: on `connections` raw connections, open streams for `path` and reset each at once with
+                budget: Budget | None = None, token: str | None = None, tls=None) -> Counter:
+    """HTTP/2 rapid reset: on `connections` raw connections (TLS with `tls`, an ssl.SSLContext), open streams
+    for `path` and reset each at once with
     RST_STREAM(CANCEL), `streams` in all. `data`: "none" (HEADERS only), "empty" (HEADERS then a DATA frame with an
     empty gRPC message) or "both" (alternating). A connection the server closes or sends GOAWAY on is replaced
     (counted as 'reconnect'). Counts 'streams sent', 'with DATA' and what the server answered."""
@@ -538,7 +539,7 @@ def rapid_reset(host: str, port: int, streams: int = 300_000, connections: int =
     def connect():
         nonlocal failures
         try:
-            return h2raw.RawConnection(host, port, token=token)
+            return h2raw.RawConnection(host, port, token=token, tls=tls)
         except OSError as exc:
             failures += 1
             counts[f"connect failed {exc.__class__.__name__}"] += 1

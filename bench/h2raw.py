@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import select
 import socket
+import ssl
 from collections import Counter
 
 import h2.config
@@ -65,11 +66,12 @@ class RawConnection:
     `window`, when given, is the SETTINGS_INITIAL_WINDOW_SIZE announced in the first SETTINGS frame: how much a
     stream may receive before the server must wait for a WINDOW_UPDATE, which this connection only sends when
     `auto_credit` is true (the default: received DATA is acknowledged at once). `token` adds
-    `authorization: Bearer <token>` to every request.
+    `authorization: Bearer <token>` to every request. `tls`, an `ssl.SSLContext`, speaks TLS (with ALPN `h2`
+    offered, as gRPC clients do).
     """
 
     def __init__(self, host: str, port: int, *, timeout: float = 10.0, window: int | None = None,
-                 auto_credit: bool = True, token: str | None = None):
+                 auto_credit: bool = True, token: str | None = None, tls: ssl.SSLContext | None = None):
         self.host, self.port = host, port
         self.auto_credit = auto_credit
         self.token = token
@@ -82,6 +84,9 @@ class RawConnection:
         self.open_streams: set[int] = set()
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if tls is not None:
+            tls.set_alpn_protocols(["h2"])
+            self.sock = tls.wrap_socket(self.sock, server_hostname=host)
         config = h2.config.H2Configuration(client_side=True, header_encoding=None, validate_inbound_headers=False)
         self.conn = h2.connection.H2Connection(config=config)
         initial = dict(self.conn.local_settings.items())

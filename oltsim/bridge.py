@@ -324,9 +324,9 @@ class StreamQueue:
     """A bounded queue per open stream: fed on the reactor thread, read on a gRPC worker thread.
 
     ``put`` never blocks: when full it drops the item, counts it in ``dropped`` and returns False (a slow client loses
-    indications rather than stalling the reactor).  Full is ``maxsize`` items or, with ``max_bytes``, that many bytes
-    of queued items (``len`` of bytes, ``ByteSize()`` of protobuf messages; one item is always taken).  ``close`` ends the stream after
-    the items already queued; it is never dropped, and later puts are refused.
+    indications rather than stalling the reactor).  Full is ``maxsize`` items or, with ``max_bytes``, that many
+    bytes of queued items (``len`` of bytes, ``ByteSize()`` of protobuf messages; one item is always taken).
+    ``close`` ends the stream after the items already queued; it is never dropped, and later puts are refused.
     """
 
     #: returned by :meth:`get` when nothing arrived within the timeout

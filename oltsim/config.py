@@ -26,7 +26,8 @@ PON_TECHNOLOGIES = ("GPON", "XGS-PON")
 CONTROLLED_ACTIVATIONS = ("default", "only-onu", "only-pon", "both")
 API_REVISIONS = ("extended", "base")
 BP_FORMATS = ("mef", "ietf")
-#: The OpenOLT server's engine: auto is native on tcp: endpoints and grpcio on ssl: ones (pygrpc-native has no TLS).
+#: The gRPC servers' engine: auto is native (ssl: through its TLS relay), grpcio only where pygrpc-native does
+#: not import.
 GRPC_ENGINES = ("auto", "native", "grpcio")
 LOG_LEVELS = ("trace", "debug", "info", "warn", "warning", "error", "critical")
 BUILTIN_SERVICES = ("att", "dt", "dt-fttb", "tt")
@@ -848,10 +849,6 @@ def validate(settings: Settings) -> None:
     _one_of("api_revision", s.api_revision, API_REVISIONS)
     _one_of("bp_format", s.bp_format, BP_FORMATS)
     _one_of("grpc_engine", s.grpc_engine, GRPC_ENGINES)
-    for name in ("openolt", "grpc_v1", "grpc_v0"):
-        if s.grpc_engine == "native" and getattr(s, name).lower().startswith("ssl:"):
-            raise ConfigError(f"grpc_engine native has no TLS and cannot serve the ssl: {name} endpoint; use grpcio, "
-                              "or auto (grpcio for ssl: endpoints)", "grpc_engine")
     _one_of("log_level", s.log_level, LOG_LEVELS)
     if not s.sadis_host:
         raise ConfigError("sadis_host must not be empty", "sadis_host")

@@ -11,6 +11,8 @@ import asyncio
 import ipaddress
 import os
 import re
+import shutil
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
@@ -18,6 +20,7 @@ from typing import Any, Callable, Sequence
 import grpc
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred, succeed
+from twisted.internet.error import CannotListenError
 from twisted.internet.threads import deferToThreadPool
 from oltsim.logs import logger
 from oltsim.nativeserver import NativeServer
@@ -26,7 +29,7 @@ from oltsim.onloop import DecodeGuard, check_asyncio_reactor
 __all__ = ["AlreadyRunning", "ENGINES", "GrpcListen", "GrpcServerService", "parse_grpc_endpoint"]
 
 #: How a GrpcServerService serves: grpcio's thread pool (the control APIs, behind the bridge), grpc.aio on the
-#: reactor's loop, or pygrpc-native's front on the reactor's loop (oltsim.nativeserver; no TLS).
+#: reactor's loop, or pygrpc-native's front on the reactor's loop (oltsim.nativeserver; TLS through oltsim.tlsfront).
 ENGINES = ("threads", "grpcio", "native")
 
 log = logger("oltsim.grpcserver")
@@ -304,7 +307,8 @@ class GrpcServerService(Service):
     ``grpcio`` a ``grpc.aio`` server and ``native`` a :class:`oltsim.nativeserver.NativeServer`, both on the reactor's
     own asyncio loop (Twisted's asyncio reactor; see :mod:`oltsim.onloop`), where handlers run on the reactor thread
     and ``interceptors`` are ``grpc.aio`` ones.  Starting either on another reactor fails with
-    :class:`oltsim.onloop.NotOnLoop`; ``native`` refuses an ``ssl:`` endpoint while building.
+    :class:`oltsim.onloop.NotOnLoop`. ``native`` serves an ``ssl:`` endpoint through a TLS relay in front of it
+    (:mod:`oltsim.tlsfront`).
     """
 
     def __init__(
@@ -325,8 +329,6 @@ class GrpcServerService(Service):
         self._listen = parse_grpc_endpoint(endpoint)  # a bad string fails while building, before anything listens
         if engine not in ENGINES:
             raise ValueError(f"gRPC engine must be one of {', '.join(ENGINES)}, not {engine!r}")
-        if engine == "native" and self._listen.secure:
-            raise ValueError(f"{name}: the native gRPC engine has no TLS; serve {endpoint!r} with the grpcio engine")
         self.engine = engine
         #: calls open at once (native: Task-run calls, as streams; grpc.aio: every call), more are refused with
         #: RESOURCE_EXHAUSTED; and HTTP/2 streams per connection (a client beyond them waits or is refused)
@@ -348,6 +350,8 @@ class GrpcServerService(Service):
         self._stopping: Deferred | None = None  # a stop in progress, until the old server has let the port go
         self._start_after_stop = False  # start_server was called during that stop
         self._starting: asyncio.Task | None = None  # a loop server's start coroutine (a stop waits for it)
+        self._tls: Any = None  # the native engine's TLS front (oltsim.tlsfront) while serving an ssl: endpoint
+        self._tls_dir: str | None = None  # the private directory of its Unix socket
 
     def _get_reactor(self) -> Any:
         if self._reactor is None:
@@ -393,10 +397,16 @@ class GrpcServerService(Service):
             server = grpc.server(executor, interceptors=self.interceptors, options=_OPTIONS)
         try:
             self._add_servicers(server)
-            address, bound = self._bind(server, listen)
+            if self.engine == "native" and listen.secure:
+                address, bound = self._bind_tls_front(server, listen)
+            else:
+                address, bound = self._bind(server, listen)
         except BaseException:
             if executor is not None:
                 executor.shutdown(wait=False)
+            if self.engine == "native":
+                server.discard()
+            self._drop_tls_dir()
             raise
         if self.engine == "native":
             # Accepting calls when start_server returns (a restart followed at once by a call must not be refused);
@@ -436,6 +446,34 @@ class GrpcServerService(Service):
             return options
         return [*(o for o in options if o[0] != "grpc.max_concurrent_streams"),
                 ("grpc.max_concurrent_streams", self.max_calls_per_connection)]
+
+    def _bind_tls_front(self, server: NativeServer, listen: GrpcListen) -> tuple[str, int]:
+        """TLS on the native engine (oltsim.tlsfront): the front on a private Unix socket, Twisted's TLS listener on
+        the endpoint's port relaying to it. Returns the address bound and the port."""
+        from oltsim.security import certificate_options  # security builds on this module
+        from oltsim.tlsfront import TlsFront
+
+        options = certificate_options(listen, protocols=[b"h2"])  # ValueError for unusable files, before binding
+        self._tls_dir = tempfile.mkdtemp(prefix=f"oltsim-{self.name}-")
+        path = os.path.join(self._tls_dir, "front.sock")
+        server.add_insecure_port(f"unix:{path}")
+        hosts = [listen.host] if listen.host is not None else ["::", ""]  # dual-stack, or IPv4 without IPv6
+        error: Exception | None = None
+        for host in hosts:
+            front = TlsFront(self._get_reactor(), self.name, listen.port, host, options, path)
+            try:
+                bound = front.listen()
+            except CannotListenError as exc:
+                error = exc
+                continue
+            self._tls = front
+            return listen.with_port(bound).address_for(host or "0.0.0.0"), bound
+        raise RuntimeError(f"gRPC server {self.name} cannot listen on {listen.address}: {error}")
+
+    def _drop_tls_dir(self) -> None:
+        directory, self._tls_dir = self._tls_dir, None
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
 
     def _bind(self, server: grpc.Server, listen: GrpcListen) -> tuple[str, int]:
         """Add the listening port; returns the address actually bound (real port) and the port."""
@@ -480,7 +518,9 @@ class GrpcServerService(Service):
         self._server = self._executor = None
         if executor is None:
             # grpc.aio and native: refuse new calls at once, cancel those still running after the grace period.
-            stopped = Deferred.fromFuture(self._loop.create_task(self._stop_after_start(server, self._starting)))
+            tls, tls_dir, self._tls, self._tls_dir = self._tls, self._tls_dir, None, None
+            stopped = Deferred.fromFuture(self._loop.create_task(
+                self._stop_after_start(server, self._starting, tls, tls_dir)))
             stopped.addCallbacks(lambda _: self._report_stopped(True), self._stop_failed)
             return self._track_stop(stopped)
         stopped = server.stop(self.grace)
@@ -495,12 +535,22 @@ class GrpcServerService(Service):
         return self._track_stop(
             deferToThreadPool(reactor, reactor.getThreadPool(), wait_stopped).addCallback(self._report_stopped))
 
-    async def _stop_after_start(self, server: Any, starting: asyncio.Task | None) -> None:
+    async def _stop_after_start(self, server: Any, starting: asyncio.Task | None, tls: Any = None,
+                                tls_dir: str | None = None) -> None:
         """Stop a loop server once its start has finished (however it finished): stopping grpc.aio mid-start
-        crashes the process, and a restart with no delay stops the server its previous restart is still starting."""
+        crashes the process, and a restart with no delay stops the server its previous restart is still starting.
+        A TLS front stops listening first and drops its connections last, once the server has ended their calls."""
         if starting is not None:
             await asyncio.wait([starting])
-        await server.stop(self.grace)
+        try:
+            if tls is not None:
+                await tls.stop_listening().asFuture(self._loop)
+            await server.stop(self.grace)
+        finally:
+            if tls is not None:
+                tls.drop_connections()
+            if tls_dir is not None:
+                shutil.rmtree(tls_dir, ignore_errors=True)
 
     def _track_stop(self, stopped: Deferred) -> Deferred:
         """Remember the stop in progress until it has released the port; a caller gets its own Deferred."""

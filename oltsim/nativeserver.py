@@ -15,7 +15,7 @@ private Unix socket behind it, which the front forwards to. A counting intercept
 code, count)``, as :class:`oltsim.metrics.AioMetricsInterceptor`) is told about every native call, and runs as an ordinary
 interceptor on the fallback; other interceptors are refused, since they could not run on the inline path.
 
-No TLS: ``ssl:`` endpoints use grpc.aio (:class:`oltsim.grpcserver.GrpcServerService` decides).
+No TLS of its own: on ``ssl:`` endpoints :mod:`oltsim.tlsfront` terminates TLS and relays to the front.
 """
 from __future__ import annotations
 
@@ -261,7 +261,13 @@ class NativeServer(aio.Server):
         return self._front.bound_port
 
     def add_secure_port(self, address: str, server_credentials: grpc.ServerCredentials) -> int:
-        raise NotImplementedError("the native engine has no TLS; ssl: endpoints are served by grpc.aio")
+        raise NotImplementedError("the native engine's TLS is a relay in front of it (oltsim.tlsfront)")
+
+    def discard(self) -> None:
+        """Release what a server that will never start holds (its port), e.g. after a later step failed to bind."""
+        if not self._started and self._front is not None:
+            self._front.close()
+            self._front = None
 
     # ---- running --------------------------------------------------------------------------------------------
 

@@ -35,8 +35,8 @@ from oltsim.grpcserver import GrpcListen, _split_endpoint, parse_grpc_endpoint
 from oltsim.logs import logger
 from oltsim.onloop import handler_with
 
-__all__ = ["AccessToken", "AioTokenInterceptor", "TokenGuard", "TokenInterceptor", "certificate_options", "check_listener", "guard",
-           "interceptors", "server_endpoint", "server_service"]
+__all__ = ["AccessToken", "AioTokenInterceptor", "TokenGuard", "TokenInterceptor", "certificate_options",
+           "check_listener", "guard", "interceptors", "server_endpoint", "server_service"]
 
 log = logger("oltsim.security")
 
@@ -249,10 +249,10 @@ def _ca_certificates(directory: str) -> list[x509.Certificate]:
     return _certificates(data, f"caCertsDir {directory!r}")
 
 
-def certificate_options(listen: GrpcListen) -> ssl.CertificateOptions:
+def certificate_options(listen: GrpcListen, protocols: list[bytes] | None = None) -> ssl.CertificateOptions:
     """Twisted TLS options for a parsed ``ssl:`` endpoint: our key, certificate and chain, and client-certificate
-    verification against ``caCertsDir`` (mandatory with ``requireClientCert=yes``). ValueError for unreadable or
-    unusable files."""
+    verification against ``caCertsDir`` (mandatory with ``requireClientCert=yes``); ``protocols`` are offered by
+    ALPN (``[b"h2"]`` for gRPC). ValueError for unreadable or unusable files."""
     key_pem = _read(listen.private_key, "privateKey")  # type: ignore[arg-type]
     cert_path = listen.cert_key or listen.private_key
     try:
@@ -267,6 +267,8 @@ def certificate_options(listen: GrpcListen) -> ssl.CertificateOptions:
             cas = [crypto.X509.from_cryptography(ca) for ca in _ca_certificates(listen.ca_certs_dir)]
             verify = {"verify": True, "caCerts": cas,
                       "requireCertificate": listen.require_client_cert}
+        if protocols:
+            verify["acceptableProtocols"] = protocols
         options = ssl.CertificateOptions(privateKey=key, certificate=certificate, extraCertChain=chain or None,
                                          **verify)
         options.getContext()  # loads the key and certificate now: a mismatch fails here, not at the first client

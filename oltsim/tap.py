@@ -74,8 +74,8 @@ PARAMETERS = [
     ("bp-format", None, None, "bandwidth profile format: mef (default) or ietf", "bp_format"),
     ("log-level", None, None, "trace, debug, info (default), warn, error", "log_level"),
     ("openolt", None, None, "OpenOLT gRPC endpoint (default tcp:50060)", "openolt"),
-    ("grpc-engine", None, None, "gRPC engine (OpenOLT, v1, v0): auto (default: native on tcp:, grpcio on ssl:), native "
-     "(pygrpc-native, no TLS) or grpcio (grpc.aio)", "grpc_engine"),
+    ("grpc-engine", None, None, "gRPC engine (OpenOLT, v1, v0): auto (default: native, grpcio where pygrpc-native "
+     "does not import), native (pygrpc-native; ssl: through a TLS relay) or grpcio (grpc.aio)", "grpc_engine"),
     ("grpc-v1", None, None, "control API v1 gRPC endpoint (default tcp:50070)", "grpc_v1"),
     ("rest-v1", None, None, "control API v1 REST endpoint (default tcp:50071)", "rest_v1"),
     ("grpc-v0", None, None, "legacy API v0 gRPC endpoint (default tcp:50072)", "grpc_v0"),
@@ -211,9 +211,9 @@ CONTROL_CALLS_PER_CONNECTION = 32
 
 
 def loop_engine(choice: str, endpoint: str) -> str:
-    """The GrpcServerService engine for a gRPC endpoint: ``auto`` is native on ``tcp:`` (grpcio when
-    pygrpc-native cannot be imported on this machine, with a warning) and grpcio on ``ssl:``, which native lacks."""
-    if choice == "grpcio" or (choice == "auto" and endpoint.lower().startswith("ssl:")):
+    """The GrpcServerService engine for a gRPC endpoint: ``auto`` is native (``ssl:`` through its TLS relay), or
+    grpcio when pygrpc-native cannot be imported on this machine (with a warning); an explicit choice is kept."""
+    if choice == "grpcio":
         return "grpcio"
     if choice == "auto" and not nativeserver.available():
         log.warn("grpc-engine-fallback reason={reason}", reason="pygrpc-native does not import here; using grpcio")

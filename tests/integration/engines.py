@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-#: What `--grpc-engine` can force; `auto` picks one of them (native on tcp:, grpcio on ssl:).
+#: What `--grpc-engine` can force; `auto` picks native (grpcio only where pygrpc-native does not import).
 ENGINES = ("native", "grpcio")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import ssl
 import threading
 import time
 
@@ -16,7 +17,9 @@ from engines import engine_options, grpc_engine  # noqa: F401 - the fixture
 from bench.abuse import hold_streams, rapid_reset, slow_readers
 from bench.h2raw import RawConnection, grpc_frame
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc
+from scripted_adapter import free_ports
 from test_daemon import daemon  # noqa: F401 - the fixture
+from test_grpcserver import write_self_signed
 
 RESTARTS = 300
 HAMMERS = 4
@@ -190,6 +193,36 @@ def test_http2_rapid_reset_on_the_openolt_port_is_bounded(daemon, grpc_engine):
         start = time.monotonic()
         openolt_pb2_grpc.OpenoltStub(channel).HeartbeatCheck(openolt_pb2.Empty(), timeout=10)
         assert time.monotonic() - start < 2.0
+    assert process.process.poll() is None
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the daemon's RSS from /proc")
+def test_http2_rapid_reset_over_tls_meets_the_native_engine(daemon, tmp_path):
+    """The same storm on an ssl: OpenOLT endpoint with the default engine: TLS ends in oltsim's relay and the calls
+    meet pygrpc-native's front, so memory stays within the native bound (grpc.aio, which served ssl: endpoints,
+    held up to 95 MB) and a heartbeat over TLS is answered at once afterwards."""
+    write_self_signed(tmp_path)
+    port = free_ports(1)[0]
+    process = daemon("--openolt", f"ssl:{port}:interface=127.0.0.1:privateKey=key.pem:certKey=cert.pem")
+    process.wait_serving()
+    assert process.engine("openolt") == "native"
+    credentials = grpc.ssl_channel_credentials(root_certificates=(tmp_path / "cert.pem").read_bytes())
+
+    def heartbeat() -> float:
+        with grpc.secure_channel(f"127.0.0.1:{port}", credentials) as channel:
+            start = time.monotonic()
+            openolt_pb2_grpc.OpenoltStub(channel).HeartbeatCheck(openolt_pb2.Empty(), timeout=10)
+            return time.monotonic() - start
+
+    heartbeat()
+    before = _rss_mib(process.process.pid)
+    tls = ssl.create_default_context(cafile=str(tmp_path / "cert.pem"))
+    counts = rapid_reset("127.0.0.1", port, streams=RAPID_RESETS, tls=tls)
+    assert counts["streams sent"] == RAPID_RESETS, counts
+    time.sleep(1.0)
+    grown = _rss_mib(process.process.pid) - before
+    assert grown < RESET_GROWTH_MIB["native"], (grown, counts)
+    assert heartbeat() < 2.0
     assert process.process.poll() is None
 
 

@@ -279,13 +279,15 @@ def test_grpc_over_tls_with_a_client_that_trusts_the_test_ca(pki):
         yield stop(running)
 
 
+@pytest.mark.parametrize("engine", [None, "grpcio"], ids=["auto", "grpcio"])
 @pytest_twisted.inlineCallbacks
-def test_openolt_over_tls_is_served_by_grpcio_under_the_default_engine(pki):
-    """The OpenOLT endpoint on an ssl: endpoint, with no --grpc-engine (auto): served by grpcio, a channel trusting
-    the test CA gets GetDeviceInfo, one trusting another CA and a plaintext one are UNAVAILABLE."""
-    running = start(openolt=tls(pki))
+def test_openolt_over_tls(pki, engine):
+    """The OpenOLT endpoint on an ssl: endpoint, by default (auto: the native engine behind its TLS relay) and with
+    --grpc-engine grpcio: a channel trusting the test CA gets GetDeviceInfo, one trusting another CA and a plaintext
+    one are UNAVAILABLE."""
+    running = start(*(["--grpc-engine", engine] if engine else []), openolt=tls(pki))
     try:
-        assert running.top.getServiceNamed("openolt").engine == "grpcio"
+        assert running.top.getServiceNamed("openolt").engine == (engine or "native")
         address = running.address("openolt")
 
         def device_serial(credentials):

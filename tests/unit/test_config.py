@@ -372,9 +372,6 @@ def test_port_zero_may_repeat():
     ({"api_revision": "v2"}, "api_revision must be one of extended, base (got 'v2')"),
     ({"bp_format": "xml"}, "bp_format must be one of mef, ietf (got 'xml')"),
     ({"grpc_engine": "go"}, "grpc_engine must be one of auto, native, grpcio (got 'go')"),
-    ({"grpc_engine": "native", "openolt": "ssl:50060:privateKey=key.pem"},
-     "grpc_engine native has no TLS and cannot serve the ssl: openolt endpoint; use grpcio, or auto (grpcio for "
-     "ssl: endpoints)"),
     ({"log_level": "loud"},
      "log_level must be one of trace, debug, info, warn, warning, error, critical (got 'loud')"),
     ({"sadis_host": ""}, "sadis_host must not be empty"),
@@ -761,13 +758,14 @@ def test_grpc_engine_from_yaml_and_options(tmp_path):
 
 @pytest.mark.parametrize("choice, endpoint, engine", [
     ("auto", "tcp:50060", "native"),
-    ("auto", "ssl:50060:privateKey=key.pem", "grpcio"),
+    ("auto", "ssl:50060:privateKey=key.pem", "native"),
     ("native", "tcp:50060", "native"),
+    ("native", "ssl:50060:privateKey=key.pem", "native"),
     ("grpcio", "tcp:50060", "grpcio"),
     ("grpcio", "ssl:50060:privateKey=key.pem", "grpcio"),
 ])
 def test_loop_engine_choice(choice, endpoint, engine):
-    """auto serves tcp: endpoints natively and ssl: ones with grpc.aio (pygrpc-native has no TLS); an explicit
+    """auto serves every endpoint natively (ssl: ones through the TLS relay in front of pygrpc-native); an explicit
     choice is kept."""
     from oltsim.tap import loop_engine
 

@@ -1,0 +1,139 @@
+"""TLS for the native gRPC engine: Twisted terminates TLS on the endpoint's port and relays the plain HTTP/2 bytes
+to pygrpc-native's front on a private Unix socket.
+
+pygrpc-native has no TLS, and grpc.aio, which has, is what an attacker can take down (an HTTP/2 rapid reset holds
+its pending calls: +105 MB and heartbeats waiting seconds, where the native front answers GOAWAY and keeps nothing;
+grpc.aio stopped mid-start crashed the process). So an ``ssl:`` gRPC endpoint is a Twisted TLS listener (the same
+key, certificate and client-certificate options as every other ``ssl:`` listener, ALPN ``h2`` as gRPC clients
+require) whose connections are byte pipes to the front, with flow control both ways: a client that stops reading
+stops the front's writes to it, not the reactor. Every call then meets the native engine's limits.
+
+The front sees every client as the Unix socket's peer, so ``context.peer()`` names the relay, not the client.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from twisted.internet import endpoints
+from twisted.internet.defer import Deferred, maybeDeferred, succeed
+from twisted.internet.protocol import Factory, Protocol
+
+from oltsim.logs import logger
+
+__all__ = ["TlsFront"]
+
+log = logger("oltsim.tlsfront")
+
+
+class _Outbound(Protocol):
+    """The relay's connection to the front: what the front sends goes to the TLS client."""
+
+    def __init__(self, inbound: _Inbound) -> None:
+        self.inbound = inbound
+
+    def connectionMade(self) -> None:
+        self.inbound.linked(self)
+
+    def dataReceived(self, data: bytes) -> None:
+        self.inbound.transport.write(data)
+
+    def connectionLost(self, reason: Any = None) -> None:
+        self.inbound.transport.loseConnection()
+
+
+class _Inbound(Protocol):
+    """One TLS client: held (not read) until the front accepted our connection, then relayed both ways."""
+
+    def __init__(self, front: TlsFront) -> None:
+        self.front = front
+        self.outbound: _Outbound | None = None
+        self.pending: list[bytes] = []
+
+    def connectionMade(self) -> None:
+        self.front.connections.add(self)
+        self.transport.pauseProducing()
+        connecting = endpoints.UNIXClientEndpoint(self.front.reactor, self.front.path).connect(
+            _OneProtocol(lambda: _Outbound(self)))
+        connecting.addErrback(self._unreachable)
+
+    def _unreachable(self, failure: Any) -> None:
+        log.warn("tls-front-unreachable server={server} error={error}", server=self.front.name,
+                 error=failure.getErrorMessage())
+        self.transport.abortConnection()
+
+    def linked(self, outbound: _Outbound) -> None:
+        if self.transport.disconnected:
+            outbound.transport.loseConnection()
+            return
+        self.outbound = outbound
+        # Flow control both ways: each side stops reading while the other cannot take more.
+        self.transport.registerProducer(outbound.transport, True)
+        outbound.transport.registerProducer(self.transport, True)
+        for data in self.pending:
+            outbound.transport.write(data)
+        self.pending.clear()
+        self.transport.resumeProducing()
+
+    def dataReceived(self, data: bytes) -> None:
+        if self.outbound is None:
+            self.pending.append(data)  # what the TLS layer had already decrypted before the pause
+        else:
+            self.outbound.transport.write(data)
+
+    def connectionLost(self, reason: Any = None) -> None:
+        self.front.connections.discard(self)
+        if self.outbound is not None:
+            self.outbound.transport.loseConnection()
+
+
+class _OneProtocol(Factory):
+    def __init__(self, build: Callable[[], Protocol]) -> None:
+        self._build = build
+
+    def buildProtocol(self, addr: Any) -> Protocol:
+        return self._build()
+
+
+class _InboundFactory(Factory):
+    def __init__(self, front: TlsFront) -> None:
+        self._front = front
+
+    def buildProtocol(self, addr: Any) -> Protocol:
+        return _Inbound(self._front)
+
+
+class TlsFront:
+    """A TLS listener on ``port`` (``interface``, all when empty) relaying every connection to the Unix socket
+    ``path``; ``options`` is a Twisted ``CertificateOptions`` (with ALPN ``h2``).
+
+    :meth:`listen` binds at once (the port accepts connections when it returns; 0 picks one, see ``port``);
+    :meth:`stop_listening` then :meth:`drop_connections` undo it.
+    """
+
+    def __init__(self, reactor: Any, name: str, port: int, interface: str, options: Any, path: str) -> None:
+        self.reactor = reactor
+        self.name = name
+        self.path = path
+        self.connections: set[_Inbound] = set()
+        self._port: Any = None
+        self._options = options
+        self._interface = interface
+        self.port = port
+
+    def listen(self) -> int:
+        """Bind and listen; returns the port bound. CannotListenError as Twisted raises it."""
+        self._port = self.reactor.listenSSL(self.port, _InboundFactory(self), self._options,
+                                            interface=self._interface)
+        self.port = self._port.getHost().port
+        return self.port
+
+    def stop_listening(self) -> Deferred:
+        """Refuse new connections; the relayed ones stay (the calls on them are being ended). Fires when the port
+        is released."""
+        port, self._port = self._port, None
+        return maybeDeferred(port.stopListening) if port is not None else succeed(None)
+
+    def drop_connections(self) -> None:
+        """Close every relayed connection that is still open (its client sees the connection end)."""
+        for inbound in list(self.connections):
+            inbound.transport.abortConnection()
