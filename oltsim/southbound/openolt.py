@@ -25,7 +25,7 @@ STREAM_BUFFER = 65536
 FLOW_TYPES = ("upstream", "downstream", "multicast", "both")
 #: The largest FlowAdd and CreateTrafficSchedulers messages stored (encoded bytes). A flow with every field of
 #: openolt.Flow set, 8 p-bits mapped and 8 GEM ports in gemport_to_aes encodes to about 420 bytes (VOLTHA's are about
-#: 150), 8 fully set T-CONTs to about 500: the bounds leave room and keep max_flows x MAX_FLOW_BYTES small.
+#: 120), 8 fully set T-CONTs to about 500: the bounds leave room and keep max_flows x MAX_FLOW_BYTES small.
 MAX_FLOW_BYTES = 1024
 MAX_SCHEDULERS_BYTES = 4096
 
