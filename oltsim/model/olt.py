@@ -73,12 +73,18 @@ ID_SPACES = {
 }
 
 
+#: The largest id of any kind: the control APIs show ids as int32 (GEM ports and alloc ids of
+#: GetOltAllocatedResources, ONU ids), however far a PON ranges file sets its pools.
+ID_MAX = 2**31 - 1
+
+
 def id_space(technology: str, ranges) -> IdSpace:
     """The ids a PON of `technology` with the resource `ranges` (a PonRange) accepts."""
     space = ID_SPACES.get(technology, ID_SPACES["XGS-PON"])
     if ranges is None:
         return space
-    return space.widened(IdSpace(ranges.onu_id_end, ranges.alloc_id_end, ranges.gemport_id_end))
+    return space.widened(IdSpace(min(ranges.onu_id_end, ID_MAX), min(ranges.alloc_id_end, ID_MAX),
+                                 min(ranges.gemport_id_end, ID_MAX)))
 
 
 def check_id(name: str, value: int, high: int, none_ok: bool = False) -> None:

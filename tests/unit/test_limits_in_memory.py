@@ -112,6 +112,11 @@ def test_a_gpon_pon_has_the_smaller_id_space_and_configured_pools_widen_it():
     on_pon_1.access_intf_id = 1
     grpc_call(sim.openolt, "FlowAdd", on_pon_1)
     assert [flow.gemport_id for flow in sim.olt.flows.all()] == [100000]
+    # However far the pools go, an id stays an int32, as the control APIs show it.
+    huge = Sim(pon=1, pon_ranges=(PonRange(0, 0, "XGS-PON", 1, 2, 1024, 2**40, 1024, 2**40),))
+    huge.bring_up()
+    flow = eapol_flow(replicate_flow=True, pbit_to_gemport={0: 2**31})
+    assert refused(huge, "FlowAdd", flow) == "pbit_to_gemport[0] must be 0..2147483647 (got 2147483648)"
 
 
 def test_schedulers_and_queues_are_checked_like_flows():
