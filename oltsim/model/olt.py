@@ -601,7 +601,7 @@ class Olt(StateHolder):
         """ActivateOnu: the discovered ONU takes `onu_id` and comes up (OnuInd up)."""
         pon = self.pon(pon_id)
         onu = pon.onu_by_serial(serial)
-        lo, hi = pon.ranges.onu_id_start, pon.ranges.onu_id_end
+        lo, hi = pon.ranges.onu_id_start, min(pon.ranges.onu_id_end, ID_MAX)
         if not lo <= onu_id <= hi:
             raise InvalidArgument(f"ONU id {onu_id} is outside the range {lo}..{hi} of PON {pon.id}")
         owner = pon.onu_ids.get(onu_id)

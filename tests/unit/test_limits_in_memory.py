@@ -117,6 +117,11 @@ def test_a_gpon_pon_has_the_smaller_id_space_and_configured_pools_widen_it():
     huge.bring_up()
     flow = eapol_flow(replicate_flow=True, pbit_to_gemport={0: 2**31})
     assert refused(huge, "FlowAdd", flow) == "pbit_to_gemport[0] must be 0..2147483647 (got 2147483648)"
+    huge = Sim(pon=1, pon_ranges=(PonRange(0, 0, "XGS-PON", 1, 2**40, 1024, 2048, 1024, 2048),))
+    huge.connect()
+    huge.discover_all()
+    assert refused(huge, "ActivateOnu", openolt_pb2.Onu(intf_id=0, onu_id=2**31, serial_number=translate.serial_to_pb(
+        SN))) == "ONU id 2147483648 is outside the range 1..2147483647 of PON 0"
 
 
 def test_schedulers_and_queues_are_checked_like_flows():
