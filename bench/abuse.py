@@ -4,8 +4,8 @@
 For each storm it starts a fresh daemon (`twistd -n oltsim` from this checkout, every listener on a free
 127.0.0.1 port, as the other bench/ programs do; stopped with SIGTERM at the end) or uses the one named with
 --target, then runs two probes throughout the storm, in a process of their own so that the attacker's Python
-work does not delay them: `bbsim.BBSim/GetOlt` on the v1 gRPC port (the control API: grpcio threads, the bridge,
-the reactor) and `openolt.Openolt/HeartbeatCheck` on the OpenOLT port (what a VOLTHA adapter watches), one call
+work does not delay them: `bbsim.BBSim/GetOlt` on the v1 gRPC port (the control API, answered on the
+reactor) and `openolt.Openolt/HeartbeatCheck` on the OpenOLT port (what a VOLTHA adapter watches), one call
 every --probe-interval ms with a --probe-timeout deadline. It prints per storm:
 
 - RSS of the daemon (VmRSS from /proc/<pid>/status, sampled every 50 ms, and VmHWM): before, peak, after;

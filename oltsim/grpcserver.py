@@ -1,8 +1,9 @@
-"""gRPC servers as Twisted services: endpoint strings in, a grpcio server started and stopped off the reactor thread.
+"""gRPC servers as Twisted services: endpoint strings in, a server on the reactor's own loop started and stopped
+without blocking the reactor.
 
-grpcio has its own listener and thread pool, so a Twisted endpoint string is translated (:func:`parse_grpc_endpoint`)
-rather than used.  The server is built in ``startService`` (after twistd's fork) and stopped without blocking the
-reactor; it can also be stopped and restarted at runtime on the same port (OLT reboot, Stop/StartgRPCServer).
+The engines (pygrpc-native's front, or grpc.aio) have their own listeners, so a Twisted endpoint string is translated
+(:func:`parse_grpc_endpoint`) rather than used.  The server is built in ``startService`` (after twistd's fork); it
+can also be stopped and restarted at runtime on the same port (OLT reboot, Stop/StartgRPCServer).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import os
 import re
 import shutil
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
@@ -21,16 +21,15 @@ import grpc
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.error import CannotListenError
-from twisted.internet.threads import deferToThreadPool
 from oltsim.logs import logger
 from oltsim.nativeserver import NativeServer
 from oltsim.onloop import DecodeGuard, check_asyncio_reactor
 
 __all__ = ["AlreadyRunning", "ENGINES", "GrpcListen", "GrpcServerService", "parse_grpc_endpoint"]
 
-#: How a GrpcServerService serves: grpcio's thread pool (the control APIs, behind the bridge), grpc.aio on the
+#: How a GrpcServerService serves: grpc.aio on the
 #: reactor's loop, or pygrpc-native's front on the reactor's loop (oltsim.nativeserver; TLS through oltsim.tlsfront).
-ENGINES = ("threads", "grpcio", "native")
+ENGINES = ("grpcio", "native")
 
 log = logger("oltsim.grpcserver")
 
@@ -61,9 +60,6 @@ NATIVE_STREAMS_PER_CONNECTION = 65536
 
 # The fallback (reflection) behind the native front is a grpc.aio server and takes _OPTIONS' limits.
 _NATIVE_OPTIONS = _OPTIONS + [("grpc.max_concurrent_streams", NATIVE_STREAMS_PER_CONNECTION)]
-
-# grpcio's server.stop() event normally fires right after the grace period; this bounds the wait in case it does not.
-_STOP_WAIT_SLACK = 5.0
 
 
 class AlreadyRunning(Exception):
@@ -297,14 +293,14 @@ def parse_grpc_endpoint(description: str) -> GrpcListen:
 
 
 class GrpcServerService(Service):
-    """A grpcio server as a Twisted service, restartable at runtime on the port it bound first.
+    """A gRPC server as a Twisted service, restartable at runtime on the port it bound first.
 
     ``IService.running`` keeps its Twisted meaning (the service was started); ``serving`` says whether the gRPC
     server is up (false between ``stop_server`` and ``start_server``).  Callables in ``on_stopping`` run on the
     reactor thread just before each stop, so open streams can be closed (UNAVAILABLE) through their StreamQueues.
 
-    ``engine`` (one of :data:`ENGINES`): ``threads`` is a grpcio server on its own thread pool of ``max_workers``;
-    ``grpcio`` a ``grpc.aio`` server and ``native`` a :class:`oltsim.nativeserver.NativeServer`, both on the reactor's
+    ``engine`` (one of :data:`ENGINES`): ``grpcio`` is a ``grpc.aio`` server and ``native`` (the default) a
+    :class:`oltsim.nativeserver.NativeServer`, both on the reactor's
     own asyncio loop (Twisted's asyncio reactor; see :mod:`oltsim.onloop`), where handlers run on the reactor thread
     and ``interceptors`` are ``grpc.aio`` ones.  Starting either on another reactor fails with
     :class:`oltsim.onloop.NotOnLoop`. ``native`` serves an ``ssl:`` endpoint through a TLS relay in front of it
@@ -316,11 +312,10 @@ class GrpcServerService(Service):
         name: str,
         endpoint: str,
         add_servicers: Callable[[grpc.Server], None],
-        max_workers: int = 32,
         reactor: Any = None,
         grace: float = 0.5,
         interceptors: Sequence[Any] = (),
-        engine: str = "threads",
+        engine: str = "native",
         max_calls: int | None = None,
         max_calls_per_connection: int | None = None,
     ) -> None:
@@ -335,7 +330,6 @@ class GrpcServerService(Service):
         self.max_calls = max_calls
         self.max_calls_per_connection = max_calls_per_connection
         self._add_servicers = add_servicers
-        self._max_workers = max_workers
         self._reactor = reactor
         self.grace = grace
         #: grpc.ServerInterceptors, outermost first; they see every method of the server, reflection included
@@ -346,7 +340,6 @@ class GrpcServerService(Service):
         self.on_stopping: list[Callable[[], Any]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: Any = None
-        self._executor: ThreadPoolExecutor | None = None
         self._stopping: Deferred | None = None  # a stop in progress, until the old server has let the port go
         self._start_after_stop = False  # start_server was called during that stop
         self._starting: asyncio.Task | None = None  # a loop server's start coroutine (a stop waits for it)
@@ -390,11 +383,7 @@ class GrpcServerService(Service):
             self._start_after_stop = True
             return
         listen = self._listen if self.port is None else self._listen.with_port(self.port)
-        if self.engine != "threads":
-            server, executor = self._loop_server(), None
-        else:
-            executor = ThreadPoolExecutor(max_workers=self._max_workers, thread_name_prefix=f"grpc-{self.name}")
-            server = grpc.server(executor, interceptors=self.interceptors, options=_OPTIONS)
+        server = self._loop_server()
         try:
             self._add_servicers(server)
             if self.engine == "native" and listen.secure:
@@ -402,8 +391,6 @@ class GrpcServerService(Service):
             else:
                 address, bound = self._bind(server, listen)
         except BaseException:
-            if executor is not None:
-                executor.shutdown(wait=False)
             if self.engine == "native":
                 server.discard()
             self._drop_tls_dir()
@@ -412,14 +399,11 @@ class GrpcServerService(Service):
             # Accepting calls when start_server returns (a restart followed at once by a call must not be refused);
             # only its fallback finishes starting on the loop.
             server.start_now()
-        if self.engine != "threads":
-            # Bound above; serving starts on the loop's next turn (start is a coroutine). A stop waits for it:
-            # grpc.aio stopped before its start has finished crashes the process (SIGSEGV in grpcio's core).
-            self._starting = self._loop.create_task(server.start())
-            Deferred.fromFuture(asyncio.ensure_future(self._starting)).addErrback(self._start_failed, server)
-        else:
-            server.start()
-        self._server, self._executor = server, executor
+        # Bound above; serving starts on the loop's next turn (start is a coroutine). A stop waits for it: grpc.aio
+        # stopped before its start has finished crashes the process (SIGSEGV in grpcio's core).
+        self._starting = self._loop.create_task(server.start())
+        Deferred.fromFuture(asyncio.ensure_future(self._starting)).addErrback(self._start_failed, server)
+        self._server = server
         self.port, self.address = bound, address
         log.info("grpc-server-started name={name} address={address} engine={engine}", name=self.name, address=address,
                  engine=self.engine)
@@ -514,26 +498,13 @@ class GrpcServerService(Service):
                 hook()
             except Exception:
                 log.failure("grpc-server-stopping-hook-failed name={name}", name=self.name)
-        server, executor = self._server, self._executor
-        self._server = self._executor = None
-        if executor is None:
-            # grpc.aio and native: refuse new calls at once, cancel those still running after the grace period.
-            tls, tls_dir, self._tls, self._tls_dir = self._tls, self._tls_dir, None, None
-            stopped = Deferred.fromFuture(self._loop.create_task(
-                self._stop_after_start(server, self._starting, tls, tls_dir)))
-            stopped.addCallbacks(lambda _: self._report_stopped(True), self._stop_failed)
-            return self._track_stop(stopped)
-        stopped = server.stop(self.grace)
-        reactor = self._get_reactor()
-
-        def wait_stopped() -> bool:
-            finished = stopped.wait(self.grace + _STOP_WAIT_SLACK)
-            # Handlers still running finish on their own (streams notice the cancel); do not wait for them here.
-            executor.shutdown(wait=False, cancel_futures=True)
-            return finished
-
-        return self._track_stop(
-            deferToThreadPool(reactor, reactor.getThreadPool(), wait_stopped).addCallback(self._report_stopped))
+        server, self._server = self._server, None
+        # Refuse new calls at once, cancel those still running after the grace period.
+        tls, tls_dir, self._tls, self._tls_dir = self._tls, self._tls_dir, None, None
+        stopped = Deferred.fromFuture(self._loop.create_task(
+            self._stop_after_start(server, self._starting, tls, tls_dir)))
+        stopped.addCallbacks(lambda _: self._report_stopped(True), self._stop_failed)
+        return self._track_stop(stopped)
 
     async def _stop_after_start(self, server: Any, starting: asyncio.Task | None, tls: Any = None,
                                 tls_dir: str | None = None) -> None:

@@ -33,8 +33,7 @@ import grpc
 from grpc import aio
 from twisted.python.failure import Failure
 
-from oltsim.bridge import failure_status
-from oltsim.onloop import DecodeGuard, undecodable_message
+from oltsim.onloop import DecodeGuard, failure_status, undecodable_message
 from oltsim.logs import logger
 
 try:

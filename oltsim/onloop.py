@@ -1,9 +1,11 @@
-"""gRPC servicers answered on the reactor thread itself: grpc.aio on the asyncio loop that Twisted's reactor runs.
+"""gRPC servicers answered on the reactor thread itself: every gRPC server (OpenOLT, v1, v0) runs on the asyncio loop
+that Twisted's reactor runs, so no request thread ever touches the model.
 
 The OpenOLT southbound carries an adapter's whole bring-up, about 240 unary calls per ONU (MIB upload), so its cost
-per call is what a user feels.  Served by grpcio's thread pool and hopped to the reactor through :mod:`oltsim.bridge`,
-a call wakes half a dozen threads; served by ``grpc.aio`` on the reactor's own loop (Twisted's asyncio reactor), the
-handler runs where the model lives and nothing crosses a thread (bench/bringup.py, docs/performance.md).
+per call is what a user feels.  Served by grpcio's thread pool and hopped to the reactor through a thread bridge, a
+call woke half a dozen threads; on the reactor's own loop the handler runs where the model lives and nothing crosses
+a thread (bench/bringup.py, docs/performance.md).  The control APIs followed (issue 13): a pool thread per call let
+32 open streams, or 32 requests whose body never came, wedge them.
 
 :func:`on_loop` turns the one servicer (plain unary methods over the model that raise domain errors, mapped by its
 ``_abort``; async generators for streams) into grpc.aio handlers that call the same methods inline; the native engine
@@ -14,17 +16,160 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any, AsyncIterator, Callable
+import threading
+import uuid
+from collections import deque
+from typing import Any, AsyncIterator, Callable, Iterator
 
 import grpc
 
-from oltsim.bridge import StreamQueue, failure_status, is_streaming, rpc_functions
+from twisted.python.failure import Failure
+
 from oltsim.logs import logger
 
-__all__ = ["AsyncStreamQueue", "DecodeGuard", "NotOnLoop", "check_asyncio_reactor", "handler_with",
-           "install_asyncio_reactor", "on_loop", "undecodable_message"]
+__all__ = ["AsyncStreamQueue", "DecodeGuard", "NotOnLoop", "StreamQueue", "check_asyncio_reactor", "failure_status",
+           "handler_with", "install_asyncio_reactor", "on_loop", "rpc_functions", "undecodable_message"]
 
 log = logger("oltsim.onloop")
+
+
+def _is_rpc_name(name: str) -> bool:
+    return name[:1].isupper()
+
+
+def rpc_functions(cls: type) -> Iterator[tuple[str, Any]]:
+    """(name, function) of every gRPC-named method of ``cls``, own or inherited, as defined (not bound)."""
+    for name in dir(cls):
+        if not _is_rpc_name(name):
+            continue
+        value = inspect.getattr_static(cls, name)
+        if inspect.isfunction(value):
+            yield name, value
+
+
+class _Recorded(Exception):
+    """Raised by :class:`_AbortRecorder` to end a servicer's ``_abort`` the way grpcio's abort would."""
+
+
+class _AbortRecorder:
+    """A stand-in context for a servicer's ``_abort``: records the status it aborts with instead of answering."""
+
+    def __init__(self) -> None:
+        self.status: tuple[grpc.StatusCode, str] | None = None
+
+    def abort(self, code: grpc.StatusCode, details: str) -> None:
+        self.status = (code, details)
+        raise _Recorded()
+
+
+def failure_status(servicer: Any, name: str, exc: BaseException) -> tuple[grpc.StatusCode, str]:
+    """The status an exception raised by ``servicer``'s RPC ``name`` is answered with.
+
+    ``servicer._abort(context, exc)``, if defined, decides for the domain errors it knows (it aborts) and returns
+    for others; then ``NotImplementedError`` (generated base-class stubs) gives UNIMPLEMENTED and anything else
+    INTERNAL, logged with the traceback and a request id that the answer names.  Shared by every gRPC server
+    (:func:`on_loop` handlers, the native engine's inline calls), so all answer a failure alike.
+    """
+    mapper = getattr(servicer, "_abort", None)
+    if mapper is not None:
+        recorder = _AbortRecorder()
+        try:
+            mapper(recorder, exc)  # aborts (raises) for the domain errors it knows, returns for others
+        except _Recorded:
+            return recorder.status  # type: ignore[return-value]
+        except Exception:
+            log.failure("grpc-abort-mapper-failed method={method}", method=name)
+    if isinstance(exc, NotImplementedError):
+        return grpc.StatusCode.UNIMPLEMENTED, "method not implemented"
+    request_id = uuid.uuid4().hex[:12]
+    log.failure(
+        "grpc-handler-failed method={method} request_id={request_id}",
+        failure=Failure(exc),
+        method=name,
+        request_id=request_id,
+    )
+    return grpc.StatusCode.INTERNAL, f"internal error (request id {request_id})"
+
+
+class _Closed:
+    def __init__(self, status: grpc.StatusCode | None, details: str | None) -> None:
+        self.status = status
+        self.details = details
+
+
+class StreamQueue:
+    """A bounded queue per open stream, fed on the reactor thread; :class:`AsyncStreamQueue` is read by a stream's
+    coroutine, :meth:`get` by in-memory tests.
+
+    ``put`` never blocks: when full it drops the item, counts it in ``dropped`` and returns False (a slow client loses
+    indications rather than stalling the reactor).  Full is ``maxsize`` items or, with ``max_bytes``, that many
+    bytes of queued items (``len`` of bytes, ``ByteSize()`` of protobuf messages; one item is always taken).
+    ``close`` ends the stream after the items already queued; it is never dropped, and later puts are refused.
+    """
+
+    #: returned by :meth:`get` when nothing arrived within the timeout
+    EMPTY: Any = object()
+
+    def __init__(self, maxsize: int = 1000, max_bytes: int | None = None) -> None:
+        if maxsize < 1:
+            raise ValueError("maxsize must be at least 1")
+        self.maxsize = maxsize
+        self.max_bytes = max_bytes
+        self.dropped = 0
+        self.queued_bytes = 0
+        self._items: deque[Any] = deque()
+        self._closed: _Closed | None = None
+        self._cond = threading.Condition()
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` was called."""
+        return self._closed is not None
+
+    def put(self, item: Any) -> bool:
+        """Queue ``item`` without blocking; False (and ``dropped`` incremented) if full or closed."""
+        with self._cond:
+            size = 0 if self.max_bytes is None else len(item) if isinstance(item, bytes) else item.ByteSize()
+            if (self._closed is not None or len(self._items) >= self.maxsize
+                    or (size and self._items and self.queued_bytes + size > self.max_bytes)):
+                self.dropped += 1
+                return False
+            self._items.append((item, size))
+            self.queued_bytes += size
+            self._cond.notify()
+            self._changed()
+            return True
+
+    def close(self, status: grpc.StatusCode | None = None, details: str | None = None) -> None:
+        """End the stream once the queued items are read: with ``status`` (an abort) or normally if None.
+
+        Only the first close counts.
+        """
+        with self._cond:
+            if self._closed is None:
+                self._closed = _Closed(status, details)
+                self._cond.notify_all()
+                self._changed()
+
+    def _pop(self) -> Any:
+        item, size = self._items.popleft()
+        self.queued_bytes -= size
+        return item
+
+    def _changed(self) -> None:
+        """Called (under the queue's lock) after an item is queued or the queue is closed; for subclasses whose
+        reader waits some other way than on this thread condition."""
+
+    def get(self, timeout: float) -> Any:
+        """Wait at most ``timeout`` s for the next item; returns it, or ``StreamQueue.EMPTY``, or the close marker."""
+        with self._cond:
+            if not self._items and self._closed is None:
+                self._cond.wait(timeout)
+            if self._items:
+                return self._pop()
+            if self._closed is not None:
+                return self._closed
+            return self.EMPTY
 
 
 class NotOnLoop(RuntimeError):
@@ -58,7 +203,7 @@ def check_asyncio_reactor(reactor: Any) -> asyncio.AbstractEventLoop:
 
 
 class AsyncStreamQueue(StreamQueue):
-    """A :class:`oltsim.bridge.StreamQueue` whose reader is a coroutine on the reactor's loop, fed on that thread.
+    """A :class:`StreamQueue` whose reader is a coroutine on the reactor's loop, fed on that thread.
 
     The same contract (``put`` never blocks and drops, counted in ``dropped``, when full or closed; ``close`` ends
     the stream after the items already queued, with a status or normally); only the way the reader waits differs.
@@ -102,7 +247,7 @@ def on_loop(servicer: Any, base: type) -> Any:
 
     A unary RPC is a plain method ``(request, context) -> response`` that runs inline on the reactor thread and
     reports a refusal by raising, never through ``context.abort``; its failure becomes a status through
-    :func:`oltsim.bridge.failure_status`.  Each handler carries ``inline = (method, servicer, name)``, which
+    :func:`failure_status`.  Each handler carries ``inline = (method, servicer, name)``, which
     :class:`oltsim.nativeserver.NativeServer` calls directly, without a coroutine.  A server-streaming RPC is an
     async generator method of the servicer, served as it is with its errors mapped the same way.  Anything else (a
     plain generator, a coroutine) is refused with TypeError while building, before anything listens.
@@ -114,7 +259,7 @@ def on_loop(servicer: Any, base: type) -> Any:
             continue
         if inspect.isasyncgenfunction(function):
             namespace[name] = _streaming(servicer, name, getattr(servicer, name))
-        elif inspect.isgeneratorfunction(function) or inspect.iscoroutinefunction(function) or is_streaming(function):
+        elif inspect.isgeneratorfunction(function) or inspect.iscoroutinefunction(function):
             raise TypeError(f"{type(servicer).__qualname__}.{name}: on_loop serves plain methods (unary) and async "
                             "generators (streams) only")
         else:

@@ -1,5 +1,5 @@
 """Shared helpers for the in-memory tests: the OLT model on a fake clock, the v1 REST resource through StubTreq,
-and the gRPC servicers on an inline bridge with a fake context (style habit 8)."""
+and the gRPC servicers' on_loop handlers run inline with a fake context (style habit 8)."""
 
 from __future__ import annotations
 
@@ -24,11 +24,10 @@ from oltsim.api import translate  # noqa: E402
 from oltsim.api.commands import V1Commands  # noqa: E402
 from oltsim.api.v1.grpc import BBSimServicer  # noqa: E402
 from oltsim.api.v1.rest import V1Rest  # noqa: E402
-from oltsim.bridge import StreamQueue  # noqa: E402
 from oltsim.config import load_settings  # noqa: E402
 from oltsim.model import events  # noqa: E402
 from oltsim.model.builder import build_olt  # noqa: E402
-from oltsim.onloop import on_loop  # noqa: E402
+from oltsim.onloop import StreamQueue, on_loop  # noqa: E402
 from oltsim._proto import bbsim_pb2_grpc  # noqa: E402
 from oltsim.southbound.indications import to_indications  # noqa: E402
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer  # noqa: E402

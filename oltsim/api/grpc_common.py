@@ -8,7 +8,7 @@ from oltsim.model.errors import OltsimError
 
 def abort_for(context, exc) -> None:
     """Answer a refused request with the status of the one error table; anything that is not a
-    domain error is left to `oltsim.bridge.failure_status`, which logs it with a request id and answers INTERNAL."""
+    domain error is left to `oltsim.onloop.failure_status`, which logs it with a request id and answers INTERNAL."""
     if isinstance(exc, OltsimError):
         code, _ = translate.status_for(exc)
         context.abort(code, exc.message)

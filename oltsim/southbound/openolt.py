@@ -13,10 +13,9 @@ from voltha_protos import extensions_pb2, openolt_pb2, openolt_pb2_grpc, tech_pr
 
 from oltsim.api import translate
 from oltsim.api.grpc_common import abort_for
-from oltsim.bridge import StreamQueue
 from oltsim.model import events
 from oltsim.model.errors import InvalidArgument
-from oltsim.onloop import AsyncStreamQueue
+from oltsim.onloop import AsyncStreamQueue, StreamQueue
 from oltsim.southbound.indications import port_statistics, to_indications
 
 log = logger("oltsim.southbound")

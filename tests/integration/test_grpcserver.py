@@ -1,4 +1,5 @@
-"""gRPC server lifecycle on the real reactor: real sockets on 127.0.0.1, a real grpcio channel, no protos."""
+"""gRPC server lifecycle on the real reactor, on both engines: real sockets on 127.0.0.1, a real grpcio channel, no
+protos."""
 
 import socket
 import threading
@@ -12,18 +13,27 @@ from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
 from twisted.python import threadable
 
-from oltsim.bridge import Bridge, StreamQueue, iterate, on_reactor, streaming, unwrapped_methods
+from engines import grpc_engine  # noqa: F401 - the fixture
 from oltsim.grpcserver import AlreadyRunning, GrpcListen, GrpcServerService, parse_grpc_endpoint
+from oltsim.onloop import AsyncStreamQueue, on_loop
 
 SERVICE = "oltsim.test.Echo"
 
 
-@on_reactor
-class EchoServicer:
+class EchoBase:
+    """What a generated servicer base class gives on_loop: the RPC names."""
+
+    def Echo(self, request, context):
+        raise NotImplementedError
+
+    def Watch(self, request, context):
+        raise NotImplementedError
+
+
+class EchoServicer(EchoBase):
     """A servicer with one unary and one server-streaming method, registered through generic handlers."""
 
-    def __init__(self, bridge):
-        self._bridge = bridge
+    def __init__(self):
         self.on_reactor_thread = []
         self.streams = set()
 
@@ -31,11 +41,14 @@ class EchoServicer:
         self.on_reactor_thread.append(threadable.isInIOThread())
         return request
 
-    @streaming
-    def Watch(self, request, context):
-        queue = StreamQueue()
-        self._bridge.call(self.streams.add, queue)
-        return iterate(queue, context, poll=0.1, on_done=lambda: self._bridge.call(self.streams.discard, queue))
+    async def Watch(self, request, context):
+        queue = AsyncStreamQueue()
+        self.streams.add(queue)
+        try:
+            async for item in queue.items(context):
+                yield item
+        finally:
+            self.streams.discard(queue)
 
     def close_streams(self):
         """Reactor-thread hook: end every open stream with UNAVAILABLE."""
@@ -43,22 +56,23 @@ class EchoServicer:
             queue.close(grpc.StatusCode.UNAVAILABLE, "the simulator is stopping")
 
     def add_to(self, server):
+        served = on_loop(self, EchoBase)
         server.add_generic_rpc_handlers(
             (
                 grpc.method_handlers_generic_handler(
                     SERVICE,
                     {
-                        "Echo": grpc.unary_unary_rpc_method_handler(self.Echo),
-                        "Watch": grpc.unary_stream_rpc_method_handler(self.Watch),
+                        "Echo": grpc.unary_unary_rpc_method_handler(served.Echo),
+                        "Watch": grpc.unary_stream_rpc_method_handler(served.Watch),
                     },
                 ),
             )
         )
 
 
-def make_service():
-    servicer = EchoServicer(Bridge(reactor, timeout=5))
-    service = GrpcServerService("test", "tcp:0:interface=127.0.0.1", servicer.add_to, max_workers=4, grace=0.5)
+def make_service(engine):
+    servicer = EchoServicer()
+    service = GrpcServerService("test", "tcp:0:interface=127.0.0.1", servicer.add_to, grace=0.5, engine=engine)
     service.on_stopping.append(servicer.close_streams)
     return service, servicer
 
@@ -90,15 +104,10 @@ def wait_until(predicate, what, tries=100):
     return poll()
 
 
-def test_servicer_has_no_unwrapped_methods():
-    """Every gRPC method of the test servicer goes through the bridge or is marked streaming."""
-    assert unwrapped_methods(EchoServicer) == []
-
-
 @pytest_twisted.inlineCallbacks
-def test_unary_call_runs_on_reactor_thread():
+def test_unary_call_runs_on_reactor_thread(grpc_engine):
     """A unary call from a real channel is answered, its handler having run on the reactor thread."""
-    service, servicer = make_service()
+    service, servicer = make_service(grpc_engine)
     service.startService()
     try:
         assert service.serving and service.port > 0
@@ -111,9 +120,9 @@ def test_unary_call_runs_on_reactor_thread():
 
 
 @pytest_twisted.inlineCallbacks
-def test_stream_delivers_items_and_ends_unavailable_on_stop():
+def test_stream_delivers_items_and_ends_unavailable_on_stop(grpc_engine):
     """A server stream delivers items put on the reactor and ends with UNAVAILABLE when the service stops."""
-    service, servicer = make_service()
+    service, servicer = make_service(grpc_engine)
     service.startService()
     received = []
 
@@ -141,9 +150,9 @@ def test_stream_delivers_items_and_ends_unavailable_on_stop():
 
 
 @pytest_twisted.inlineCallbacks
-def test_restart_binds_same_port():
+def test_restart_binds_same_port(grpc_engine):
     """stop_server then start_server serves again on the port bound the first time."""
-    service, _ = make_service()
+    service, _ = make_service(grpc_engine)
     service.startService()
     try:
         port = service.port
@@ -162,9 +171,9 @@ def test_restart_binds_same_port():
 
 
 @pytest_twisted.inlineCallbacks
-def test_stop_service_completes_and_closes_port():
+def test_stop_service_completes_and_closes_port(grpc_engine):
     """stopService fires (grace 0.5 s) and the port no longer accepts connections."""
-    service, _ = make_service()
+    service, _ = make_service(grpc_engine)
     service.startService()
     port = service.port
     stopped = []
@@ -286,12 +295,13 @@ def write_self_signed(directory):
 
 
 @pytest_twisted.inlineCallbacks
-def test_ssl_endpoint_serves_tls(tmp_path):
-    """An ssl: endpoint serves TLS with the given key and certificate, and a TLS client gets answers."""
+def test_ssl_endpoint_serves_tls(tmp_path, grpc_engine):
+    """An ssl: endpoint serves TLS with the given key and certificate (the native engine through its relay), a TLS
+    client gets answers, and a restart serves TLS again on the same port."""
     key_path, cert_path, cert_pem = write_self_signed(tmp_path)
-    servicer = EchoServicer(Bridge(reactor, timeout=5))
+    servicer = EchoServicer()
     endpoint = f"ssl:0:interface=127.0.0.1:privateKey={key_path}:certKey={cert_path}"
-    service = GrpcServerService("tls", endpoint, servicer.add_to, max_workers=2)
+    service = GrpcServerService("tls", endpoint, servicer.add_to, engine=grpc_engine)
     service.startService()
 
     def tls_echo(port):
@@ -302,5 +312,11 @@ def test_ssl_endpoint_serves_tls(tmp_path):
     try:
         answer = yield deferToThread(tls_echo, service.port)
         assert answer == b"secret"
+        port = service.port
+        yield service.stop_server()
+        assert port_refuses(port)
+        service.start_server()
+        assert service.port == port
+        assert (yield deferToThread(tls_echo, port)) == b"secret"
     finally:
         yield service.stopService()

@@ -4,8 +4,8 @@ Each RPC's request is drawn from its protobuf descriptor (scalars biased towards
 words the simulator knows, enums including unknown numbers, nested and repeated messages, serial numbers, OMCI
 packets as hex or not). Each example starts a fresh 2x2 OLT (as `tests/conftest.Sim`, with the OMCI responder and
 the protocol engine wired as the daemon wires them), fresh, brought up or provisioned by an adapter, and runs a
-short sequence of calls, clock advances and adapter (dis)connections. The servicers run on an inline bridge with
-the fake context, so a refusal comes back as the status the wrapper chose.
+short sequence of calls, clock advances and adapter (dis)connections. The servicers' on_loop handlers run inline with
+the fake context, so a refusal comes back as the status the handler chose.
 
 Pass criterion (decisions section 3): only the statuses of the one error table come back (never INTERNAL or
 UNKNOWN), nothing is logged as a failure, the model invariants of `conftest.model_invariants` hold after every
