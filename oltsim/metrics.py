@@ -2,7 +2,7 @@
 
 Each :class:`Metrics` has its own ``CollectorRegistry`` (never prometheus_client's global one), so two simulators
 in one process, or one per test, never mix their numbers. Counters are bumped where requests are answered (REST:
-:class:`CountingResource`; gRPC: :class:`MetricsInterceptor`) and from model events; everything read from the model
+:class:`CountingResource`; gRPC: :class:`AioMetricsInterceptor`) and from model events; everything read from the model
 (ONUs by state, indications sent and dropped, timers pending) is read at scrape time, on the reactor thread that
 renders the response.
 
@@ -36,7 +36,7 @@ from oltsim.model import events
 from oltsim.model.onu import ONU_MACHINE
 from oltsim.onloop import handler_with
 
-__all__ = ["CountingResource", "Metrics", "MetricsInterceptor", "MetricsResource", "counted", "with_metrics"]
+__all__ = ["AioMetricsInterceptor", "CountingResource", "Metrics", "MetricsResource", "counted", "with_metrics"]
 
 #: The OpenOLT method that carries OMCI requests from the adapter to an ONU.
 OMCI_REQUEST_METHOD = "/openolt.Openolt/OmciMsgOut"
@@ -189,72 +189,28 @@ def counted(resource: Resource, metrics: Metrics | None, surface: str) -> Resour
 # ---- gRPC ---------------------------------------------------------------------------------------------------
 
 
-class MetricsInterceptor(grpc.ServerInterceptor):
+class AioMetricsInterceptor(grpc.aio.ServerInterceptor):
     """Counts every gRPC call answered on a server by the status it ended with (a stream when it ends), and OMCI
-    requests accepted on the OpenOLT server. Put it first, so calls refused by the token interceptor count too."""
+    requests accepted on the OpenOLT server, around the coroutine handlers of a server on the reactor's loop (see
+    :mod:`oltsim.onloop`). Put it first, so calls refused by the token interceptor count too."""
 
     def __init__(self, metrics: Metrics, surface: str) -> None:
         self.metrics = metrics
         self.surface = surface
 
     def record(self, method: str, code: grpc.StatusCode, count: int = 1) -> None:
-        """``count`` (one) calls of ``method`` answered with ``code``."""
+        """``count`` (one) calls of ``method`` answered with ``code``: what the native engine calls for the calls it
+        answers inline (oltsim.nativeserver, one call per method and batch), where no interceptor chain runs."""
         self.metrics.count_request(self.surface, code.name, count)
         if method == OMCI_REQUEST_METHOD and code is grpc.StatusCode.OK:
             self.metrics.omci_requests.inc(count)
-
-    def intercept_service(self, continuation, handler_call_details):
-        handler = continuation(handler_call_details)
-        if handler is None:
-            return None
-        method = handler_call_details.method
-
-        def record(context, default: grpc.StatusCode) -> None:
-            self.record(method, context.code() or default)
-
-        def wrap(behaviour, response_streaming: bool):
-            if not response_streaming:
-                def counted(request, context):
-                    try:
-                        response = behaviour(request, context)
-                    except BaseException:
-                        record(context, grpc.StatusCode.UNKNOWN)
-                        raise
-                    record(context, grpc.StatusCode.OK)
-                    return response
-                return counted
-
-            def counted_stream(request, context):
-                try:
-                    yield from behaviour(request, context)
-                except GeneratorExit:
-                    record(context, grpc.StatusCode.CANCELLED)
-                    raise
-                except BaseException:
-                    record(context, grpc.StatusCode.UNKNOWN)
-                    raise
-                record(context, grpc.StatusCode.OK)
-            return counted_stream
-
-        return handler_with(handler, wrap)
-
-
-class AioMetricsInterceptor(grpc.aio.ServerInterceptor):
-    """:class:`MetricsInterceptor` for a grpc.aio server (the OpenOLT one, see :mod:`oltsim.onloop`): the same
-    counts, taken around coroutine handlers."""
-
-    def __init__(self, metrics: Metrics, surface: str) -> None:
-        self.counts = MetricsInterceptor(metrics, surface)
-        #: ``record(method, code, count=1)``: the count alone, which the native engine calls for the calls it
-        #: answers inline (oltsim.nativeserver, one call per method and batch), where no interceptor chain runs.
-        self.record = self.counts.record
 
     async def intercept_service(self, continuation, handler_call_details):
         handler = await continuation(handler_call_details)
         if handler is None:
             return None
         method = handler_call_details.method
-        record = self.counts.record
+        record = self.record
 
         def settle(context, error: BaseException | None) -> None:
             if isinstance(error, (asyncio.CancelledError, GeneratorExit)):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hmac
 import os
 import re
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import grpc
 from cryptography import x509
@@ -35,7 +35,7 @@ from oltsim.grpcserver import GrpcListen, _split_endpoint, parse_grpc_endpoint
 from oltsim.logs import logger
 from oltsim.onloop import handler_with
 
-__all__ = ["AccessToken", "AioTokenInterceptor", "TokenGuard", "TokenInterceptor", "certificate_options",
+__all__ = ["AccessToken", "AioTokenInterceptor", "TokenGuard", "certificate_options",
            "check_listener", "guard", "interceptors", "server_endpoint", "server_service"]
 
 log = logger("oltsim.security")
@@ -135,9 +135,9 @@ def guard(resource: Resource, token: AccessToken | None, surface: str,
 
 
 
-class TokenInterceptor(grpc.ServerInterceptor):
+class AioTokenInterceptor(grpc.aio.ServerInterceptor):
     """Refuses, with UNAUTHENTICATED, every call (server reflection included) whose metadata lacks
-    ``authorization: Bearer <token>``. Unknown methods stay UNIMPLEMENTED (grpcio's own answer).
+    ``authorization: Bearer <token>``, on the servers on the reactor's loop. Unknown methods stay UNIMPLEMENTED.
     :meth:`admit` is the check alone, which the native engine asks before each call it answers itself."""
 
     def __init__(self, token: AccessToken, surface: str) -> None:
@@ -153,30 +153,6 @@ class TokenInterceptor(grpc.ServerInterceptor):
         log.info("access-refused surface={surface} reason={reason} method={method}",
                  surface=self.surface, reason=reason, method=method)
         return grpc.StatusCode.UNAUTHENTICATED, _message(reason)
-
-    def intercept_service(self, continuation, handler_call_details):
-        handler = continuation(handler_call_details)
-        if handler is None:
-            return handler
-        refusal = self.admit(handler_call_details.method, handler_call_details.invocation_metadata)
-        if refusal is None:
-            return handler
-
-        def refuse(_behaviour, _streaming):
-            def refused(request, context):
-                context.abort(*refusal)
-            return refused
-
-        return handler_with(handler, refuse)
-
-
-class AioTokenInterceptor(grpc.aio.ServerInterceptor):
-    """:class:`TokenInterceptor` for the servers on the reactor's loop (grpc.aio, and the native engine, which
-    calls :meth:`admit` itself)."""
-
-    def __init__(self, token: AccessToken, surface: str) -> None:
-        self._check = TokenInterceptor(token, surface)
-        self.admit = self._check.admit
 
     async def intercept_service(self, continuation, handler_call_details):
         handler = await continuation(handler_call_details)
@@ -200,11 +176,9 @@ class AioTokenInterceptor(grpc.aio.ServerInterceptor):
         return handler_with(handler, refuse)
 
 
-def interceptors(token: AccessToken | None, surface: str, on_loop: bool = False) -> list:
-    """The token interceptor for a control gRPC server (grpc.aio's kind ``on_loop``), or none without a token."""
-    if token is None:
-        return []
-    return [AioTokenInterceptor(token, surface) if on_loop else TokenInterceptor(token, surface)]
+def interceptors(token: AccessToken | None, surface: str) -> list:
+    """The token interceptor for a control gRPC server, or none without a token."""
+    return [] if token is None else [AioTokenInterceptor(token, surface)]
 
 
 # ---- TLS listeners ------------------------------------------------------------------------------------------

@@ -274,7 +274,7 @@ def makeService(options, reactor=None):
         lambda server: _add_v1(server, on_loop(BBSimServicer(commands), bbsim_pb2_grpc.BBSimServicer),
                                on_loop(OltsimServicer(bus), oltsim_pb2_grpc.OltsimServicer)),
         reactor=reactor, engine=loop_engine(settings.grpc_engine, settings.grpc_v1),
-        interceptors=[AioMetricsInterceptor(metrics, "grpc-v1"), *interceptors(token, "grpc-v1", on_loop=True)],
+        interceptors=[AioMetricsInterceptor(metrics, "grpc-v1"), *interceptors(token, "grpc-v1")],
         **limits)
     grpc_v1.on_stopping.append(bus.close_all)
     grpc_v1.setServiceParent(top)
@@ -289,7 +289,7 @@ def makeService(options, reactor=None):
         "grpc-v0", settings.grpc_v0,
         lambda server: _add_v0(server, on_loop(LegacyServicer(v0_commands), legacy_pb2_grpc.BBSimServiceServicer)),
         reactor=reactor, engine=loop_engine(settings.grpc_engine, settings.grpc_v0),
-        interceptors=[AioMetricsInterceptor(metrics, "grpc-v0"), *interceptors(token, "grpc-v0", on_loop=True)],
+        interceptors=[AioMetricsInterceptor(metrics, "grpc-v0"), *interceptors(token, "grpc-v0")],
         **limits)
     grpc_v0.setServiceParent(top)
     rest_v0 = server_service(settings.rest_v0, _site(V0Rest(v0_commands, secured=secured).resource(), "rest-v0",

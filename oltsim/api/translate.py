@@ -10,7 +10,7 @@ from google.protobuf import json_format
 from voltha_protos import openolt_pb2
 
 from oltsim._proto import bbsim_pb2
-from oltsim.model.errors import (FailedPrecondition, InvalidArgument, NotFound, OltsimError, ResourceExhausted,
+from oltsim.model.errors import (FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted,
                                  Unavailable)
 from oltsim.model.flows import Flow
 

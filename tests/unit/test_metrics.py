@@ -11,11 +11,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from oltsim._proto import bbsim_pb2
 from oltsim.api.v1.rest import V1Rest
-from oltsim.metrics import OMCI_REQUEST_METHOD, Metrics, MetricsInterceptor, counted, with_metrics
+from oltsim.metrics import OMCI_REQUEST_METHOD, AioMetricsInterceptor, Metrics, counted, with_metrics
 from oltsim.model import events
 from oltsim.model.onu import ONU_MACHINE
 
-from conftest import Aborted, FakeContext, Rest, Sim
+from conftest import Aborted, FakeContext, Rest, Sim, run_now, stream_now
 
 SERIALS = ("BBSM00000001", "BBSM00000002", "BBSM00000101", "BBSM00000102")
 
@@ -179,15 +179,28 @@ class StatusContext(FakeContext):
 
 
 def run(metrics, behaviour, method="/bbsim.BBSim/GetOlt", streaming=False, surface="grpc-v1"):
-    """One call through the metrics interceptor; returns the response (a list for streams) or the Aborted."""
+    """One call through the metrics interceptor, as a server on the reactor's loop runs it (coroutine handlers, async
+    generator streams); returns the response (a list for streams) or the Aborted."""
     factory = grpc.unary_stream_rpc_method_handler if streaming else grpc.unary_unary_rpc_method_handler
-    handler = MetricsInterceptor(metrics, surface).intercept_service(lambda d: factory(behaviour), Details(method))
+
+    async def continuation(details):
+        return factory(behaviour)
+
+    handler = run_now(AioMetricsInterceptor(metrics, surface).intercept_service(continuation, Details(method)))
     call = handler.unary_stream if streaming else handler.unary_unary
     try:
         result = call("request", StatusContext())
-        return list(result) if streaming else result
+        return stream_now(result) if streaming else run_now(result)
     except Aborted as exc:
         return exc
+
+
+async def answer_ok(request, context):
+    return "ok"
+
+
+async def refuse_not_found(request, context):
+    await context.abort(grpc.StatusCode.NOT_FOUND, "nope")
 
 
 def grpc_counts(metrics, surface="grpc-v1"):
@@ -198,11 +211,8 @@ def grpc_counts(metrics, surface="grpc-v1"):
 def test_interceptor_counts_unary_statuses(sim):
     """A unary call counts OK when it returns and its abort status when it aborts."""
     metrics = Metrics(sim.olt, sim.hub)
-    assert run(metrics, lambda request, context: "ok") == "ok"
-
-    def refuse(request, context):
-        context.abort(grpc.StatusCode.NOT_FOUND, "nope")
-    assert isinstance(run(metrics, refuse), Aborted)
+    assert run(metrics, answer_ok) == "ok"
+    assert isinstance(run(metrics, refuse_not_found), Aborted)
     assert grpc_counts(metrics) == {"OK": 1, "NOT_FOUND": 1}
 
 
@@ -210,14 +220,14 @@ def test_interceptor_counts_a_stream_when_it_ends(sim):
     """A server stream counts once, when it ends: OK after its last item, its status when it aborts."""
     metrics = Metrics(sim.olt, sim.hub)
 
-    def stream(request, context):
+    async def stream(request, context):
         yield 1
         yield 2
     assert run(metrics, stream, streaming=True) == [1, 2]
 
-    def failing(request, context):
+    async def failing(request, context):
         yield 1
-        context.abort(grpc.StatusCode.UNAVAILABLE, "going down")
+        await context.abort(grpc.StatusCode.UNAVAILABLE, "going down")
     assert isinstance(run(metrics, failing, streaming=True), Aborted)
     assert grpc_counts(metrics) == {"OK": 1, "UNAVAILABLE": 1}
 
@@ -225,16 +235,16 @@ def test_interceptor_counts_a_stream_when_it_ends(sim):
 def test_interceptor_counts_omci_requests_accepted(sim):
     """OmciMsgOut answered OK counts as an OMCI request; a refused one does not."""
     metrics = Metrics(sim.olt, sim.hub)
-    run(metrics, lambda request, context: "ok", method=OMCI_REQUEST_METHOD, surface="openolt")
-
-    def refuse(request, context):
-        context.abort(grpc.StatusCode.NOT_FOUND, "no such ONU")
-    run(metrics, refuse, method=OMCI_REQUEST_METHOD, surface="openolt")
+    run(metrics, answer_ok, method=OMCI_REQUEST_METHOD, surface="openolt")
+    run(metrics, refuse_not_found, method=OMCI_REQUEST_METHOD, surface="openolt")
     assert samples(metrics)[("oltsim_omci_messages_total", (("direction", "request"),))] == 1
     assert grpc_counts(metrics, "openolt") == {"OK": 1, "NOT_FOUND": 1}
 
 
 def test_interceptor_leaves_unknown_methods_alone(sim):
     """No handler (unknown method) stays no handler."""
-    interceptor = MetricsInterceptor(Metrics(sim.olt, sim.hub), "grpc-v1")
-    assert interceptor.intercept_service(lambda d: None, Details("/x/Y")) is None
+    interceptor = AioMetricsInterceptor(Metrics(sim.olt, sim.hub), "grpc-v1")
+
+    async def unknown(details):
+        return None
+    assert run_now(interceptor.intercept_service(unknown, Details("/x/Y"))) is None

@@ -15,10 +15,10 @@ from oltsim.api.v0.commands import V0Commands
 from oltsim.api.v0.rest import V0Rest
 from oltsim.api.v1.rest import V1Rest
 from oltsim.config import ConfigError, load_settings
-from oltsim.security import AccessToken, TokenInterceptor, check_listener, guard, interceptors, server_endpoint
+from oltsim.security import AccessToken, AioTokenInterceptor, check_listener, guard, interceptors, server_endpoint
 from oltsim.tap import Options, makeService
 
-from conftest import Aborted, FakeContext, Sim
+from conftest import Aborted, FakeContext, Sim, run_now, stream_now
 
 TOKEN = "s3cret-Token_123"
 GOOD = f"Bearer {TOKEN}"
@@ -238,14 +238,17 @@ def intercept(metadata, kind="unary_unary"):
     """Run the token interceptor on one call; returns (handler it gave, whether the real behaviour ran)."""
     ran = []
 
-    def behaviour(request, context):
+    async def behaviour(request, context):
         ran.append(request)
         return "answer"
 
     factory = getattr(grpc, f"{kind}_rpc_method_handler")
     real = factory(behaviour, request_deserializer=str, response_serializer=repr)
-    handler = TokenInterceptor(AccessToken(TOKEN), "grpc-v1").intercept_service(
-        lambda details: real, Details("/bbsim.BBSim/GetOlt", metadata))
+
+    async def continuation(details):
+        return real
+    handler = run_now(AioTokenInterceptor(AccessToken(TOKEN), "grpc-v1").intercept_service(
+        continuation, Details("/bbsim.BBSim/GetOlt", metadata)))
     return handler, real, ran
 
 
@@ -260,7 +263,8 @@ def test_interceptor_refuses_without_the_token(metadata, kind):
     assert handler.request_deserializer is str and handler.response_serializer is repr
     context = FakeContext()
     with pytest.raises(Aborted) as info:
-        getattr(handler, kind)("request", context)
+        call = getattr(handler, kind)("request", context)
+        stream_now(call) if handler.response_streaming else run_now(call)
     assert info.value.code == grpc.StatusCode.UNAUTHENTICATED
     assert ran == []
 
@@ -273,8 +277,10 @@ def test_interceptor_passes_the_right_token():
 
 def test_interceptor_leaves_unknown_methods_unimplemented():
     """An unknown method (no handler) stays None, which grpcio answers with UNIMPLEMENTED."""
-    handler = TokenInterceptor(AccessToken(TOKEN), "grpc-v1").intercept_service(
-        lambda details: None, Details("/nope/Nope"))
+    async def unknown(details):
+        return None
+    handler = run_now(AioTokenInterceptor(AccessToken(TOKEN), "grpc-v1").intercept_service(
+        unknown, Details("/nope/Nope")))
     assert handler is None
 
 
