@@ -16,7 +16,7 @@ from voltha_protos import openolt_pb2, openolt_pb2_grpc
 from engines import engine_options, grpc_engine  # noqa: F401 - the fixture
 from bench.abuse import hold_streams, rapid_reset, slow_readers
 from bench.h2raw import RawConnection, grpc_frame
-from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc
+from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from scripted_adapter import free_ports
 from test_daemon import daemon  # noqa: F401 - the fixture
 from test_grpcserver import write_self_signed
@@ -245,3 +245,30 @@ def test_event_readers_that_stop_reading_cost_bounded_memory(daemon):
     grown = _rss_mib(process.process.pid) - before
     assert grown < STALLED_GROWTH_MIB, (grown, counts)
     _probe(process.ports["grpc-v1"], "grpc-v1", None)
+
+
+def test_calls_beyond_the_open_call_limit_are_refused_and_logged(daemon):
+    """With --max-api-calls 4, four open event streams take every place: a fifth stream is refused at once with
+    RESOURCE_EXHAUSTED naming the limit and a grpc-call-refused log line, unary calls are still answered (they
+    never wait for a place), and a place freed by a closed stream is taken again."""
+    process = daemon("--max-api-calls", "4")
+    process.wait_serving()
+    address = f"127.0.0.1:{process.ports['grpc-v1']}"
+    with grpc.insecure_channel(address) as holding, grpc.insecure_channel(address) as other:
+        streams = [oltsim_pb2_grpc.OltsimStub(holding).StreamEvents(oltsim_pb2.EventFilter()) for _ in range(4)]
+        time.sleep(1.0)  # the four are open on the server
+        extra = oltsim_pb2_grpc.OltsimStub(other).StreamEvents(oltsim_pb2.EventFilter(), timeout=5)
+        with pytest.raises(grpc.RpcError) as refused:
+            next(extra)
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "limit 4" in refused.value.details()
+        assert bbsim_pb2_grpc.BBSimStub(other).GetOlt(bbsim_pb2.Empty(), timeout=5).SerialNumber == "BBSIM_OLT_0"
+        streams[0].cancel()
+        time.sleep(1.0)
+        again = oltsim_pb2_grpc.OltsimStub(other).StreamEvents(oltsim_pb2.EventFilter(), timeout=1)
+        with pytest.raises(grpc.RpcError) as ended:
+            next(again)
+        assert ended.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED  # open (no events came), not refused
+        for stream in streams[1:]:
+            stream.cancel()
+    assert re.search(r"grpc-call-refused server=grpc-v1 method=/oltsim.v1.Oltsim/StreamEvents .*limit 4", process.log)
