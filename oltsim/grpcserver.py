@@ -398,7 +398,11 @@ class GrpcServerService(Service):
         if self.engine == "native":
             # Accepting calls when start_server returns (a restart followed at once by a call must not be refused);
             # only its fallback finishes starting on the loop.
-            server.start_now()
+            try:
+                server.start_now()
+            except BaseException:
+                self._abandon_tls_front()
+                raise
         # Bound above; serving starts on the loop's next turn (start is a coroutine). A stop waits for it: grpc.aio
         # stopped before its start has finished crashes the process (SIGSEGV in grpcio's core).
         self._starting = self._loop.create_task(server.start())
@@ -413,6 +417,7 @@ class GrpcServerService(Service):
                     address=self.address)
         if self._server is server:
             self._server = None  # not serving: a later start_server may try again
+            self._abandon_tls_front()
 
     def _loop_server(self) -> grpc.aio.Server:
         # grpc.aio binds its server to the thread's current asyncio loop: it must be the reactor's.
@@ -453,6 +458,14 @@ class GrpcServerService(Service):
             self._tls = front
             return listen.with_port(bound).address_for(host or "0.0.0.0"), bound
         raise RuntimeError(f"gRPC server {self.name} cannot listen on {listen.address}: {error}")
+
+    def _abandon_tls_front(self) -> None:
+        """A server that failed to start leaves nothing listening in front of it."""
+        tls, self._tls = self._tls, None
+        if tls is not None:
+            tls.stop_listening()
+            tls.drop_connections()
+        self._drop_tls_dir()
 
     def _drop_tls_dir(self) -> None:
         directory, self._tls_dir = self._tls_dir, None
