@@ -77,15 +77,19 @@ CONTROLLER_APPS = {
 }
 APP_SHORT_NAMES = {a.short: a.name for a in CONTROLLER_APPS.values()}
 APP_SHORT_NAMES["maclearner"] = "org.opencord.maclearner"
+# `<short>-app` names a controller app unambiguously (`olt-app` is the controller's olt app, `olt` the OLT box).
+APP_SHORT_NAMES.update({f"{a.short}-app": a.name for a in CONTROLLER_APPS.values()})
 
 OTHER_COMPONENTS = {
     "controller": CONTROLLER, "onos": CONTROLLER,
     "kv-store": KV_STORE, "etcd": KV_STORE,
     "message-bus": MESSAGE_BUS,
-    "olt-agent": OLT_AGENT, "openolt-agent": OLT_AGENT, "agent": OLT_AGENT, "oltsim": OLT_AGENT,
+    # What an operator updates on "the OLT" is its agent (openolt on hardware, BBSim or oltsim when simulated).
+    "olt": OLT_AGENT, "olt-agent": OLT_AGENT, "openolt-agent": OLT_AGENT, "agent": OLT_AGENT,
+    "oltsim": OLT_AGENT, "bbsim": OLT_AGENT,
 }
 # "kafka" names both the message bus and a controller app (org.opencord.kafka); `classify` makes the user choose.
-AMBIGUOUS = {"kafka": ("message-bus", "org.opencord.kafka")}
+AMBIGUOUS = {"kafka": ("message-bus", "org.opencord.kafka (or kafka-app)")}
 
 _APP_NAME = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z0-9_-]+)+$")
 
@@ -109,21 +113,39 @@ def resolve(name: str, kind: str | None = None) -> tuple[str, str]:
         if kind == APP:
             return kind, app_name(name)
         return kind, name
+    given, name = name, name.strip().lower()  # operators write OLT, ONOS, Kafka
     if name in AMBIGUOUS:
         choices = " or ".join(AMBIGUOUS[name])
-        raise UnknownComponent(f"{name!r} is ambiguous: say {choices}")
+        raise UnknownComponent(f"{given!r} is ambiguous: say {choices}")
     if name in STACK_COMPONENTS or name in STACK_ALIASES:
         return STACK, STACK_ALIASES.get(name, name)
+    if name in OTHER_COMPONENTS:
+        return OTHER_COMPONENTS[name], "olt-agent" if OTHER_COMPONENTS[name] == OLT_AGENT else name
     if name in APP_SHORT_NAMES or name in CONTROLLER_APPS:
         return APP, app_name(name)
-    if name in OTHER_COMPONENTS:
-        return OTHER_COMPONENTS[name], name
     if _APP_NAME.match(name):
         return APP, name  # an unlisted controller app, e.g. org.onosproject.foo
-    known = sorted(set(STACK_COMPONENTS) | set(APP_SHORT_NAMES) | set(OTHER_COMPONENTS))
-    raise UnknownComponent(
-        f"unknown component {name!r}; known: {', '.join(known)}, or any controller app name (org.example.app); "
-        f"use --kind for a stack component the catalog does not list")
+    raise UnknownComponent(f"unknown component {given!r}; known components:\n{known_components()}")
+
+
+def known_components() -> str:
+    """The names `classify` knows, one line per kind, for error messages and help."""
+    stack = sorted(set(STACK_COMPONENTS) | set(STACK_ALIASES))
+    apps = [a.short + "-app" if a.short in OTHER_COMPONENTS or a.short in AMBIGUOUS else a.short
+            for a in CONTROLLER_APPS.values()]
+    other = {kind: sorted(n for n, k in OTHER_COMPONENTS.items() if k == kind)
+             for kind in (OLT_AGENT, CONTROLLER, KV_STORE, MESSAGE_BUS)}
+    lines = [
+        f"  the OLT (its agent): {', '.join(other[OLT_AGENT])}",
+        f"  stack components: {', '.join(stack)}",
+        f"  controller apps: {', '.join(apps)} (also as <name>-app or the full name, org.opencord.olt), "
+        "or any other app name (org.example.app)",
+        f"  the controller: {', '.join(other[CONTROLLER])}",
+        f"  key-value store: {', '.join(other[KV_STORE])}",
+        f"  message bus: {', '.join(other[MESSAGE_BUS])}",
+        "  (names are case-insensitive; --kind KIND places a component the catalog does not list)",
+    ]
+    return "\n".join(lines)
 
 
 def onos_version(version: str) -> str:

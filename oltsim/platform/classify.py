@@ -137,8 +137,10 @@ def classify(component: str, changes=(), kind: str | None = None) -> Decision:
         invalid.append("agent-protocol")
     if invalid:
         allowed = ", ".join(sorted(VALID_CHANGES[kind])) or "none"
+        hint = ("; for the controller's olt app, say olt-app or org.opencord.olt"
+                if kind == OLT_AGENT and component.strip().lower() == "olt" else "")
         raise BadChange(f"{', '.join(sorted(set(invalid)))} does not apply to {name} ({kind}); "
-                        f"changes that apply: {allowed}")
+                        f"changes that apply: {allowed}{hint}")
     app = catalog.CONTROLLER_APPS.get(name)
     listed = bool(app and app.minor_supported)
     for rule in RULES:

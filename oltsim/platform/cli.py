@@ -47,8 +47,10 @@ def _values_from_args(args) -> dict:
             raise plan.BadValues(f"--set takes KEY=VALUE, not {item!r}")
         key = key.strip().replace("-", "_")
         spec = plan.KEYS_BY_NAME.get(key)
+        value = plan.parse_set_value(value)  # `[a, b]` is a list, as in the values file
         if spec is not None and spec.multi:
-            lists.setdefault(key, []).append(value)  # repeated --set of a list key builds the list
+            # repeated --set of a list key builds the list
+            lists.setdefault(key, []).extend(value if isinstance(value, list) else [value])
         else:
             given.update(plan.load_values({key: value}))
     given.update(lists)
@@ -179,27 +181,31 @@ def _run_agent_update(reactor, args):
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with its four subcommands."""
-    parser = argparse.ArgumentParser(prog=PROG, description="Platform update procedures (service document 9): "
-                                     "classify, plan, app-update, agent-update.")
+    parser = argparse.ArgumentParser(
+        prog=PROG, description="Update procedures of the platform around the OLT (abstraction stack, controller "
+        "and its apps, key-value store, message bus, OLT agent): classify, plan, app-update, agent-update. Numbers "
+        "such as 9.4 name the procedures of the platform's update document; docs/platform.md lists them.")
     sub = parser.add_subparsers(dest="command", required=True)
     changes = ", ".join(classify.CHANGES)
 
-    p = sub.add_parser("classify", help="minor, major or not-in-service, with the rule of 9.2 that decides")
-    p.add_argument("component", help="stack component (rw-core, ofagent, openolt-adapter, openonu-adapter), "
-                   "controller app (olt, org.opencord.olt, ...), controller, kv-store, message-bus, olt-agent")
+    p = sub.add_parser("classify", help="minor, major or not-in-service, with the rule that decides")
+    p.add_argument("component", help="olt (the OLT, i.e. its agent), stack component (rw-core, ofagent, "
+                   "openolt-adapter, openonu-adapter), controller app (olt-app or org.opencord.olt, sadis, aaa, "
+                   "...), controller (onos), kv-store (etcd), message-bus; case-insensitive")
     p.add_argument("--change", action="append", choices=list(classify.CHANGES), metavar="CHANGE",
                    help=f"what changed (repeatable): {changes}; none means a bug fix")
     p.add_argument("--kind", choices=catalog.KINDS, help="the component's kind, for names the catalog lacks")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_classify)
 
-    p = sub.add_parser("plan", help="the runbook of 9.3 to 9.9 with concrete commands")
-    p.add_argument("runbook", nargs="?", help=", ".join(plan.RUNBOOKS) + " (or a section 9.3 to 9.7)")
+    p = sub.add_parser("plan", help="a runbook (procedures 9.3 to 9.9) with concrete commands")
+    p.add_argument("runbook", nargs="?", help=", ".join(plan.RUNBOOKS) + " (or its procedure number, 9.3 to 9.7)")
     p.add_argument("--classify", metavar="COMPONENT", help="choose the runbook by classifying this component")
     p.add_argument("--change", action="append", choices=list(classify.CHANGES), metavar="CHANGE",
                    help="with --classify: what changed (repeatable)")
     p.add_argument("--values", metavar="FILE", help="YAML file of values (flat mapping; keys as the flags)")
-    p.add_argument("--set", action="append", metavar="KEY=VALUE", help="one value (repeatable)")
+    p.add_argument("--set", action="append", metavar="KEY=VALUE",
+                   help="one value (repeatable); a list as in the values file: subscribers=[a, b]")
     p.add_argument("--json", action="store_true", help="print JSON")
     values = p.add_argument_group("values (flags win over --set, which wins over --values)")
     for key in plan.KEYS:
@@ -212,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
             values.add_argument(flag, dest=f"v_{key.name}", metavar="VALUE", help=key.help + default)
     p.set_defaults(func=cmd_plan)
 
-    p = sub.add_parser("app-update", help="9.4: replace a controller app, verify it, roll back on failure")
+    p = sub.add_parser("app-update", help="replace a controller app, verify it, roll back on failure (9.4)")
     p.add_argument("--controller", required=True, metavar="URL",
                    help="controller REST URL, e.g. http://karaf:karaf@127.0.0.1:8181 (root /onos/v1 if no path)")
     p.add_argument("--app", required=True, help="app name (org.opencord.olt) or short name (olt)")
@@ -237,7 +243,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_app_update)
 
-    p = sub.add_parser("agent-update", help="9.9 minor: install a new oltsim .deb here and verify the restart")
+    p = sub.add_parser("agent-update", help="install a new oltsim .deb here and verify the restart (minor OLT-agent "
+                       "update, 9.9)")
     p.add_argument("--deb", required=True, metavar="FILE", help="the new oltsim package")
     p.add_argument("--address", default="127.0.0.1:50060", metavar="HOST:PORT",
                    help="the OpenOLT gRPC address of this oltsim [127.0.0.1:50060]")

@@ -14,6 +14,7 @@ chart, version, values) and printed so that every continuation line ends in a ba
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -116,6 +117,20 @@ def load_values(mapping: dict) -> dict:
                 raise BadValues(f"{name} takes one value, not {type(value).__name__}")
             out[key.name] = "yes" if value is True else "no" if value is False else str(value)
     return out
+
+
+def parse_set_value(text: str):
+    """A `--set` value in the syntax of the values file: `[a, b]` is a list (YAML flow sequence), anything
+    else the text itself (so that `--set subscribers=[a, b]` and `subscribers: [a, b]` in a file agree)."""
+    if text.strip().startswith("["):
+        import yaml
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise BadValues(f"cannot read the list {text!r}: {str(exc).splitlines()[0]}") from None
+        if isinstance(value, list):
+            return value
+    return text
 
 
 def read_values_file(path: str) -> dict:
@@ -813,7 +828,8 @@ class Plan:
         r = self.runbook
         out = [f"{r.section} {r.title}  (oltsim-platform plan {r.id})", f"Service impact: {r.impact}"]
         if self.missing:
-            out.append("Values still to fill (shown as <name>): " + ", ".join(self.missing))
+            out.append("Values still to fill (shown as <name>): "
+                       + ", ".join(describe_missing(m) for m in self.missing))
         if r.before:
             out.append("")
             out.append("Before you start:")
@@ -848,4 +864,28 @@ def render(name: str, given: dict) -> Plan:
     for n, step in enumerate(runbook.steps, 1):
         commands = [c for g in step.commands for c in GENERATORS[g](values)]
         steps.append(RenderedStep(n, step.text, step.optional, commands))
-    return Plan(runbook, steps, values.missing, values.resolved())
+    missing = list(values.missing)
+    for step in steps:  # every <placeholder> a command prints is listed, also those that are not values
+        for command in step.commands:
+            for name in _PLACEHOLDER.findall(command.line):
+                follows = DERIVED_FROM.get(name, ()) or PLACEHOLDER_FOLLOWS.get(name, ())
+                if name not in missing and not any(b in missing for b in follows):
+                    missing.append(name)
+    return Plan(runbook, steps, missing, values.resolved())
+
+
+_PLACEHOLDER = re.compile(r"<([A-Za-z0-9_-]+)>")
+# Placeholders that are not values of --set/--values, and how to fill them.
+PLACEHOLDER_HELP = {
+    "user": "controller user: give it in controller_url as http://user:password@host:8181",
+    "password": "controller password, in controller_url with the user",
+    "failing-pod": "the pod that does not start, read from the kubectl get pods above",
+    "values_prefix": "the chart's values key of the component: give a known component",
+    "topic_key": "the chart's topic key of the component: give a known component",
+}
+PLACEHOLDER_FOLLOWS = {"values_prefix": ("component",), "topic_key": ("component",)}
+
+
+def describe_missing(name: str) -> str:
+    """A missing name for people: a value name as is, any other placeholder with how it is filled."""
+    return name if name in KEYS_BY_NAME or name not in PLACEHOLDER_HELP else f"{name} ({PLACEHOLDER_HELP[name]})"

@@ -12,7 +12,7 @@ CASES = [
     ("rw-core", (), MINOR, "9.2 rule 1", "stack-minor"),
     ("ofagent", (), MINOR, "9.2 rule 1", "stack-minor"),
     ("sadis", (), MINOR, "9.2 rule 1", "app-minor"),
-    ("olt", (), MINOR, "9.2 rule 1", "app-minor"),
+    ("olt-app", (), MINOR, "9.2 rule 1", "app-minor"),
     ("org.opencord.aaa", (), MINOR, "9.2 rule 1", "app-minor"),
     ("org.opencord.kafka", (), MINOR, "9.2 rule 1", "app-minor"),
     ("dhcpl2relay", (), MINOR, "9.2 rule 1", "app-minor"),
@@ -25,12 +25,12 @@ CASES = [
     # 9.2 definition of major: a change in APIs
     ("rw-core", ("proto",), MAJOR, "9.2 major", "stack-major"),
     ("openonu-adapter", ("shared-library",), MAJOR, "9.2 major", "stack-major"),
-    ("olt", ("rest",), MAJOR, "9.2 major", "controller-major"),
+    ("olt-app", ("rest",), MAJOR, "9.2 major", "controller-major"),
     ("aaa", ("cli",), MAJOR, "9.2 major", "controller-major"),
     ("sadis", ("java-interface",), MAJOR, "9.2 major", "controller-major"),
     ("controller", ("store-version",), MAJOR, "9.2 major", "controller-major"),
     # 9.2 rule 3: store data changes are always major, even for a listed app or a stack component
-    ("olt", ("store-data",), MAJOR, "9.2 rule 3", "controller-major"),
+    ("org.opencord.olt", ("store-data",), MAJOR, "9.2 rule 3", "controller-major"),
     ("rw-core", ("store-data",), MAJOR, "9.2 rule 3", "stack-major"),
     ("controller", ("store-data",), MAJOR, "9.2 rule 3", "controller-major"),
     # 9.2 rules 2 and 4: key-value store and message bus
@@ -68,7 +68,7 @@ def test_agent_updates_are_service_impacting_even_when_minor():
 
 def test_names_resolve_to_canonical_components():
     """Short names and chart names map to the catalog's names; the answer says which component it decided on."""
-    assert classify("olt").component == "org.opencord.olt"
+    assert classify("olt-app").component == "org.opencord.olt"
     assert classify("mac-learning").component == "org.opencord.maclearner"
     assert classify("voltha-adapter-openonu").component == "openonu-adapter"
     assert classify("etcd").kind == "kv-store"
@@ -105,3 +105,27 @@ def test_rule_table_covers_every_kind_with_a_catch_all():
 def test_versions_in_the_controllers_form(given, reported):
     """Versions compare in the controller's form, split on dots and dashes."""
     assert onos_version(given) == reported
+
+
+@pytest.mark.parametrize("name", ["olt", "OLT", "Olt", "olt-agent", "oltsim", "bbsim"])
+def test_the_olt_means_the_olt_box_whatever_the_case(name):
+    """`olt` (any case) is the OLT, updated through its agent; the controller's olt app is `olt-app`."""
+    decision = classify(name)
+    assert (decision.kind, decision.component, decision.runbook) == ("olt-agent", "olt-agent", "agent-minor")
+    assert classify(name.upper(), ["agent-protocol"]).runbook == "agent-major"
+
+
+def test_a_change_that_only_fits_the_olt_app_points_at_its_name():
+    """`classify olt --change rest` says how to name the controller's olt app instead of guessing."""
+    with pytest.raises(BadChange, match="olt-app or org.opencord.olt"):
+        classify("olt", ["rest"])
+
+
+def test_an_unknown_component_lists_the_known_ones_by_kind():
+    """The error names every kind with its names, so the operator can pick one."""
+    with pytest.raises(UnknownComponent) as info:
+        classify("frobnicator")
+    message = str(info.value)
+    for expected in ("the OLT (its agent): ", "olt-agent", "openolt-adapter", "olt-app", "onos", "etcd",
+                     "message-bus", "case-insensitive"):
+        assert expected in message
