@@ -52,11 +52,13 @@ _OPTIONS = [
     ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_CALLS),
 ]
 
-#: HTTP/2 streams per connection on the native engine's OpenOLT port. pygrpc-native queues calls in Rust without
-#: grpcio's pending-call limit; the burst an adapter sends on one connection (one OMCI request per ONU at once) is
-#: bounded by HTTP/2's concurrent streams, which a Go client waits on rather than failing. Its HTTP/2 layer answers
-#: a rapid reset with GOAWAY (bench/abuse.py rapid-reset: +1 MB, heartbeats within 12 ms).
-NATIVE_STREAMS_PER_CONNECTION = 65536
+#: HTTP/2 streams per connection on the native engine's OpenOLT port. A Go or grpcio client waits for a free stream
+#: rather than failing, so an adapter's burst (one OMCI request per ONU at once) just queues: bbr at 2048 ONUs ran as
+#: fast with 1024 as with 65536. The limit is what a client that sends HEADERS and never the body can hold: pygrpc-
+#: native keeps about 12 KiB per such stream (one connection with 20000 of them grew the daemon by 238 MB), so 1024
+#: bounds a connection at about 12 MB. Its HTTP/2 layer answers a rapid reset with GOAWAY (bench/abuse.py
+#: rapid-reset: +1 MB, heartbeats within 12 ms).
+NATIVE_STREAMS_PER_CONNECTION = 1024
 
 # The fallback (reflection) behind the native front is a grpc.aio server and takes _OPTIONS' limits.
 _NATIVE_OPTIONS = _OPTIONS + [("grpc.max_concurrent_streams", NATIVE_STREAMS_PER_CONNECTION)]

@@ -10,6 +10,7 @@ import threading
 import time
 
 import grpc
+import h2.exceptions
 import pytest
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
@@ -272,3 +273,35 @@ def test_calls_beyond_the_open_call_limit_are_refused_and_logged(daemon):
         for stream in streams[1:]:
             stream.cancel()
     assert re.search(r"grpc-call-refused server=grpc-v1 method=/oltsim.v1.Oltsim/StreamEvents .*limit 4", process.log)
+
+
+def test_a_connection_full_of_bodiless_requests_on_the_openolt_port_is_bounded(daemon):
+    """One connection opening 20000 OpenOLT calls whose body never comes: the server takes 1024 of them (a client
+    beyond that is refused the stream, REFUSED_STREAM), so the daemon grows by at most about 12 MB (it grew by
+    238 MB), and an adapter's heartbeat on another connection is answered at once."""
+    process = daemon()
+    process.wait_serving()
+    port = process.ports["openolt"]
+    before = _rss_mib(process.process.pid)
+    connection = RawConnection("127.0.0.1", port)
+    try:
+        for index in range(20_000):
+            try:
+                connection.open_stream("/openolt.Openolt/HeartbeatCheck")
+            except h2.exceptions.TooManyStreamsError:  # the server's MAX_CONCURRENT_STREAMS, which it also enforces
+                break
+            if index % 500 == 0:
+                connection.flush()
+                connection.pump(0)
+        connection.flush()
+        time.sleep(1.0)
+        connection.pump(0)
+        grown = _rss_mib(process.process.pid) - before
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            start = time.monotonic()
+            openolt_pb2_grpc.OpenoltStub(channel).HeartbeatCheck(openolt_pb2.Empty(), timeout=5)
+            assert time.monotonic() - start < 2.0
+    finally:
+        connection.close()
+    assert len(connection.open_streams) <= 1024
+    assert grown < 30, grown
