@@ -206,8 +206,10 @@ def asyncio_reactor():
     return reactor
 
 
-#: HTTP/2 streams one connection may have open on a control gRPC server (bbsimctl uses one per command)
-CONTROL_CALLS_PER_CONNECTION = 32
+#: HTTP/2 streams one connection may have open on a control gRPC server (bbsimctl uses one per command). A call whose
+#: body never comes costs about 12 KiB in pygrpc-native's front until its client leaves, so this bounds what one
+#: connection can hold without sending a request (connections themselves are bounded by the open-files limit).
+CONTROL_CALLS_PER_CONNECTION = 8
 
 
 def loop_engine(choice: str, endpoint: str) -> str:
