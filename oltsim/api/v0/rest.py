@@ -59,7 +59,7 @@ def openapi_document(secured: bool = False) -> dict:
     """The OpenAPI document of `/v0`: every route of MAPPING and the document itself."""
     return build_document(
         title="oltsim legacy API v0 (deprecated)",
-        description="BBSim's legacy REST API (service document 4.2), deprecated: every response carries "
+        description="BBSim's legacy REST API (`/v0`), deprecated: every response carries "
                     "`Deprecation: true` and, where one v1 call does the same, a `Link` to it. Generated from the "
                     "route table the server routes with and the legacy protobuf messages.",
         routes=ROUTES, service=_SERVICE, secured=secured, deprecated=True, describe=_describe,

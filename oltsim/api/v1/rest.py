@@ -83,7 +83,8 @@ def openapi_document(revision: str = "extended", secured: bool = False, events: 
                         "reader that does not keep up loses events (counted in `dropped`), never the simulator."))
     return build_document(
         title="oltsim control API v1",
-        description=f"BBSim-compatible REST control API, response revision `{revision}` (service document 4.1). "
+        description=f"BBSim-compatible REST control API, response revision `{revision}` (`extended`: BBSim 1.x "
+                    "shapes; `base`: without the extended fields, see --api-revision). "
                     "Generated from the route table the server routes with and the bbsim protobuf messages.",
         routes=routes_for(revision), service=_SERVICE, revision=revision, secured=secured, extra=extra)
 
