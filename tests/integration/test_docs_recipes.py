@@ -1,6 +1,7 @@
 """The recipes of the docs, run as written: docs/first-hour.md step by step against one daemon (each shell block
-must print the text block that follows it), the README's REST examples (v1, events, v0) and the
-`oltsim-platform classify` / `plan` lines of docs/platform.md. Default ports in the recipes are replaced by the
+must print the text block that follows it), the README's REST examples (v1, events, v0, metrics, access token),
+the `oltsim-platform classify` / `plan` lines of docs/platform.md and the jq line of docs/operations.md on the
+daemon's JSON log. Default ports in the recipes are replaced by the
 daemon's loopback ports; recipes that need systemd, grpcurl, bbsimctl, a controller or a package are not run here.
 """
 from __future__ import annotations
@@ -11,11 +12,12 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from test_daemon import REPO, Daemon, environment
+from test_daemon import REPO, Daemon, environment, listening
 
 DEFAULT_PORTS = {"openolt": 50060, "grpc-v1": 50070, "rest-v1": 50071, "grpc-v0": 50072, "rest-v0": 50073,
                  "sadis": 50074}
@@ -185,3 +187,33 @@ def test_operations_jq_recipe_reads_the_state_change_fields(tmp_path):
     changes = [json.loads(line) for line in result.stdout.splitlines()]
     olt = [c for c in changes if c.get("device") == "olt" and c.get("dest") == "initialized"]
     assert olt and olt[0]["src"] == "created" and "serial" in olt[0] and "log_time" in olt[0], result.stdout
+
+
+def test_readme_metrics_recipe_lists_the_onu_states(tmp_path, daemon):
+    """The README's /metrics line prints `oltsim_onus` series, one per state, the fresh ONU counted as created."""
+    result = run(localise(readme_block("curl -s localhost:50071/metrics").strip(), daemon.ports), tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) > 3 and all(line.startswith("oltsim_onus") for line in lines)
+    assert 'oltsim_onus{state="created"} 1.0' in lines, lines
+
+
+def test_readme_token_recipe_reads_the_olt_with_the_token(tmp_path):
+    """The README's curl line with `Authorization: Bearer $(cat token)` gets the OLT from a daemon started with
+    `--api-token-file token`; without the header the same URL answers 401."""
+    (tmp_path / "token").write_text("s3cret-token\n")
+    process = Daemon(tmp_path, "--api-token-file", str(tmp_path / "token"))
+    try:
+        deadline = time.monotonic() + 30
+        while not listening(process.ports["rest-v1"]):  # wait_serving reads without the token
+            assert process.process.poll() is None and time.monotonic() < deadline, process.log
+            time.sleep(0.05)
+        line = next(l for l in readme_block('curl -H "Authorization').splitlines() if l.startswith("curl "))
+        result = run(localise(line, process.ports) + " -s", tmp_path)
+        refused = run(f"curl -s -o /dev/null -w '%{{http_code}}' 127.0.0.1:{process.ports['rest-v1']}/v1/olt",
+                      tmp_path)
+    finally:
+        process.close()
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["SerialNumber"] == "BBSIM_OLT_0"
+    assert refused.stdout == "401"
