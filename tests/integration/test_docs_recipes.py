@@ -83,7 +83,7 @@ def test_first_hour_walk_through_prints_what_the_page_shows(tmp_path, daemon):
     against one daemon and prints exactly the text block that follows it."""
     recipes = recipes_with_output("docs/first-hour.md")
     start, *steps = recipes
-    assert "twistd -n oltsim" in start[0] and start[1] is None
+    assert "twistd -n --pidfile= oltsim" in start[0] and start[1] is None
     assert len(steps) == 3 and all(expected is not None for _, expected in steps)
     for recipe, expected in steps:
         result = run(localise(recipe, daemon.ports), tmp_path)
