@@ -49,7 +49,8 @@ def olt_status_to_pb(olt, ip: str, los: dict) -> legacy_pb2.OLTStatusResponse:
     msg.olt.olt_serial = olt.serial
     msg.olt.olt_ip = ip
     msg.olt.olt_state = olt.oper_state
-    msg.olt.olt_vendor = olt.device_info.get("vendor", "")
+    # BBSim's legacy handler reports its vendor in capitals ("BBSIM"; GetDeviceInfo says "BBSim").
+    msg.olt.olt_vendor = olt.device_info.get("vendor", "").upper()
     for nni in olt.nnis:
         port_info_to_pb("nni", nni, los, msg.ports.add())
     for pon in olt.pons:
