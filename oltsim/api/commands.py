@@ -204,28 +204,30 @@ class V1Commands:
 
     def ShutdownONU(self, request) -> bbsim_pb2.Response:
         onu = self.olt.shutdown_onu(request.SerialNumber)
-        return _ok(f"ONU {onu.serial} successfully shut down.")
+        return self._ok_if_sent(f"ONU {onu.serial} successfully shut down.")
 
     def PoweronONU(self, request) -> bbsim_pb2.Response:
         onu = self.olt.power_on_onu(request.SerialNumber)
-        return _ok(f"ONU {onu.serial} successfully powered on.")
+        return self._ok_if_sent(f"ONU {onu.serial} successfully powered on.")
 
     def ShutdownONUsOnPON(self, request) -> bbsim_pb2.Response:
         done, skipped = self.olt.shutdown_pon(request.PonPortId)
-        return _ok(f"Shut down {done} ONUs on PON port {request.PonPortId}" + _skipped(skipped, "not enabled"))
+        return self._ok_if_sent(f"Shut down {done} ONUs on PON port {request.PonPortId}"
+                                + _skipped(skipped, "not enabled"))
 
     def PoweronONUsOnPON(self, request) -> bbsim_pb2.Response:
         done, skipped = self.olt.power_on_pon(request.PonPortId)
-        return _ok(f"Powered on {done} ONUs on PON port {request.PonPortId}" + _skipped(skipped, "already on"))
+        return self._ok_if_sent(f"Powered on {done} ONUs on PON port {request.PonPortId}"
+                                + _skipped(skipped, "already on"))
 
     def ShutdownAllONUs(self, request) -> bbsim_pb2.Response:
         done, skipped = self.olt.shutdown_all()
-        return _ok(f"Shut down {done} ONUs in OLT {self.olt.id}" + _skipped(skipped, "not enabled"))
+        return self._ok_if_sent(f"Shut down {done} ONUs in OLT {self.olt.id}" + _skipped(skipped, "not enabled"))
 
     def PoweronAllONUs(self, request) -> bbsim_pb2.Response:
         done, skipped = self.olt.power_on_all()
-        return _ok(f"Powered on {done} ONUs in OLT {self.olt.id}"
-                   + _skipped(skipped, "already on or on a disabled PON"))
+        return self._ok_if_sent(f"Powered on {done} ONUs in OLT {self.olt.id}"
+                                + _skipped(skipped, "already on or on a disabled PON"))
 
     def InvalidateMds(self, request) -> bbsim_pb2.Response:
         old, new = self.olt.invalidate_mds(request.SerialNumber)
@@ -238,11 +240,18 @@ class V1Commands:
         for p in request.Parameters:
             params[p.Key] = p.Value
         self.olt.onu_alarm(request.SerialNumber, request.AlarmType, request.Status, params)
-        return _ok("Onu Alarm Indication Sent.")
+        return self._ok_if_sent("Onu Alarm Indication Sent.", "Onu Alarm applied.")
 
     def SetOltAlarmIndication(self, request) -> bbsim_pb2.Response:
         self.olt.olt_los(request.InterfaceType, request.InterfaceID, request.Status)
-        return _ok("Olt Alarm Indication Sent.")
+        return self._ok_if_sent("Olt Alarm Indication Sent.", "Olt Alarm applied.")
+
+    def _ok_if_sent(self, message: str, unsent: str | None = None) -> bbsim_pb2.Response:
+        """BBSim's success `message` while an adapter holds the indication stream; otherwise (`unsent` or) the
+        message saying that the change is applied but its indications reached no one."""
+        if self.olt.adapter_connected:
+            return _ok(message)
+        return _ok(not_sent(self.olt, message if unsent is None else unsent))
 
     # ---- subscriber protocols --------------------------------------------------------------
 
@@ -319,6 +328,18 @@ class V1Commands:
 
 def _ok(message: str) -> bbsim_pb2.Response:
     return bbsim_pb2.Response(status_code=0, message=message)
+
+
+#: What an alarm, shutdown or power-on answer adds when no adapter holds the indication stream.
+NOT_SENT = "no adapter connected: indications not sent"
+
+
+def not_sent(olt, message: str) -> str:
+    """`message` (a sentence) saying, when no adapter holds `olt`'s indication stream, that its indications were
+    not delivered (they are dropped: decisions section 3)."""
+    if olt.adapter_connected:
+        return message
+    return f"{message[:-1] if message.endswith('.') else message} ({NOT_SENT})."
 
 
 def _skipped(count: int, why: str) -> str:

@@ -9,12 +9,18 @@ from __future__ import annotations
 import re
 from dataclasses import fields, is_dataclass
 
-from oltsim.logs import logger
+from oltsim.logs import Summary, logger
 from oltsim.model import events
 
 log = logger("oltsim.events")
 
 DEFAULT_BUFFER = 4096
+#: ONU state changes are logged one line each, at most ONU_LINES_PER_INTERVAL per ONU_LOG_INTERVAL seconds; the
+#: rest of the interval (4096 ONUs powering on at once) is one `onu-state-changes ... (summary ...)` line.
+ONU_LOG_INTERVAL = 1.0
+ONU_LINES_PER_INTERVAL = 20
+#: The kinds of change (attribute, from, to) a summary line names, most frequent first.
+SUMMARY_KINDS = 6
 
 
 def _kebab(name: str) -> str:
@@ -83,6 +89,8 @@ class EventBus:
         self.clock = clock
         self.sequence = 0
         self.subscriptions: list[Subscription] = []
+        self.onu_changes = Summary(clock, self._log_onu_summary, interval=ONU_LOG_INTERVAL,
+                                   burst=ONU_LINES_PER_INTERVAL)
         olt.subscribe(self._on_event)
 
     def subscribe(self, deliver, types=(), onu_serial: str = "", on_close=None) -> Subscription:
@@ -93,7 +101,8 @@ class EventBus:
         return sub
 
     def close_all(self) -> None:
-        """End every subscription (servers stopping)."""
+        """End every subscription (servers stopping) and log the ONU state changes counted so far."""
+        self.onu_changes.flush()
         subs, self.subscriptions = self.subscriptions, []
         for sub in subs:
             if sub.on_close is not None:
@@ -106,12 +115,43 @@ class EventBus:
         if sub in self.subscriptions:
             self.subscriptions.remove(sub)
 
+    def _log_state_change(self, event) -> None:
+        """One line naming the device: the OLT by serial, a PON by OLT serial and id, an ONU (at info, at most
+        ONU_LINES_PER_INTERVAL a second, then a summary), its UNIs and services (debug) by ONU serial and PON."""
+        fields = dict(device=event.device, attribute=event.attribute, src=event.src, dest=event.dest)
+        if event.device == "olt":
+            log.info("olt-state-changed attribute={attribute} serial={serial} from={src} to={dest}",
+                     serial=self.olt.serial, **fields)
+        elif event.device == "pon":
+            log.info("pon-state-changed attribute={attribute} olt={olt} pon={pon} from={src} to={dest}",
+                     olt=self.olt.serial, pon=event.pon_id, **fields)
+        elif event.device == "onu":
+            if self.onu_changes.offer((event.attribute, event.src, event.dest)):
+                log.info("onu-state-changed attribute={attribute} serial={serial} pon={pon} from={src} to={dest}",
+                         serial=event.serial, pon=event.pon_id, **fields)
+        else:
+            log.debug("{device}-state-changed attribute={attribute} serial={serial} pon={pon} uni={uni} from={src} "
+                      "to={dest}", serial=event.serial, pon=event.pon_id, uni=event.uni_id, **fields)
+
+    def _log_onu_summary(self, counts: dict) -> None:
+        """The ONU state changes beyond ONU_LINES_PER_INTERVAL in one interval, as one line."""
+        total = sum(counts.values())
+        ranked = sorted(counts.items(), key=lambda item: -item[1])
+        if len(ranked) == 1:
+            (attribute, src, dest), _ = ranked[0]
+            log.info("onu-state-changes count={count} attribute={attribute} from={src} to={dest} (summary of "
+                     "{interval:g} s)", count=total, attribute=attribute, src=src, dest=dest,
+                     interval=self.onu_changes.interval)
+            return
+        shown = ", ".join(f"{attribute} {src}->{dest} x{n}" for (attribute, src, dest), n in ranked[:SUMMARY_KINDS])
+        if len(ranked) > SUMMARY_KINDS:
+            shown += f", {len(ranked) - SUMMARY_KINDS} more kinds"
+        log.info("onu-state-changes count={count} changes={changes} (summary of {interval:g} s)", count=total,
+                 changes=shown, interval=self.onu_changes.interval)
+
     def _on_event(self, event) -> None:
         if isinstance(event, events.StateChanged):
-            level = log.debug if event.device in ("onu", "uni", "service") else log.info
-            level("{device}-state-changed attribute={attribute} serial={serial} pon={pon} from={src} to={dest}",
-                  device=event.device, attribute=event.attribute, serial=event.serial, pon=event.pon_id,
-                  src=event.src, dest=event.dest)
+            self._log_state_change(event)
         if not self.subscriptions:
             return
         self.sequence += 1

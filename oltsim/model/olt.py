@@ -263,6 +263,9 @@ class Olt(StateHolder):
         self.ids = ID_SPACES["XGS-PON"]  # widened by every PON added: the ids a flow on no PON may use
         self.generation = 0
         self.previously_connected = False
+        #: True from an adapter's EnableIndication until its stream ends (`indication_stream_closed`): while False
+        #: the indications the model emits reach no one, and the control APIs say so.
+        self.adapter_connected = False
         self.heartbeat_signature = 0
         # A tuple, replaced on (un)subscribe: emit runs per OMCI answer and needs no copy to survive a listener
         # that unsubscribes while it runs.
@@ -443,12 +446,17 @@ class Olt(StateHolder):
     def enable_indication(self) -> None:
         """An adapter opened EnableIndication: BBSim's Enable algorithm (reference 4.2)."""
         self.check_enable()
+        self.adapter_connected = True
         if self._enabled_before:
             # A previous Enable (reconnect or reboot): indications follow after a pause.
             self.call_later(self.timings.reconnect_delay, self._enable, True)
         else:
             self._enabled_before = True
             self._enable(False)
+
+    def indication_stream_closed(self) -> None:
+        """The adapter's indication stream ended (client gone, reboot, stop): no one receives indications now."""
+        self.adapter_connected = False
 
     def _enable(self, reconnect: bool) -> None:
         if self.state == "deleted":

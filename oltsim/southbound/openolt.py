@@ -8,7 +8,7 @@ model feeds on the same thread. The in-memory tests drive the same `on_loop` han
 from __future__ import annotations
 
 import grpc
-from oltsim.logs import logger
+from oltsim.logs import Summary, logger
 from voltha_protos import extensions_pb2, openolt_pb2, openolt_pb2_grpc, tech_profile_pb2
 
 from oltsim.api import translate
@@ -27,6 +27,8 @@ FLOW_TYPES = ("upstream", "downstream", "multicast", "both")
 #: 120), 8 fully set T-CONTs to about 500: the bounds leave room and keep max_flows x MAX_FLOW_BYTES small.
 MAX_FLOW_BYTES = 1024
 MAX_SCHEDULERS_BYTES = 4096
+#: Seconds between two `indications-dropped` lines (each gives the number dropped since the last).
+DROP_LOG_INTERVAL = 1.0
 
 
 def check_size(request, limit: int, what: str) -> None:
@@ -40,7 +42,8 @@ class IndicationHub:
     """Reactor-side owner of the one indication stream an adapter holds.
 
     Model events become indications here; with no adapter connected they are
-    dropped (counted and logged at debug), never queued forever nor blocking.
+    dropped (counted, each logged at debug, and summed up at info in at most one
+    `indications-dropped` line per DROP_LOG_INTERVAL), never queued forever nor blocking.
     """
 
     def __init__(self, olt):
@@ -48,6 +51,7 @@ class IndicationHub:
         self.current: StreamQueue | None = None
         self.sent = 0
         self.dropped = 0
+        self.drops = Summary(olt.clock, _log_drops, interval=DROP_LOG_INTERVAL)
         olt.subscribe(self._on_event)
 
     def open_stream(self, queue: StreamQueue) -> None:
@@ -61,13 +65,16 @@ class IndicationHub:
     def close_stream(self, queue: StreamQueue) -> None:
         if self.current is queue:
             self.current = None
-            log.info("indication-stream-closed")
+            self.olt.indication_stream_closed()
+            log.info("indication-stream-closed serial={serial}", serial=self.olt.serial)
 
     def end_all(self, status=grpc.StatusCode.UNAVAILABLE, details="the OLT is going down") -> None:
-        """End the open stream with `status` (server stop, reboot)."""
+        """End the open stream with `status` (server stop, reboot), and log the drops counted so far."""
         queue, self.current = self.current, None
         if queue is not None:
+            self.olt.indication_stream_closed()
             queue.close(status, details)
+        self.drops.flush()
 
     def _on_event(self, event) -> None:
         if isinstance(event, events.OpenoltServer) and not event.running:
@@ -82,8 +89,21 @@ class IndicationHub:
                 self.sent += 1
             else:
                 self.dropped += 1
-                log.debug("indication-dropped reason={reason} event={event!r}",
-                          reason="no-adapter" if queue is None else "stream-full", event=event)
+                reason = "no-adapter" if queue is None else "stream-full"
+                self.drops.offer(reason)
+                log.debug("indication-dropped reason={reason} event={event!r}", reason=reason, event=event)
+
+
+def _log_drops(counts: dict) -> None:
+    """One `indications-dropped` line per reason with the number dropped in the interval."""
+    for reason, count in counts.items():
+        plural = "indication" if count == 1 else "indications"
+        if reason == "no-adapter":
+            log.info("indications-dropped reason={reason} count={count} (no adapter connected: {count} {plural} "
+                     "dropped)", reason=reason, count=count, plural=plural)
+        else:
+            log.warn("indications-dropped reason={reason} count={count} (the adapter's indication stream is full: "
+                     "{count} {plural} dropped)", reason=reason, count=count, plural=plural)
 
 
 class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
@@ -129,7 +149,7 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         model feeds it on this thread; the queue is unregistered however the stream ends."""
         queue = AsyncStreamQueue(STREAM_BUFFER)
         self._hub.open_stream(queue)  # a refusal (OLT not up) raises before anything is streamed
-        log.info("indication-stream-opened peer={peer}", peer=context.peer())
+        log.info("indication-stream-opened serial={serial} peer={peer}", serial=self._olt.serial, peer=context.peer())
         try:
             async for indication in queue.items(context):
                 yield indication

@@ -369,16 +369,16 @@ def test_rest_alarms_reach_the_stream(tmp_path, grpc_engine):
 
 @pytest_twisted.inlineCallbacks
 def test_alarm_without_adapter_answers_at_once_and_is_dropped(tmp_path, grpc_engine):
-    """With no adapter on the stream an alarm request answers 200 without waiting; its indication is dropped
-    and is not delivered to an adapter that connects later."""
+    """With no adapter on the stream an alarm request answers 200 without waiting, saying that its indication was
+    not sent; it is dropped and not delivered to an adapter that connects later."""
     sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1", "--delay", "0", engine=grpc_engine)
     adapter = ScriptedAdapter(sim.openolt)
     try:
         dropped = sim.hub.dropped
         code, body = yield sim.request("POST", "/v1/olt/onus/BBSM00000001/alarms/DYING_GASP/on")
-        assert (code, body["message"]) == (200, "Onu Alarm Indication Sent.")
+        assert (code, body["message"]) == (200, "Onu Alarm applied (no adapter connected: indications not sent).")
         code, body = yield sim.request("POST", "/v1/olt/ports/pon/0/alarms/los/on")
-        assert (code, body["message"]) == (200, "Olt Alarm Indication Sent.")
+        assert (code, body["message"]) == (200, "Olt Alarm applied (no adapter connected: indications not sent).")
         assert sim.hub.dropped == dropped + 2
 
         def connect():

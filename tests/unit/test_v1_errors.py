@@ -486,24 +486,29 @@ def test_olt_actions_before_any_adapter_are_refused_clearly(rpc):
     assert sim.events == []
 
 
+NOT_SENT_ONU_ALARM = "Onu Alarm applied (no adapter connected: indications not sent)."
+NOT_SENT_OLT_ALARM = "Olt Alarm applied (no adapter connected: indications not sent)."
+
+
 def test_onu_alarm_before_any_adapter_is_applied_at_once():
-    """An ONU alarm requested before any adapter connected is answered at once (BBSim hangs); the indication it
-    would emit is dropped, on REST and on gRPC."""
+    """An ONU alarm requested before any adapter connected is answered at once (BBSim hangs) with a message saying
+    that the indication it would emit is dropped, on REST and on gRPC."""
     sim = Sim()
     reply = sim.rest.call("POST", f"/v1/olt/onus/{SN}/alarms/ONU_ALARM_LOS/on")
-    assert (reply.code, reply.json) == (200, {"status_code": 0, "message": "Onu Alarm Indication Sent."})
+    assert (reply.code, reply.json) == (200, {"status_code": 0, "message": NOT_SENT_ONU_ALARM})
     assert grpc_call(sim.bbsim, "SetOnuAlarmIndication", alarm_req(alarm="DYING_GASP", status="off")).message \
-        == "Onu Alarm Indication Sent."
+        == NOT_SENT_ONU_ALARM
     assert [e.kind for e in sim.events if e.__class__.__name__ == "Alarm"] == ["onu_alarm_ind", "dying_gasp_ind"]
     assert (sim.hub.sent, sim.hub.dropped) == (0, 2)
 
 
 def test_olt_los_before_any_adapter_is_applied_at_once():
-    """An OLT LOS alarm before any adapter connected is answered at once on REST and gRPC (BBSim hangs)."""
+    """An OLT LOS alarm before any adapter connected is answered at once on REST and gRPC (BBSim hangs), saying
+    that the indication was not sent."""
     sim = Sim()
-    assert sim.rest.call("POST", "/v1/olt/ports/PON/1/alarms/los/ON").code == 200
-    assert grpc_call(sim.bbsim, "SetOltAlarmIndication", los_req("nni", 0, "Off")).message \
-        == "Olt Alarm Indication Sent."
+    reply = sim.rest.call("POST", "/v1/olt/ports/PON/1/alarms/los/ON")
+    assert (reply.code, reply.json["message"]) == (200, NOT_SENT_OLT_ALARM)
+    assert grpc_call(sim.bbsim, "SetOltAlarmIndication", los_req("nni", 0, "Off")).message == NOT_SENT_OLT_ALARM
     assert [e.fields for e in sim.events] == [{"intf_id": 0x20000001, "status": "on"},
                                               {"intf_id": 0x100000, "status": "off"}]
     assert sim.hub.dropped == 2
@@ -525,15 +530,18 @@ def test_shutdowns_before_any_adapter_are_answered_at_once():
 
 def test_shutdown_and_poweron_after_the_adapter_left_are_applied():
     """With no adapter holding the stream, ShutdownONU and PoweronONU are applied at once and their indications
-    dropped; nothing waits for an adapter."""
+    dropped, which the answers say; nothing waits for an adapter."""
     sim = Sim()
     up(sim)
     sim.disconnect()
     dropped = sim.hub.dropped
-    assert sim.rest.call("DELETE", f"/v1/olt/onus/{SN}").code == 200
+    reply = sim.rest.call("DELETE", f"/v1/olt/onus/{SN}")
+    assert (reply.code, reply.json["message"]) == (
+        200, f"ONU {SN} successfully shut down (no adapter connected: indications not sent).")
     assert sim.olt.onu_by_serial(SN).state == "disabled"
     assert sim.hub.dropped == dropped + 3           # dying gasp, LOS, OnuInd down
-    assert grpc_call(sim.bbsim, "PoweronONU", onu_req(SN)).message == f"ONU {SN} successfully powered on."
+    assert grpc_call(sim.bbsim, "PoweronONU", onu_req(SN)).message == \
+        f"ONU {SN} successfully powered on (no adapter connected: indications not sent)."
     assert sim.olt.onu_by_serial(SN).state == "enabled"
     assert sim.hub.dropped == dropped + 6           # LOS off, OnuDiscInd, OnuInd up
 

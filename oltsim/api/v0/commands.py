@@ -38,6 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from oltsim._proto import legacy_pb2
+from oltsim.api.commands import NOT_SENT, not_sent
 from oltsim.api.v0 import translate as legacy
 from oltsim.api.v0.mapping import LEGACY_ONU_ALARMS
 from oltsim.logs import logger
@@ -305,12 +306,17 @@ class V0Commands:
         batch = list(request.onus_batch.onus)
         sub = _sub(given, "onu.")
         has_onu = request.HasField("onu") if sub is None else bool(sub)
+        rest = given is not None  # REST names the query parameters and the body's list, gRPC the message fields
         if batch:
             if has_onu:
-                raise InvalidArgument("give either onu or onus_batch, not both")
+                raise InvalidArgument("give either onu.* query parameters or a body listing onus, not both" if rest
+                                      else "give either onu or onus_batch, not both")
             return self._batch(batch), "listed"
         if not has_onu:
-            raise InvalidArgument("no ONU given: name one in onu or list them in onus")
+            raise InvalidArgument(
+                "no ONU given: name ONUs in the path or the onu.onu_serial, onu.pon_port_id, onu.onu_id query "
+                'parameters, or list them in the body {"onus": [{"onu_serial": ...}]}' if rest
+                else "no ONU given: select ONUs with onu or list them in onus_batch.onus")
         f = onu_filter(request.onu, sub, True)
         return self._select(f), f.describe()
 
@@ -353,7 +359,7 @@ class V0Commands:
         message = f"{verb} {_count(len(done))}: {', '.join(done)}"
         if refused:
             message += f"; skipped {len(refused)}: {'; '.join(refused)}"
-        return _response(message)
+        return _response(self._unsent(message))
 
     # ---- alarms ----------------------------------------------------------------------------
 
@@ -367,13 +373,13 @@ class V0Commands:
                                   f"(got {request.alarm_type!r})")
         self.olt.onu_alarm(onu.serial, alarm, request.status)
         word = "raised" if request.status.strip().lower() == "on" else "cleared"
-        return _response(f"ONU {onu.serial}: {legacy_name} alarm ({alarm}) {word}.")
+        return _response(not_sent(self.olt, f"ONU {onu.serial}: {legacy_name} alarm ({alarm}) {word}."))
 
     def GenerateOLTAlarm(self, request) -> legacy_pb2.BBSimResponse:
         """LOS on a PON or NNI; `on` raises, `off` clears."""
         self.olt.olt_los(request.port_type, request.port_id, request.status)
         word = "raised" if request.status.strip().lower() == "on" else "cleared"
-        return _response(f"LOS {word} on {request.port_type.strip().upper()} {request.port_id}.")
+        return _response(not_sent(self.olt, f"LOS {word} on {request.port_type.strip().upper()} {request.port_id}."))
 
     # ---- device actions --------------------------------------------------------------------
 
@@ -398,11 +404,21 @@ class V0Commands:
                                   "(PATCH /v0/olt/onu/{serial_number}/action/{action})")
         onu = self.olt.onu_by_serial(serial)
         delay = self.reboot_delays[kind]
-        self.olt.shutdown_onu(onu.serial)  # 409 unless the ONU can be shut down; cancels its timers
+        if onu.state == "disabled":
+            raise FailedPrecondition(f"ONU {onu.serial} is powered off: power it on rather than {action} it")
+        try:
+            self.olt.shutdown_onu(onu.serial)  # 409 unless the ONU can be shut down; cancels its timers
+        except FailedPrecondition:
+            raise FailedPrecondition(f"ONU {onu.serial} is {onu.state}; only an enabled ONU can {action}") from None
         onu.call_later(delay, self._power_back_on, onu, self.olt.heartbeat_signature)
         log.info("v0-onu-reboot serial={serial} action={action} delay={delay}", serial=onu.serial,
                  action=action, delay=delay)
-        return _response(f"ONU {onu.serial} {action}: shut down, powering on again in {delay:g} s.")
+        return _response(not_sent(self.olt, f"ONU {onu.serial} {action}: shut down, powering on again in "
+                                             f"{delay:g} s."))
+
+    def _unsent(self, message: str) -> str:
+        """`message` (no final period) saying, with no adapter connected, that the indications were not sent."""
+        return message if self.olt.adapter_connected else f"{message} ({NOT_SENT})"
 
     def _power_back_on(self, onu, signature: int) -> None:
         if onu.state != "disabled":

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 
-from google.protobuf import json_format
+from google.protobuf import descriptor, json_format
 from klein import Klein
 
 from oltsim._proto import legacy_pb2
@@ -94,12 +94,92 @@ def read_batch(request, message, max_onus: int) -> None:
     onus = data.get("onus")
     if isinstance(onus, list) and len(onus) > max_onus:
         raise InvalidArgument(f"onus lists more ONUs ({len(onus)}) than this OLT has ({max_onus})")
+    check_body(data, legacy_pb2.ONUs.DESCRIPTOR)
     batch = legacy_pb2.ONUs()
     try:
         json_format.ParseDict(data, batch)
-    except json_format.ParseError as exc:
-        raise InvalidArgument(f"request body: {exc}") from None
+    except json_format.ParseError:  # check_body passed: a case it does not know; still no protobuf wording
+        raise InvalidArgument(f"request body does not fit {BODY_SHAPE}") from None
     getattr(message, BODY_FIELD).CopyFrom(batch)
+
+
+#: The body of POST/DELETE /v0/olt/onus, as error messages show it.
+BODY_SHAPE = '{"onus": [{"onu_serial": ...} or {"pon_port_id": ..., "onu_id": ...}, ...]}'
+
+_FD = descriptor.FieldDescriptor
+_INT_RANGES = {
+    _FD.TYPE_UINT32: (0, 2**32 - 1), _FD.TYPE_FIXED32: (0, 2**32 - 1),
+    _FD.TYPE_INT32: (-2**31, 2**31 - 1), _FD.TYPE_SINT32: (-2**31, 2**31 - 1), _FD.TYPE_SFIXED32: (-2**31, 2**31 - 1),
+    _FD.TYPE_UINT64: (0, 2**64 - 1), _FD.TYPE_FIXED64: (0, 2**64 - 1),
+    _FD.TYPE_INT64: (-2**63, 2**63 - 1), _FD.TYPE_SINT64: (-2**63, 2**63 - 1), _FD.TYPE_SFIXED64: (-2**63, 2**63 - 1),
+}
+
+
+def _shown(value) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def check_body(data, message_type, path: str = "") -> None:
+    """InvalidArgument, in the API's own words, for the first part of the JSON value `data` that does not fit
+    `message_type` (a protobuf descriptor): an unknown field, or a value of the wrong type or range. Field names are
+    the proto names (the JSON names protobuf also accepts are accepted too)."""
+    if not isinstance(data, dict):
+        raise InvalidArgument(f"request body: {path or 'the body'} must be a JSON object (got {_shown(data)})"
+                              + ("" if path else f"; the body is {BODY_SHAPE}"))
+    fields = message_type.fields_by_name
+    by_json = {f.json_name: f for f in message_type.fields}
+    for key, value in data.items():
+        field = fields.get(key) or by_json.get(key)
+        where = f"{path}.{key}" if path else key
+        if field is None:
+            if not path:
+                raise InvalidArgument(f'request body: unknown field "{key}"; the body is {BODY_SHAPE}')
+            raise InvalidArgument(f'request body: unknown field "{where}"; the fields of {path} are '
+                                  + ", ".join(f.name for f in message_type.fields))
+        if value is None:
+            continue  # JSON null leaves a field unset
+        if field.is_repeated:
+            if not isinstance(value, list):
+                raise InvalidArgument(f"request body: {where} must be a list (got {_shown(value)})")
+            for i, item in enumerate(value):
+                _check_value(item, field, f"{where}[{i}]")
+        else:
+            _check_value(value, field, where)
+
+
+def _check_value(value, field, where: str) -> None:
+    kind = field.type
+    if kind == _FD.TYPE_MESSAGE:
+        check_body(value, field.message_type, where)
+    elif kind in _INT_RANGES:
+        low, high = _INT_RANGES[kind]
+        number = None
+        if isinstance(value, int) and not isinstance(value, bool):
+            number = value
+        elif isinstance(value, float) and value.is_integer():
+            number = int(value)
+        elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            number = int(value.strip())
+        what = "a non-negative integer" if low == 0 else "an integer"
+        if number is None:
+            raise InvalidArgument(f"request body: {where} must be {what} (got {_shown(value)})")
+        if not low <= number <= high:
+            raise InvalidArgument(f"request body: {where} must be an integer from {low} to {high} (got {number})")
+    elif kind == _FD.TYPE_STRING:
+        if not isinstance(value, str):
+            raise InvalidArgument(f"request body: {where} must be a string (got {_shown(value)})")
+    elif kind == _FD.TYPE_BOOL:
+        if not isinstance(value, bool):
+            raise InvalidArgument(f"request body: {where} must be true or false (got {_shown(value)})")
+    elif kind == _FD.TYPE_ENUM:
+        names = [v.name for v in field.enum_type.values]
+        numbers = {v.number for v in field.enum_type.values}
+        if not (value in names or (isinstance(value, int) and not isinstance(value, bool) and value in numbers)):
+            raise InvalidArgument(f"request body: {where} must be one of {', '.join(names)} (got {_shown(value)})")
+    elif kind in (_FD.TYPE_FLOAT, _FD.TYPE_DOUBLE):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidArgument(f"request body: {where} must be a number (got {_shown(value)})")
 
 
 class V0Rest:
