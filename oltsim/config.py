@@ -9,6 +9,7 @@ This module is pure: it reads files and builds frozen values, nothing else (no r
 """
 from __future__ import annotations
 
+import difflib
 import math
 import os
 import re
@@ -62,6 +63,46 @@ LISTENER_FIELDS = ("openolt", "grpc_v1", "rest_v1", "grpc_v0", "rest_v0", "sadis
 # Server endpoint types that Twisted (and the usual plugins) understand; a value starting with one of these and a
 # colon is already an endpoint string, anything else is read as a BBSim "host:port" address.
 _ENDPOINT_TYPES = frozenset({"tcp", "tcp6", "ssl", "unix", "systemd", "onion", "le", "lets"})
+
+
+class ConfigWarning(str):
+    """A key or section of a configuration file that oltsim ignores: reads as the message a person acts on
+    (``config file /x.yaml: olt.pon_port: unknown key; did you mean olt.pon_ports?``), and carries what the log
+    records: ``event`` (``config-key-unknown``, ``config-key-unsupported`` or ``config-section-unknown``), ``key``
+    (``olt.pon_port``), ``hint`` (the nearest known key, or ""), ``file`` and ``text`` (the message without the
+    file)."""
+
+    event: str
+    key: str
+    hint: str
+    file: str
+    text: str
+
+    def __new__(cls, where: str, file: str, event: str, key: str, hint: str = "") -> ConfigWarning:
+        if event == "config-key-unsupported":
+            text = f"{key}: not supported by oltsim, ignored"
+        else:
+            what = "section" if event == "config-section-unknown" else "key"
+            text = f"{key}: unknown {what}; did you mean {hint}?" if hint else f"{key}: unknown {what}, ignored"
+        warning = super().__new__(cls, f"{where}: {text}")
+        warning.event, warning.key, warning.hint, warning.file, warning.text = event, key, hint, file, text
+        return warning
+
+
+def nearest(name: str, known: Iterable[str]) -> str:
+    """The known name nearest to a misspelt ``name`` ("" when none is near): ``pon_port`` -> ``pon_ports``."""
+    by_case = {candidate.lower(): candidate for candidate in known}
+    found = difflib.get_close_matches(name.lower(), list(by_case), n=1, cutoff=0.75)
+    return by_case[found[0]] if found else ""
+
+
+def strict_error(warnings: Iterable[str]) -> ConfigError:
+    """The error ``--strict-config`` makes of a configuration's warnings: the first one, and how many more."""
+    warnings = list(warnings)
+    more = len(warnings) - 1
+    keys = ", ".join(getattr(w, "key", "?") for w in warnings[1:])
+    tail = f" (and {more} more: {keys}; errors with --strict-config)" if more else " (an error with --strict-config)"
+    return ConfigError(f"{warnings[0]}{tail}")
 
 
 class ConfigError(Exception):
@@ -481,7 +522,8 @@ def _read_config_file(path: str) -> tuple[dict[str, Any], dict[str, str], list[s
     sections = (("bbsim", _BBSIM_KEYS, _IGNORED_BBSIM_KEYS), ("olt", _OLT_KEYS, _IGNORED_OLT_KEYS))
     for section in document:
         if section not in ("bbsim", "olt", "bbr"):
-            warnings.append(f"{where}: unknown section {section!r} ignored")
+            warnings.append(ConfigWarning(where, path, "config-section-unknown", str(section),
+                                          nearest(str(section), ("bbsim", "olt"))))
     for section, keys, ignored in sections:
         body = document.get(section)
         if body is None:
@@ -491,10 +533,10 @@ def _read_config_file(path: str) -> tuple[dict[str, Any], dict[str, str], list[s
         for key, raw in body.items():
             label = f"{section}.{key}"
             if key in ignored:
-                warnings.append(f"{where}: {label} is not supported by oltsim and is ignored")
+                warnings.append(ConfigWarning(where, path, "config-key-unsupported", label))
                 continue
             if key not in keys:
-                warnings.append(f"{where}: unknown key {label} ignored")
+                warnings.append(ConfigWarning(where, path, "config-key-unknown", label, _nearest_key(section, key)))
                 continue
             if raw is None:  # "key:" with no value leaves the default, as if the line were commented out
                 continue
@@ -514,6 +556,17 @@ def _read_config_file(path: str) -> tuple[dict[str, Any], dict[str, str], list[s
     return values, origins, warnings
 
 
+def _nearest_key(section: str, key: str) -> str:
+    """The known key nearest to an unknown ``section.key``: in its own section first, then in the other one
+    (``bbsim.pon_ports`` -> ``olt.pon_ports``)."""
+    tables = {"bbsim": (_BBSIM_KEYS, _IGNORED_BBSIM_KEYS), "olt": (_OLT_KEYS, _IGNORED_OLT_KEYS)}
+    for name in sorted(tables, key=lambda name: name != section):
+        found = nearest(str(key), [*tables[name][0], *tables[name][1]])
+        if found:
+            return f"{name}.{found}"
+    return ""
+
+
 def load_services(ref: str, base_dir: str = "") -> ServicesFile:
     """Read the services named ``ref``: a built-in name (``att``, ``dt``, ``dt-fttb``, ``tt``) or a file path.
 
@@ -530,7 +583,8 @@ def load_services(ref: str, base_dir: str = "") -> ServicesFile:
         document = _load_yaml_file(path, where)
     if not isinstance(document, dict):
         raise ConfigError(f"{where}: expected a mapping with workflow: and services:, got {_kind(document)}")
-    warnings = [f"{where}: unknown key {key!r} ignored" for key in document if key not in ("workflow", "services")]
+    warnings = [ConfigWarning(where, path, "config-key-unknown", str(key), nearest(str(key), ("workflow", "services")))
+                for key in document if key not in ("workflow", "services")]
     workflow = document.get("workflow")
     if workflow is None:
         workflow = ""
@@ -543,7 +597,7 @@ def load_services(ref: str, base_dir: str = "") -> ServicesFile:
         raise ConfigError(f"{where}: services must be a list (got {_kind(entries)})")
     services = []
     for index, entry in enumerate(entries, start=1):
-        spec, entry_warnings = _parse_service(entry, index, where)
+        spec, entry_warnings = _parse_service(entry, index, where, path)
         services.append(spec)
         warnings.extend(entry_warnings)
     try:
@@ -553,7 +607,7 @@ def load_services(ref: str, base_dir: str = "") -> ServicesFile:
     return ServicesFile(workflow=workflow, services=tuple(services), path=path, warnings=tuple(warnings))
 
 
-def _parse_service(entry: object, index: int, where: str) -> tuple[ServiceSpec, list[str]]:
+def _parse_service(entry: object, index: int, where: str, path: str = "") -> tuple[ServiceSpec, list[str]]:
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: service #{index} must be a mapping (got {_kind(entry)})")
     name = entry.get("name")
@@ -566,7 +620,8 @@ def _parse_service(entry: object, index: int, where: str) -> tuple[ServiceSpec, 
     kwargs: dict[str, Any] = {}
     for key, raw in entry.items():
         if key not in _SERVICE_FIELD_KINDS:
-            warnings.append(f"{where}: service {name!r}: unknown key {key!r} ignored")
+            warnings.append(ConfigWarning(where, path, "config-key-unknown", f"service {name!r}: {key}",
+                                          nearest(str(key), _SERVICE_FIELD_KINDS)))
         elif raw is not None:
             kwargs[key] = _coerce(_SERVICE_FIELD_KINDS[key], raw, f"service {name!r}: {key}", where)
     spec = ServiceSpec(**kwargs)
@@ -589,7 +644,9 @@ def load_pon_ranges(path: str, base_dir: str = "") -> PonRangesFile:
     document = _load_yaml_file(path, where)
     if not isinstance(document, dict):
         raise ConfigError(f"{where}: expected a mapping with num_pon_ports: and ranges:, got {_kind(document)}")
-    warnings = [f"{where}: unknown key {key!r} ignored" for key in document if key not in ("num_pon_ports", "ranges")]
+    top = ("num_pon_ports", "ranges")
+    warnings = [ConfigWarning(where, path, "config-key-unknown", str(key), nearest(str(key), top))
+                for key in document if key not in top]
     if document.get("num_pon_ports") is None:
         raise ConfigError(f"{where}: num_pon_ports is missing")
     number = _coerce("int", document["num_pon_ports"], "num_pon_ports", where)
@@ -602,7 +659,7 @@ def load_pon_ranges(path: str, base_dir: str = "") -> PonRangesFile:
         raise ConfigError(f"{where}: ranges must be a list (got {_kind(entries)})")
     ranges = []
     for index, entry in enumerate(entries, start=1):
-        pon_range, entry_warnings = _parse_pon_range(entry, index, where)
+        pon_range, entry_warnings = _parse_pon_range(entry, index, where, path)
         ranges.append(pon_range)
         warnings.extend(entry_warnings)
     try:
@@ -612,12 +669,13 @@ def load_pon_ranges(path: str, base_dir: str = "") -> PonRangesFile:
     return PonRangesFile(num_pon_ports=number, ranges=tuple(ranges), path=path, warnings=tuple(warnings))
 
 
-def _parse_pon_range(entry: object, index: int, where: str) -> tuple[PonRange, list[str]]:
+def _parse_pon_range(entry: object, index: int, where: str, path: str = "") -> tuple[PonRange, list[str]]:
     label = f"range #{index}"
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: {label} must be a mapping (got {_kind(entry)})")
-    warnings = [f"{where}: {label}: unknown key {key!r} ignored"
-                for key in entry if key not in _RANGE_KEYS and key != "tech"]
+    known = [*_RANGE_KEYS, "tech"]
+    warnings = [ConfigWarning(where, path, "config-key-unknown", f"{label}: {key}", nearest(str(key), known))
+                for key in entry if key not in known]
     tech = entry.get("tech")
     if tech is None:
         raise ConfigError(f"{where}: {label} is missing tech")

@@ -13,6 +13,7 @@ import ipaddress
 import os
 import re
 import shutil
+import socket
 import tempfile
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
@@ -62,6 +63,36 @@ NATIVE_STREAMS_PER_CONNECTION = 1024
 
 # The fallback (reflection) behind the native front is a grpc.aio server and takes _OPTIONS' limits.
 _NATIVE_OPTIONS = _OPTIONS + [("grpc.max_concurrent_streams", NATIVE_STREAMS_PER_CONNECTION)]
+
+
+def bind_error(host: str | None, port: int, error: BaseException | None) -> OSError:
+    """The operating system's reason why a gRPC engine could not bind ``host:port`` (grpcio only says "Failed to bind
+    ... set GRPC_VERBOSITY=debug"): the OSError the engine raised, else the one a plain socket gets binding there now
+    (a name that does not resolve, an address in use or not on this host)."""
+    cause = error.__cause__ if error is not None else None
+    if isinstance(cause, OSError) and cause.errno:
+        return OSError(cause.errno, os.strerror(cause.errno))  # the native engine's text repeats the address
+    return bind_refusal(host, port) or OSError(f"{error or 'bind failed'}")
+
+
+def bind_refusal(host: str | None, port: int) -> OSError | None:
+    """Why a plain socket cannot bind ``host:port`` now (None when it can, on one of the host's addresses): a name
+    that does not resolve (socket.gaierror), an address in use or not on this host."""
+    try:
+        candidates = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:  # socket.gaierror: the interface does not resolve
+        return exc
+    reason: OSError | None = None
+    for family, kind, proto, _, address in candidates:
+        try:
+            with socket.socket(family, kind, proto) as probe:
+                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind
+                probe.bind(address)
+        except OSError as exc:
+            reason = reason or exc
+        else:
+            return None
+    return reason
 
 
 class AlreadyRunning(Exception):
@@ -459,7 +490,8 @@ class GrpcServerService(Service):
                 continue
             self._tls = front
             return listen.with_port(bound).address_for(host or "0.0.0.0"), bound
-        raise RuntimeError(f"gRPC server {self.name} cannot listen on {listen.address}: {error}")
+        raise CannotListenError(listen.host or "any", listen.port,
+                                getattr(error, "socketError", None) or bind_error(listen.host, listen.port, error))
 
     def _abandon_tls_front(self) -> None:
         """A server that failed to start leaves nothing listening in front of it."""
@@ -482,6 +514,11 @@ class GrpcServerService(Service):
             # builds where the [::] wildcard fails outright.
             hosts.append("0.0.0.0")
         credentials = listen.credentials() if listen.secure else None
+        if self.engine == "grpcio":
+            # grpcio reports a failed bind on the process's stderr, in C-core's words: ask the system first.
+            refused = bind_refusal(listen.host, listen.port)
+            if refused is not None:
+                raise CannotListenError(listen.host or "any", listen.port, refused)
         error: Exception | None = None
         for host in hosts:
             address = listen.address_for(host)
@@ -494,7 +531,7 @@ class GrpcServerService(Service):
                 error, bound = exc, 0
             if bound:
                 return listen.with_port(bound).address_for(host), bound
-        raise RuntimeError(f"gRPC server {self.name} cannot listen on {listen.address}: {error or 'bind failed'}")
+        raise CannotListenError(listen.host or "any", listen.port, bind_error(listen.host, listen.port, error))
 
     def stop_server(self) -> Deferred:
         """Run the ``on_stopping`` hooks, then stop the gRPC server without blocking the reactor.

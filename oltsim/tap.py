@@ -11,6 +11,7 @@ from oltsim.onloop import NotOnLoop, check_asyncio_reactor, install_asyncio_reac
 
 install_asyncio_reactor()
 
+import errno
 import random
 import signal
 import socket
@@ -18,6 +19,7 @@ import sys
 
 from grpc_reflection.v1alpha import reflection
 from twisted.application import service
+from twisted.internet.error import CannotListenError
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 from twisted.python import usage
 
@@ -32,7 +34,8 @@ from oltsim.api.v0.grpc import LegacyServicer
 from oltsim.api.v0.rest import V0Rest
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer, add_to_server as add_oltsim_to_server
 from oltsim.api.v1.rest import V1Rest
-from oltsim.config import DEFAULT_MAX_REQUEST_BODY, LISTENER_FIELDS, ConfigError, load_settings
+from oltsim.config import (DEFAULT_MAX_REQUEST_BODY, LISTENER_FIELDS, ConfigError, ConfigWarning, load_settings,
+                           strict_error)
 from oltsim import nativeserver
 from oltsim.grpcserver import GrpcServerService, parse_grpc_endpoint
 from oltsim.logs import CONTROL, logger
@@ -47,6 +50,7 @@ from oltsim.packets.engine import ProtocolEngine
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
 
 log = logger("oltsim.tap")
+config_log = logger("oltsim.config")
 
 # option name -> (Settings field, help). Every default is None so that only the
 # options a user actually typed override the config file (BBSim gets this wrong).
@@ -120,7 +124,9 @@ class Options(usage.Options):
     so an impossible one fails with one message before anything listens."""
 
     optParameters = [[name, short, default, help] for name, short, default, help, _ in PARAMETERS]
-    optFlags = [[name, short, help] for name, short, help, _ in FLAGS]
+    optFlags = [[name, short, help] for name, short, help, _ in FLAGS] + [
+        ["strict-config", None, "refuse to start on a warning about the config files (an unknown or unsupported "
+                                "key or section) instead of logging it"]]
 
     def opt_version(self):
         """Print the oltsim version and exit."""
@@ -139,6 +145,8 @@ class Options(usage.Options):
             settings = load_settings(given, self["config"])
             check_buildable(settings)
             check_listeners(settings)
+            if self["strict-config"] and settings.warnings:
+                raise strict_error(settings.warnings)
         except (ConfigError, OltsimError, ValueError) as exc:
             # One clear message, naming the option when the user typed it; not twistd's usage page.
             option = _OPTION_OF.get(getattr(exc, "setting", None) or "")
@@ -193,6 +201,89 @@ class OltService(service.Service):
             self.reactor._exitSignal = None
 
 
+class DaemonService(service.MultiService):
+    """The daemon's top service: starts its children in order, and when a listener cannot bind (a port in use, an
+    interface that does not resolve or is not on this host) stops the children already started, writes one line
+    naming the option, the endpoint and the reason (``oltsim: --rest-v1 tcp:50071: address already in use``) and
+    exits with status 1, so that either every listener binds or none stays. ``endpoints`` maps each listener
+    child's name (its option) to its endpoint string."""
+
+    def __init__(self, endpoints: dict[str, str], warnings: tuple[str, ...] = ()):
+        super().__init__()
+        self.endpoints = endpoints
+        #: the configuration's warnings (oltsim.config.ConfigWarning), logged once at start
+        self.warnings = warnings
+        #: where the one line of a failed start goes (None: the process's real stderr)
+        self.stderr = None
+
+    def privilegedStartService(self):
+        # Twisted's REST listeners bind here, before startService: the same rule applies to them.
+        service.Service.privilegedStartService(self)
+        self._warn_once()
+        self._each("privilegedStartService")
+
+    def startService(self):
+        service.Service.startService(self)
+        self._warn_once()
+        self._each("startService")
+
+    def _warn_once(self) -> None:
+        # twistd calls privilegedStartService first, where the REST listeners bind; other callers only startService.
+        warnings, self.warnings = self.warnings, ()
+        log_config_warnings(warnings)
+
+    def _each(self, step: str) -> None:
+        for child in self:
+            try:
+                getattr(child, step)()
+            except Exception as exc:
+                self._undo()
+                if child.name not in self.endpoints or not isinstance(exc, CannotListenError):
+                    raise
+                # twistd has redirected sys.stderr into the log by now; the line goes to the real stderr.
+                stderr = self.stderr or sys.__stderr__ or sys.stderr
+                stderr.write(f"oltsim: {listen_failure(child.name, self.endpoints[child.name], exc)}\n")
+                stderr.flush()
+                raise SystemExit(1) from None
+
+    def _undo(self) -> None:
+        """Stop every child started or listening, last first (each listener releases its port), before the
+        process exits."""
+        self.running = 0
+        for child in reversed(list(self)):
+            if child.running or getattr(child, "_waitingForPort", None) is not None:
+                try:
+                    child.stopService()
+                except Exception:
+                    log.failure("start-undo-failed service={service}", service=child.name)
+
+
+def log_config_warnings(warnings) -> None:
+    """One warning event per key or section of the config files that oltsim ignores, named by its kind
+    (``config-key-unknown key=olt.pon_port hint=olt.pon_ports file=...: olt.pon_port: unknown key; did you mean
+    olt.pon_ports?``)."""
+    for warning in warnings:
+        if isinstance(warning, ConfigWarning):
+            hint = " hint={hint}" if warning.hint else ""
+            config_log.warn(f"{warning.event} key={{key}}{hint} file={{file}}: {{text}}", key=warning.key,
+                            hint=warning.hint, file=warning.file, text=warning.text)
+        else:
+            config_log.warn("config-warning: {text}", text=str(warning))
+
+
+def listen_failure(option: str, endpoint: str, error: CannotListenError) -> str:
+    """One line for a listener that could not bind: ``--OPTION ENDPOINT: reason`` in the operating system's words,
+    lower-cased (``address already in use``), and for an interface that does not resolve, which one."""
+    reason = error.socketError
+    text = getattr(reason, "strerror", None) or str(reason) or "cannot listen"
+    text = text[0].lower() + text[1:]
+    if isinstance(reason, socket.gaierror):
+        text = f"interface {error.interface} does not resolve ({text})"
+    elif getattr(reason, "errno", None) == errno.EADDRNOTAVAIL:
+        text = f"interface {error.interface} is not an address of this host ({text})"
+    return f"--{option} {endpoint}: {text}"
+
+
 def asyncio_reactor():
     """The global reactor, which must be Twisted's asyncio one (installed on import of this module unless twistd's
     --reactor chose another); any other kind is refused with SystemExit and one line saying how to start oltsim."""
@@ -238,7 +329,8 @@ def makeService(options, reactor=None):
     omci.attach(olt)
     ProtocolEngine.from_settings(settings, omci_responder=omci.handle).attach(olt)
     hub = IndicationHub(olt)
-    top = service.MultiService()
+    top = DaemonService({name.replace("_", "-"): getattr(settings, name) for name in LISTENER_FIELDS},
+                        settings.warnings)
     # security and metrics (issue 5): one registry per service; the token guards the control surfaces only
     metrics = Metrics(olt, hub)
     token = AccessToken(settings.api_token) if settings.api_token else None

@@ -235,3 +235,79 @@ def test_signal_stops_daemon_cleanly_while_adapter_holds_stream(daemon, signum, 
     assert not any(listening(port) for port in process.ports.values())
     assert "Traceback" not in process.log, process.log
 
+
+
+def assert_start_failure(tmp_path: Path, arguments, line: str, ports: list[int]) -> None:
+    """twistd oltsim with every listener on `ports` (loopback), then `arguments`, exits 1 with `line` as the only
+    line on stderr and no traceback anywhere."""
+    listen = [arg for name, port in zip(LISTENERS, ports) for arg in (f"--{name}", f"tcp:{port}:interface=127.0.0.1")]
+    result = twistd("-n", "--pidfile=", "oltsim", *listen, *arguments, cwd=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "Traceback" not in output, output
+    assert [text for text in result.stderr.splitlines() if text.strip()] == [line], output
+
+
+@pytest.mark.parametrize("busy, engine", [("rest-v1", None), ("sadis", None), ("openolt", "native"),
+                                          ("grpc-v0", "native"), ("grpc-v1", "grpcio")])
+def test_a_busy_port_stops_the_start_with_one_line_and_nothing_listening(tmp_path, busy, engine):
+    """A listener's port held by another socket: one line naming the option, the endpoint and the reason, exit 1,
+    and every other port the daemon had bound released (either every listener binds or none stays)."""
+    ports = free_ports(len(LISTENERS))
+    port = ports[LISTENERS.index(busy)]
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        holder.bind(("127.0.0.1", port))
+        holder.listen()
+        assert_start_failure(tmp_path, engine_options(engine),
+                             f"oltsim: --{busy} tcp:{port}:interface=127.0.0.1: address already in use", ports)
+        assert [name for name, other in zip(LISTENERS, ports) if other != port and listening(other)] == []
+    finally:
+        holder.close()
+
+
+@pytest.mark.parametrize("option, engine", [("rest-v0", None), ("grpc-v0", "native"), ("openolt", "grpcio")])
+def test_an_unresolvable_interface_stops_the_start_with_one_line_and_nothing_listening(tmp_path, option, engine):
+    """A listener on an interface name that does not resolve (.invalid never does): one line saying so, exit 1,
+    no port of the daemon left listening."""
+    ports = free_ports(len(LISTENERS))
+    endpoint = f"tcp:{ports[LISTENERS.index(option)]}:interface=nosuch.invalid"
+    listen = [arg for name, port in zip(LISTENERS, ports) for arg in (f"--{name}", f"tcp:{port}:interface=127.0.0.1")]
+    result = twistd("-n", "--pidfile=", "oltsim", *listen, f"--{option}", endpoint, *engine_options(engine),
+                    cwd=tmp_path)
+    output = result.stdout + result.stderr
+    assert result.returncode == 1, output
+    assert "Traceback" not in output, output
+    errors = [text for text in result.stderr.splitlines() if text.strip()]
+    assert len(errors) == 1 and errors[0].startswith(f"oltsim: --{option} {endpoint}: interface nosuch.invalid "
+                                                     f"does not resolve ("), output
+    assert not any(listening(port) for port in ports)
+
+
+TYPOS = "olt:\n  pon_port: 2\nbbsm:\n  delay: 0\nbbsim:\n  kafka_address: ':9092'\n"
+
+
+def test_config_typos_are_logged_one_warning_each_and_the_defaults_stay(tmp_path, daemon):
+    """A config file with a misspelt key, a misspelt section and an unsupported key starts with the defaults and
+    logs one warning for each, with its event name, its key, the nearest known key and a readable text."""
+    (tmp_path / "typos.yaml").write_text(TYPOS)
+    process = daemon("--config", str(tmp_path / "typos.yaml"))
+    olt = process.wait_serving()
+    assert len(olt["PONPorts"]) == 1
+    lines = [line for line in process.log.splitlines() if "#warn] config-" in line]
+    assert len(lines) == 3, process.log
+    assert "config-key-unknown key=olt.pon_port hint=olt.pon_ports " in lines[2]
+    assert lines[2].endswith(": olt.pon_port: unknown key; did you mean olt.pon_ports?")
+    assert "config-section-unknown key=bbsm hint=bbsim " in lines[0]
+    assert lines[0].endswith("bbsm: unknown section; did you mean bbsim?")
+    assert "config-key-unsupported key=bbsim.kafka_address " in lines[1]
+    assert lines[1].endswith("bbsim.kafka_address: not supported by oltsim, ignored")
+
+
+def test_strict_config_refuses_the_typos_with_one_line_before_listening(tmp_path):
+    """--strict-config makes the same warnings an error: one line naming the first and counting the others, exit
+    non-zero, before any port is bound."""
+    (tmp_path / "typos.yaml").write_text(TYPOS)
+    assert_refused(tmp_path, ("--config", str(tmp_path / "typos.yaml"), "--strict-config"),
+                   ("bbsm: unknown section; did you mean bbsim?", "and 2 more: bbsim.kafka_address, olt.pon_port",
+                    "--strict-config"))

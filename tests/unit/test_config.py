@@ -16,6 +16,7 @@ from oltsim.config import (
     load_pon_ranges,
     load_services,
     load_settings,
+    strict_error,
     validate,
 )
 
@@ -474,11 +475,64 @@ def test_unknown_keys_become_warnings(tmp_path):
         """)
     settings = load_settings({}, path)
     assert settings.warnings == (
-        f"config file {path}: unknown section 'extra' ignored",
-        f"config file {path}: unknown key bbsim.no_such_key ignored",
-        f"config file {path}: bbsim.kafka_address is not supported by oltsim and is ignored",
-        f"config file {path}: unknown key olt.colour ignored",
+        f"config file {path}: extra: unknown section, ignored",
+        f"config file {path}: bbsim.no_such_key: unknown key, ignored",
+        f"config file {path}: bbsim.kafka_address: not supported by oltsim, ignored",
+        f"config file {path}: olt.colour: unknown key, ignored",
     )
+    assert [(w.event, w.key, w.hint, w.file) for w in settings.warnings] == [
+        ("config-section-unknown", "extra", "", path), ("config-key-unknown", "bbsim.no_such_key", "", path),
+        ("config-key-unsupported", "bbsim.kafka_address", "", path), ("config-key-unknown", "olt.colour", "", path)]
+
+
+@pytest.mark.parametrize("text, key, hint", [
+    ("olt:\n  pon_port: 2\n", "olt.pon_port", "olt.pon_ports"),
+    ("olt:\n  onus_per_pon: 2\n", "olt.onus_per_pon", "olt.onus_per_port"),
+    ("bbsim:\n  pon_ports: 2\n", "bbsim.pon_ports", "olt.pon_ports"),
+    ("bbsim:\n  kafka_adress: x\n", "bbsim.kafka_adress", "bbsim.kafka_address"),
+    ("bbsm:\n  delay: 0\n", "bbsm", "bbsim"),
+    ("OLT:\n  pon_ports: 2\n", "OLT", "olt"),
+])
+def test_a_typo_warns_with_the_nearest_known_key(tmp_path, text, key, hint):
+    """A misspelt key or section is one warning that names it and the nearest known key or section, and the
+    defaults stay."""
+    path = write(tmp_path, "c.yaml", text)
+    settings = load_settings({}, path)
+    what = "key" if "." in key else "section"
+    assert settings.warnings == (f"config file {path}: {key}: unknown {what}; did you mean {hint}?",)
+    assert (settings.warnings[0].key, settings.warnings[0].hint) == (key, hint)
+    assert (settings.pon, settings.delay_ms) == (1, 200)
+
+
+def test_typos_in_services_and_pon_ranges_files_warn_with_the_nearest_key(tmp_path):
+    """Unknown keys of a services file and a PON ranges file warn too, each with the nearest known key."""
+    services = write(tmp_path, "s.yaml", f"services: [{{{SERVICE_OK}, c_tg: 7}}]\nworkflo: att\n")
+    assert load_settings({"services": services}, None).warnings == (
+        f"services file {services}: workflo: unknown key; did you mean workflow?",
+        f"services file {services}: service 'hsia': c_tg: unknown key; did you mean c_tag?")
+    ranges = write(tmp_path, "r.yaml", """\
+        num_pon_ports: 1
+        ranges:
+          - pon_id_range: {start: 0, end: 0}
+            tec: GPON
+            tech: GPON
+            onu_id_range: {start: 1, end: 8}
+            alloc_id_range: {start: 1024, end: 1100}
+            gemport_id_range: {start: 1024, end: 1200}
+        """)
+    assert load_settings({"pon_ranges_path": ranges}, None).warnings == (
+        f"PON ranges file {ranges}: range #1: tec: unknown key; did you mean tech?",)
+
+
+def test_strict_config_error_names_the_first_warning_and_counts_the_others(tmp_path):
+    """--strict-config's error is one message: the first warning, then how many more and their keys."""
+    path = write(tmp_path, "c.yaml", "olt:\n  pon_port: 2\nbbsm: {}\n")
+    one = load_settings({}, write(tmp_path, "d.yaml", "olt:\n  pon_port: 2\n")).warnings
+    assert str(strict_error(one)) == (f"config file {tmp_path / 'd.yaml'}: olt.pon_port: unknown key; did you mean "
+                                      "olt.pon_ports? (an error with --strict-config)")
+    assert str(strict_error(load_settings({}, path).warnings)) == (
+        f"config file {path}: bbsm: unknown section; did you mean bbsim? (and 1 more: olt.pon_port; errors with "
+        "--strict-config)")
 
 
 # --- services ----------------------------------------------------------------------------------------------------
@@ -608,7 +662,7 @@ def test_services_file_unknown_key_is_warning(tmp_path):
     """An unknown key in a service is recorded as a warning."""
     path = write(tmp_path, "s.yaml", f"services: [{{{SERVICE_OK}, colour: red}}]\n")
     assert load_settings({"services": path}, None).warnings == (
-        f"services file {path}: service 'hsia': unknown key 'colour' ignored",)
+        f"services file {path}: service 'hsia': colour: unknown key, ignored",)
 
 
 def test_dt_any_tag_4096_is_accepted():

@@ -1,0 +1,95 @@
+"""The daemon's top service: a listener that cannot bind stops the start with one line and undoes what started;
+the configuration's warnings are logged once at start."""
+from __future__ import annotations
+
+import io
+import socket
+
+import pytest
+from twisted.application import service
+from twisted.internet.error import CannotListenError
+from twisted.logger import globalLogPublisher
+
+from oltsim.config import ConfigWarning
+from oltsim.tap import DaemonService, listen_failure
+
+
+class Recorder(service.Service):
+    """A child that records its starts and stops, and can fail to bind."""
+
+    def __init__(self, name: str, journal: list, error: Exception | None = None):
+        self.setName(name)
+        self.journal = journal
+        self.error = error
+
+    def startService(self):
+        super().startService()
+        if self.error is not None:
+            raise self.error
+        self.journal.append(("start", self.name))
+
+    def stopService(self):
+        super().stopService()
+        self.journal.append(("stop", self.name))
+
+
+def test_a_listener_that_cannot_bind_stops_what_started_and_exits_with_one_line():
+    """The first listener that cannot bind: the children started before it are stopped, last first, the later
+    ones never start, one line names the option, endpoint and reason, and the exit status is 1."""
+    journal: list = []
+    top = DaemonService({"openolt": "tcp:50060", "rest-v1": "tcp:50071"})
+    top.stderr = io.StringIO()
+    Recorder("openolt", journal).setServiceParent(top)
+    Recorder("olt", journal).setServiceParent(top)
+    Recorder("rest-v1", journal, CannotListenError("", 50071, OSError(98, "Address already in use")))\
+        .setServiceParent(top)
+    Recorder("rest-v0", journal).setServiceParent(top)
+    with pytest.raises(SystemExit) as exited:
+        top.startService()
+    assert exited.value.code == 1
+    assert top.stderr.getvalue() == "oltsim: --rest-v1 tcp:50071: address already in use\n"
+    assert journal == [("start", "openolt"), ("start", "olt"), ("stop", "rest-v1"), ("stop", "olt"),
+                       ("stop", "openolt")]
+    assert not top.running
+
+
+def test_another_failure_is_raised_after_the_undo():
+    """A failure that is not a bind (a bug) is raised as it is, after the started children are stopped."""
+    journal: list = []
+    top = DaemonService({"openolt": "tcp:50060"})
+    Recorder("openolt", journal).setServiceParent(top)
+    Recorder("olt", journal, ZeroDivisionError()).setServiceParent(top)
+    with pytest.raises(ZeroDivisionError):
+        top.startService()
+    assert journal == [("start", "openolt"), ("stop", "olt"), ("stop", "openolt")]
+
+
+@pytest.mark.parametrize("error, reason", [
+    (OSError(98, "Address already in use"), "address already in use"),
+    (socket.gaierror(-2, "Name or service not known"),
+     "interface nosuch.invalid does not resolve (name or service not known)"),
+    (OSError(99, "Cannot assign requested address"),
+     "interface nosuch.invalid is not an address of this host (cannot assign requested address)"),
+])
+def test_listen_failure_says_why_in_the_systems_words(error, reason):
+    """The reason is the system's, lower-cased; an interface that does not resolve or is not on this host is named."""
+    failure = CannotListenError("nosuch.invalid", 50071, error)
+    assert listen_failure("rest-v1", "tcp:50071", failure) == f"--rest-v1 tcp:50071: {reason}"
+
+
+def test_config_warnings_are_logged_once_at_start():
+    """Each configuration warning is one warn event named by its kind, with its key and hint, logged once."""
+    events: list = []
+    globalLogPublisher.addObserver(events.append)
+    try:
+        top = DaemonService({}, (ConfigWarning("config file c.yaml", "c.yaml", "config-key-unknown", "olt.pon_port",
+                                               "olt.pon_ports"),))
+        top.privilegedStartService()
+        top.startService()
+    finally:
+        globalLogPublisher.removeObserver(events.append)
+    ours = [e for e in events if e.get("log_namespace") == "oltsim.config"]
+    assert len(ours) == 1
+    assert ours[0]["log_format"].startswith("config-key-unknown key={key} hint={hint} ")
+    assert (ours[0]["key"], ours[0]["hint"], ours[0]["text"]) == (
+        "olt.pon_port", "olt.pon_ports", "olt.pon_port: unknown key; did you mean olt.pon_ports?")
