@@ -1,6 +1,7 @@
 """The real daemon, `twistd -n oltsim`, as a subprocess on loopback ports: options, refusal of an impossible
-configuration before anything listens, and a clean exit on SIGTERM/SIGINT while an adapter holds the stream; the
-OpenOLT tests on both engines of its endpoint, each checked to be the one in use."""
+configuration before anything listens, one line and no listener left when a port is busy or an interface does not
+resolve, config-file typos logged as warnings (errors with --strict-config), and a clean exit on SIGTERM/SIGINT while
+an adapter holds the stream; the OpenOLT tests on both engines of its endpoint, each checked to be the one in use."""
 from __future__ import annotations
 
 import http.client
