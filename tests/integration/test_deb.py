@@ -27,7 +27,7 @@ import pytest
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
 from scripted_adapter import free_ports, listener_options
-from test_daemon import DaemonProcess
+from test_daemon import DaemonProcess, listening
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_DEB = REPO / "packaging" / "build-deb"
@@ -318,9 +318,13 @@ def test_install_upgrade_is_an_olt_reboot_then_purge_leaves_nothing(packages, ma
     assert after.signature != before.signature
     assert (after.serial, after.device_id) == (before.serial, before.device_id)
     assert daemon.flow_count() == 0
-    assert daemon.stop() == 0, daemon.log
 
-    run("dpkg", "--remove", PACKAGE, timeout=DPKG_TIMEOUT)
+    # Left running, as a daemon started without systemd would be: remove stops it (SIGTERM, a clean exit) and says so.
+    removed = run("dpkg", "--remove", PACKAGE, timeout=DPKG_TIMEOUT)
+    assert daemon.process.wait(STOP_TIMEOUT) == 0, daemon.log
+    assert f"oltsim: stopping the daemon running without systemd (pid {daemon.process.pid})" in removed.stderr, \
+        removed.stderr
+    assert not any(listening(port) for port in daemon.ports.values())
     assert not PREFIX.exists() and not UNIT_FILE.exists()
     assert CONFFILE.exists() and _user_exists()
 
