@@ -52,10 +52,10 @@ if str(REPO) not in sys.path:
 
 if __package__:
     from . import h2raw  # noqa: E402
-    from .startup import Daemon, rss_bytes  # noqa: E402
+    from .startup import Daemon, rss_bytes, status_bytes  # noqa: E402
 else:
     import h2raw  # noqa: E402
-    from startup import Daemon, rss_bytes  # noqa: E402
+    from startup import Daemon, rss_bytes, status_bytes  # noqa: E402
 
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")   # no C-core info lines ("Got goaway") among the numbers
 import grpc  # noqa: E402
@@ -277,11 +277,7 @@ def wait_serving(target: Target, names, within: float) -> float | None:
 
 def vm_hwm(pid: int) -> int:
     """VmHWM (peak RSS) of a process, bytes."""
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmHWM for pid {pid}")
+    return status_bytes(pid, "VmHWM")
 
 
 class RssMonitor:

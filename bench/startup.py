@@ -59,13 +59,18 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-def rss_bytes(pid: int) -> int:
-    """VmRSS of a process, from /proc/<pid>/status."""
+def status_bytes(pid: int, field: str = "VmRSS") -> int:
+    """A memory field of /proc/<pid>/status (VmRSS, VmHWM, ...), in bytes."""
     with open(f"/proc/{pid}/status") as status:
         for line in status:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmRSS for pid {pid}")
+    raise RuntimeError(f"no {field} for pid {pid}")
+
+
+def rss_bytes(pid: int) -> int:
+    """VmRSS of a process, from /proc/<pid>/status."""
+    return status_bytes(pid, "VmRSS")
 
 
 def terminate(process: subprocess.Popen | None) -> None:

@@ -53,7 +53,7 @@ class _Inbound(Protocol):
         self.front.connections.add(self)
         self.transport.pauseProducing()
         connecting = endpoints.UNIXClientEndpoint(self.front.reactor, self.front.path).connect(
-            _OneProtocol(lambda: _Outbound(self)))
+            _Building(lambda: _Outbound(self)))
         connecting.addErrback(self._unreachable)
 
     def _unreachable(self, failure: Any) -> None:
@@ -86,20 +86,14 @@ class _Inbound(Protocol):
             self.outbound.transport.loseConnection()
 
 
-class _OneProtocol(Factory):
+class _Building(Factory):
+    """A factory whose protocols take arguments (Factory.forProtocol passes its arguments to the factory)."""
+
     def __init__(self, build: Callable[[], Protocol]) -> None:
         self._build = build
 
     def buildProtocol(self, addr: Any) -> Protocol:
         return self._build()
-
-
-class _InboundFactory(Factory):
-    def __init__(self, front: TlsFront) -> None:
-        self._front = front
-
-    def buildProtocol(self, addr: Any) -> Protocol:
-        return _Inbound(self._front)
 
 
 class TlsFront:
@@ -122,7 +116,7 @@ class TlsFront:
 
     def listen(self) -> int:
         """Bind and listen; returns the port bound. CannotListenError as Twisted raises it."""
-        self._port = self.reactor.listenSSL(self.port, _InboundFactory(self), self._options,
+        self._port = self.reactor.listenSSL(self.port, _Building(lambda: _Inbound(self)), self._options,
                                             interface=self._interface)
         self.port = self._port.getHost().port
         return self.port

@@ -15,8 +15,9 @@ import pytest
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
 from engines import engine_options, grpc_engine  # noqa: F401 - the fixture
-from bench.abuse import hold_streams, rapid_reset, slow_readers
+from bench.abuse import MIB, hold_streams, rapid_reset, slow_readers
 from bench.h2raw import RawConnection, grpc_frame
+from bench.startup import rss_bytes
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from scripted_adapter import free_ports
 from test_daemon import daemon  # noqa: F401 - the fixture
@@ -170,11 +171,7 @@ def test_sigterm_soon_after_undecodable_reflection_messages_stops_at_once(daemon
 
 
 def _rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
+    return rss_bytes(pid) / MIB
 
 
 #: RSS growth allowed after RAPID_RESETS reset streams. The native engine keeps nothing for a reset stream; grpc.aio
