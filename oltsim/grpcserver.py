@@ -457,7 +457,7 @@ class GrpcServerService(Service):
         self._loop = check_asyncio_reactor(self._get_reactor())
         asyncio.set_event_loop(self._loop)
         if self.engine == "native":
-            return NativeServer(self._loop, interceptors=self.interceptors, name=self.name,
+            return NativeServer(self._loop, self._get_reactor(), interceptors=self.interceptors, name=self.name,
                                 options=self._per_connection(_NATIVE_OPTIONS), max_streams=self.max_calls)
         # DecodeGuard innermost: a request that does not decode is a plain INVALID_ARGUMENT, as on the native engine.
         return grpc.aio.server(interceptors=(*self.interceptors, DecodeGuard()), options=self._per_connection(_OPTIONS),

@@ -34,7 +34,7 @@ from grpc import aio
 from twisted.python.failure import Failure
 
 from oltsim.onloop import DecodeGuard, failure_status, undecodable_message
-from oltsim.logs import logger
+from oltsim.logs import Summary, logger
 
 try:
     from pygrpc_native import NativeGrpcFront, STREAM_CLOSED as _STREAM_CLOSED, STREAM_FULL as _STREAM_FULL
@@ -192,7 +192,7 @@ class NativeServer(aio.Server):
     and ``add_generic_rpc_handlers``, one ``add_insecure_port``, ``start`` and ``stop`` (coroutines).
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, interceptors: Sequence[Any] = (),
+    def __init__(self, loop: asyncio.AbstractEventLoop, clock: Any, interceptors: Sequence[Any] = (),
                  options: Iterable[tuple[str, Any]] = (), io_threads: int = IO_THREADS, name: str = "grpc",
                  max_streams: int | None = None) -> None:
         self._records: list[Callable[[str, grpc.StatusCode], None]] = []
@@ -211,9 +211,8 @@ class NativeServer(aio.Server):
         self.name = name
         #: Task-run calls (streams, coroutine handlers) open at once; more are refused with RESOURCE_EXHAUSTED
         self.max_streams = max_streams
-        self.refused = 0  # calls refused for a limit since the server started
-        self._refusals_logged = 0
-        self._refusal_logged_at = float("-inf")
+        # The first refusal is logged at once, the others of the interval summed up (``clock``: the reactor).
+        self._refusals = Summary(clock, self._log_refusals, REFUSAL_LOG_INTERVAL, burst=1)
         self._loop = loop
         self._interceptors = tuple(interceptors)
         self._options = list(options)
@@ -358,6 +357,7 @@ class NativeServer(aio.Server):
                 # close() joins the front's threads: off the reactor thread.
                 await asyncio.get_running_loop().run_in_executor(None, self._front.close)
         finally:
+            self._refusals.flush()  # what is still counted, now: no timer outlives the server
             self._remove_fallback_dir()
             self._terminated.set()
 
@@ -458,14 +458,16 @@ class NativeServer(aio.Server):
         return False
 
     def _limit_refused(self, call_id: int, path: str, details: str) -> None:
-        """Refuse a call for a limit (RESOURCE_EXHAUSTED), logging at most one line per REFUSAL_LOG_INTERVAL."""
-        self.refused += 1
+        """Refuse a call for a limit (RESOURCE_EXHAUSTED), logging at most one line per REFUSAL_LOG_INTERVAL and
+        the rest of the interval's refusals summed up when it ends."""
         self._fail(call_id, path, grpc.StatusCode.RESOURCE_EXHAUSTED, details)
-        now = self._loop.time()
-        if now - self._refusal_logged_at >= REFUSAL_LOG_INTERVAL:
+        if self._refusals.offer((path, details)):
+            self._log_refusals({(path, details): 1})
+
+    def _log_refusals(self, counts: dict) -> None:
+        for (path, details), refused in counts.items():
             log.warn("grpc-call-refused server={server} method={method} reason={reason} refused={refused}",
-                     server=self.name, method=path, reason=details, refused=self.refused - self._refusals_logged)
-            self._refusal_logged_at, self._refusals_logged = now, self.refused
+                     server=self.name, method=path, reason=details, refused=refused)
 
     def _fail(self, call_id: int, path: str, code: grpc.StatusCode, details: str) -> None:
         self._front.fail(call_id, _code(code), details)
