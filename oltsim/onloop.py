@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import threading
 import uuid
 from collections import deque
 from typing import Any, AsyncIterator, Callable, Iterator
@@ -98,7 +97,7 @@ class _Closed:
 
 
 class StreamQueue:
-    """A bounded queue per open stream, fed on the reactor thread; :class:`AsyncStreamQueue` is read by a stream's
+    """A bounded queue per open stream, fed and read on the reactor thread: :class:`AsyncStreamQueue` by a stream's
     coroutine, :meth:`get` by in-memory tests.
 
     ``put`` never blocks: when full it drops the item, counts it in ``dropped`` and returns False (a slow client loses
@@ -107,7 +106,7 @@ class StreamQueue:
     ``close`` ends the stream after the items already queued; it is never dropped, and later puts are refused.
     """
 
-    #: returned by :meth:`get` when nothing arrived within the timeout
+    #: returned by :meth:`get` when nothing is queued
     EMPTY: Any = object()
 
     def __init__(self, maxsize: int = 1000, max_bytes: int | None = None) -> None:
@@ -119,7 +118,6 @@ class StreamQueue:
         self.queued_bytes = 0
         self._items: deque[Any] = deque()
         self._closed: _Closed | None = None
-        self._cond = threading.Condition()
 
     @property
     def closed(self) -> bool:
@@ -128,28 +126,24 @@ class StreamQueue:
 
     def put(self, item: Any) -> bool:
         """Queue ``item`` without blocking; False (and ``dropped`` incremented) if full or closed."""
-        with self._cond:
-            size = 0 if self.max_bytes is None else len(item) if isinstance(item, bytes) else item.ByteSize()
-            if (self._closed is not None or len(self._items) >= self.maxsize
-                    or (size and self._items and self.queued_bytes + size > self.max_bytes)):
-                self.dropped += 1
-                return False
-            self._items.append((item, size))
-            self.queued_bytes += size
-            self._cond.notify()
-            self._changed()
-            return True
+        size = 0 if self.max_bytes is None else len(item) if isinstance(item, bytes) else item.ByteSize()
+        if (self._closed is not None or len(self._items) >= self.maxsize
+                or (size and self._items and self.queued_bytes + size > self.max_bytes)):
+            self.dropped += 1
+            return False
+        self._items.append((item, size))
+        self.queued_bytes += size
+        self._changed()
+        return True
 
     def close(self, status: grpc.StatusCode | None = None, details: str | None = None) -> None:
         """End the stream once the queued items are read: with ``status`` (an abort) or normally if None.
 
         Only the first close counts.
         """
-        with self._cond:
-            if self._closed is None:
-                self._closed = _Closed(status, details)
-                self._cond.notify_all()
-                self._changed()
+        if self._closed is None:
+            self._closed = _Closed(status, details)
+            self._changed()
 
     def _pop(self) -> Any:
         item, size = self._items.popleft()
@@ -157,19 +151,15 @@ class StreamQueue:
         return item
 
     def _changed(self) -> None:
-        """Called (under the queue's lock) after an item is queued or the queue is closed; for subclasses whose
-        reader waits some other way than on this thread condition."""
+        """Called after an item is queued or the queue is closed, for a reader that waits (AsyncStreamQueue)."""
 
-    def get(self, timeout: float) -> Any:
-        """Wait at most ``timeout`` s for the next item; returns it, or ``StreamQueue.EMPTY``, or the close marker."""
-        with self._cond:
-            if not self._items and self._closed is None:
-                self._cond.wait(timeout)
-            if self._items:
-                return self._pop()
-            if self._closed is not None:
-                return self._closed
-            return self.EMPTY
+    def get(self) -> Any:
+        """The next item without waiting, or ``StreamQueue.EMPTY`` if none is queued, or the close marker."""
+        if self._items:
+            return self._pop()
+        if self._closed is not None:
+            return self._closed
+        return self.EMPTY
 
 
 class NotOnLoop(RuntimeError):

@@ -230,7 +230,7 @@ def drain(queue: StreamQueue) -> tuple[list, object]:
     """Everything an indication stream holds: (the queued items, the close marker or None if still open)."""
     items = []
     while True:
-        item = queue.get(0)
+        item = queue.get()
         if item is StreamQueue.EMPTY:
             return items, None
         if hasattr(item, "status") and hasattr(item, "details"):

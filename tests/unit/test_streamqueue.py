@@ -80,8 +80,8 @@ def test_stream_queue_drops_when_full_and_counts():
     q = StreamQueue(maxsize=2)
     assert [q.put(1), q.put(2), q.put(3)] == [True, True, False]
     assert q.dropped == 1
-    assert q.get(0) == 1 and q.get(0) == 2
-    assert q.get(0) is StreamQueue.EMPTY
+    assert q.get() == 1 and q.get() == 2
+    assert q.get() is StreamQueue.EMPTY
 
 
 @pytest.mark.parametrize("item, size", [(b"x" * 400, 400), (Message(400), 400)])
@@ -91,7 +91,7 @@ def test_stream_queue_is_bounded_in_bytes(item, size):
     q = StreamQueue(maxsize=100, max_bytes=1000)
     assert [q.put(item), q.put(item), q.put(item)] == [True, True, False]
     assert q.dropped == 1 and q.queued_bytes == 2 * size
-    q.get(0)
+    q.get()
     assert q.put(item) and q.queued_bytes == 2 * size
     big = StreamQueue(maxsize=100, max_bytes=10)
     assert big.put(item) and not big.put(item)
@@ -103,7 +103,7 @@ def test_close_ends_after_queued_items_and_only_the_first_counts():
     q.put("a")
     q.close(grpc.StatusCode.UNAVAILABLE, "the simulator is stopping")
     q.close(grpc.StatusCode.INTERNAL, "ignored: only the first close counts")
-    assert q.get(0) == "a"
-    closed = q.get(0)
+    assert q.get() == "a"
+    closed = q.get()
     assert (closed.status, closed.details) == (grpc.StatusCode.UNAVAILABLE, "the simulator is stopping")
     assert q.put("late") is False and q.dropped == 1
