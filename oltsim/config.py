@@ -30,6 +30,8 @@ BP_FORMATS = ("mef", "ietf")
 #: The gRPC servers' engine: auto is native (ssl: through its TLS relay), grpcio only where pygrpc-native does
 #: not import.
 GRPC_ENGINES = ("auto", "native", "grpcio")
+#: who drives the OpenOLT side: an external adapter (VOLTHA, bbr) or oltsim's own built-in adapter
+ADAPTERS = ("none", "builtin")
 LOG_LEVELS = ("trace", "debug", "info", "warn", "warning", "error", "critical")
 BUILTIN_SERVICES = ("att", "dt", "dt-fttb", "tt")
 
@@ -58,7 +60,7 @@ DEFAULT_ALLOC_ID_START = 1024
 DEFAULT_GEMPORT_ID_START = 1024
 GEMPORTS_PER_ALLOC_ID = 8
 
-LISTENER_FIELDS = ("openolt", "grpc_v1", "rest_v1", "grpc_v0", "rest_v0", "sadis")
+LISTENER_FIELDS = ("openolt", "grpc_v1", "rest_v1", "grpc_v0", "rest_v0", "sadis", "dmi")
 
 # Server endpoint types that Twisted (and the usual plugins) understand; a value starting with one of these and a
 # colon is already an endpoint string, anything else is read as a BBSim "host:port" address.
@@ -284,6 +286,14 @@ class Settings:
     grpc_v0: str = "tcp:50072"
     rest_v0: str = "tcp:50073"
     sadis: str = "tcp:50074"
+    # Device Management Interface (issue 15): gRPC server of the four DMI services and BBSim's transceiver service
+    dmi: str = "tcp:50075"
+    # Kafka events (issue 15): BBSim's -enableEvents/-kafkaAddress/-kafkaEventTopic; "" topic = BBSim-OLT-<id>-Events
+    enable_events: bool = False
+    kafka_address: str = "127.0.0.1:9092"
+    kafka_event_topic: str = ""
+    # built-in adapter (issue 16): "builtin" has oltsim drive its own OpenOLT side; "none" waits for VOLTHA or bbr
+    adapter: str = "none"
     # security (issue 5): the control APIs' access token, "" = open as BBSim; kept out of repr so it is never logged
     api_token: str = field(default="", repr=False)
     api_token_file: str = ""
@@ -354,6 +364,11 @@ _BBSIM_KEYS = {
     "api_token_file": "api_token_file",
     "max_request_body": "max_request_body",
     "max_api_calls": "max_api_calls",
+    "dmi_server_address": "dmi",
+    "enable_events": "enable_events",
+    "kafka_address": "kafka_address",
+    "kafka_event_topic": "kafka_event_topic",
+    "adapter": "adapter",
 }
 _OLT_KEYS = {
     "model": "model",
@@ -379,11 +394,10 @@ _OLT_KEYS = {
     "max_flows": "max_flows",
     "max_flows_per_onu": "max_flows_per_onu",
 }
-# BBSim keys for features oltsim does not have (Kafka events, profiling, DMI, ...): accepted so that BBSim files
+# BBSim keys for features oltsim does not have (profiling, ...): accepted so that BBSim files
 # load, and reported so that nobody expects them to work.
 _IGNORED_BBSIM_KEYS = frozenset({
-    "enable_perf", "enable_events", "kafka_address", "kafka_event_topic", "cpu_profile", "log_caller",
-    "dmi_server_address", "enable_igmp", "enable_dhcp", "enable_auth", "sadis_format",
+    "enable_perf", "cpu_profile", "log_caller", "enable_igmp", "enable_dhcp", "enable_auth", "sadis_format",
 })
 _IGNORED_OLT_KEYS = frozenset({"device_serial_number"})
 
@@ -800,7 +814,7 @@ def _coerce_setting(setting: str, raw: object, label: str, where: str = "") -> A
         except ConfigError as error:
             raise ConfigError(f"{where + ': ' if where else ''}{label}: {error.message}", setting) from None
     value = _coerce(_SCALAR_KINDS[setting], raw, label, where)
-    if setting in ("log_level", "controlled_activation", "api_revision", "bp_format", "grpc_engine"):
+    if setting in ("log_level", "controlled_activation", "api_revision", "bp_format", "grpc_engine", "adapter"):
         value = value.lower()
     return value
 
@@ -907,6 +921,9 @@ def validate(settings: Settings) -> None:
     _one_of("api_revision", s.api_revision, API_REVISIONS)
     _one_of("bp_format", s.bp_format, BP_FORMATS)
     _one_of("grpc_engine", s.grpc_engine, GRPC_ENGINES)
+    _one_of("adapter", s.adapter, ADAPTERS)
+    if s.enable_events and not s.kafka_address.strip():
+        raise ConfigError("kafka_address must name a broker (host:port) when events are enabled", "kafka_address")
     _one_of("log_level", s.log_level, LOG_LEVELS)
     if not s.sadis_host:
         raise ConfigError("sadis_host must not be empty", "sadis_host")

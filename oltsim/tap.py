@@ -86,6 +86,15 @@ PARAMETERS = [
     ("rest-v0", None, None, "legacy API v0 REST endpoint (default tcp:50073)", "rest_v0"),
     ("sadis", None, None, "SADIS REST endpoint (default tcp:50074; off with bbsim.sadis_server: false)", "sadis"),
     ("sadis-host", None, None, "host name in the SADIS integration URLs (default bbsim)", "sadis_host"),
+    ("dmi", None, None, "Device Management Interface gRPC endpoint (default tcp:50075)", "dmi"),
+    # Kafka events (issue 15), as BBSim's -enableEvents -kafkaAddress -kafkaEventTopic
+    ("kafka", None, None, "publish events to the Kafka broker at HOST:PORT (turns events on; YAML "
+     "bbsim.enable_events with bbsim.kafka_address, default 127.0.0.1:9092)", "kafka_address"),
+    ("kafka-event-topic", None, None, "Kafka topic of the events (default BBSim-OLT-<olt-id>-Events)",
+     "kafka_event_topic"),
+    # built-in adapter (issue 16)
+    ("adapter", None, None, "who drives the OpenOLT side: none (default: wait for VOLTHA or bbr) or builtin "
+     "(oltsim brings its ONUs up itself)", "adapter"),
     # security (issue 5): off by default, as BBSim
     ("api-token", None, None, "access token the v1/v0 REST and gRPC APIs and /metrics require as "
      "'Authorization: Bearer TOKEN' (default none: open, as BBSim); prefer --api-token-file", "api_token"),
@@ -104,6 +113,7 @@ PARAMETERS = [
 FLAGS = [
     ("auth-retry", None, "restart EAPOL after a failed attempt", "auth_retry"),
     ("dhcp-retry", None, "restart DHCP after a failed attempt", "dhcp_retry"),
+    ("enable-events", None, "publish events to Kafka (at --kafka, or bbsim.kafka_address)", "enable_events"),
 ]
 
 
@@ -141,6 +151,8 @@ class Options(usage.Options):
         for name, _, _, field in FLAGS:
             if self[name]:
                 given[field] = True
+        if self["kafka"] is not None:
+            given["enable_events"] = True  # --kafka HOST:PORT is BBSim's -enableEvents -kafkaAddress in one
         try:
             settings = load_settings(given, self["config"])
             check_buildable(settings)
@@ -419,7 +431,7 @@ def check_listeners(settings) -> None:
     """Every listener's endpoint string is usable, TLS files included (read now, before anything listens)."""
     for name in LISTENER_FIELDS:
         if name != "sadis" or settings.sadis_server:
-            check_listener(name, getattr(settings, name), grpc_server=name in ("openolt", "grpc_v1", "grpc_v0"))
+            check_listener(name, getattr(settings, name), grpc_server=name in ("openolt", "grpc_v1", "grpc_v0", "dmi"))
 
 
 def _add_v0(server, servicer):

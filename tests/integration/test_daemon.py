@@ -285,7 +285,7 @@ def test_an_unresolvable_interface_stops_the_start_with_one_line_and_nothing_lis
     assert not any(listening(port) for port in ports)
 
 
-TYPOS = "olt:\n  pon_port: 2\nbbsm:\n  delay: 0\nbbsim:\n  kafka_address: ':9092'\n"
+TYPOS = "olt:\n  pon_port: 2\nbbsm:\n  delay: 0\nbbsim:\n  enable_perf: true\n"
 
 
 def test_config_typos_are_logged_one_warning_each_and_the_defaults_stay(tmp_path, daemon):
@@ -301,8 +301,8 @@ def test_config_typos_are_logged_one_warning_each_and_the_defaults_stay(tmp_path
     assert lines[2].endswith(": olt.pon_port: unknown key; did you mean olt.pon_ports?")
     assert "config-section-unknown key=bbsm hint=bbsim " in lines[0]
     assert lines[0].endswith("bbsm: unknown section; did you mean bbsim?")
-    assert "config-key-unsupported key=bbsim.kafka_address " in lines[1]
-    assert lines[1].endswith("bbsim.kafka_address: not supported by oltsim, ignored")
+    assert "config-key-unsupported key=bbsim.enable_perf " in lines[1]
+    assert lines[1].endswith("bbsim.enable_perf: not supported by oltsim, ignored")
 
 
 def test_strict_config_refuses_the_typos_with_one_line_before_listening(tmp_path):
@@ -310,5 +310,5 @@ def test_strict_config_refuses_the_typos_with_one_line_before_listening(tmp_path
     non-zero, before any port is bound."""
     (tmp_path / "typos.yaml").write_text(TYPOS)
     assert_refused(tmp_path, ("--config", str(tmp_path / "typos.yaml"), "--strict-config"),
-                   ("bbsm: unknown section; did you mean bbsim?", "and 2 more: bbsim.kafka_address, olt.pon_port",
+                   ("bbsm: unknown section; did you mean bbsim?", "and 2 more: bbsim.enable_perf, olt.pon_port",
                     "--strict-config"))

@@ -465,7 +465,7 @@ def test_unknown_keys_become_warnings(tmp_path):
     path = write(tmp_path, "c.yaml", """\
         bbsim:
           no_such_key: 1
-          kafka_address: ":9092"
+          enable_perf: true
         olt:
           colour: blue
         extra:
@@ -477,12 +477,12 @@ def test_unknown_keys_become_warnings(tmp_path):
     assert settings.warnings == (
         f"config file {path}: extra: unknown section, ignored",
         f"config file {path}: bbsim.no_such_key: unknown key, ignored",
-        f"config file {path}: bbsim.kafka_address: not supported by oltsim, ignored",
+        f"config file {path}: bbsim.enable_perf: not supported by oltsim, ignored",
         f"config file {path}: olt.colour: unknown key, ignored",
     )
     assert [(w.event, w.key, w.hint, w.file) for w in settings.warnings] == [
         ("config-section-unknown", "extra", "", path), ("config-key-unknown", "bbsim.no_such_key", "", path),
-        ("config-key-unsupported", "bbsim.kafka_address", "", path), ("config-key-unknown", "olt.colour", "", path)]
+        ("config-key-unsupported", "bbsim.enable_perf", "", path), ("config-key-unknown", "olt.colour", "", path)]
 
 
 @pytest.mark.parametrize("text, key, hint", [

@@ -129,7 +129,7 @@ def test_every_value_referenced_exists():
 
 
 def test_ports_agree_everywhere():
-    """values.yaml ports, the Settings defaults and the Dockerfile's EXPOSE name the same six ports."""
+    """values.yaml ports, the Settings defaults and the Dockerfile's EXPOSE name the same seven ports."""
     defaults = {f.name: f.default for f in fields(Settings) if f.name in LISTENER_FIELDS}
     assert {name: int(value.split(":")[1]) for name, value in defaults.items()} == values()["ports"]
     assert set(values()["ports"].values()) == set(dockerfile_exposed())
@@ -323,8 +323,8 @@ def test_dockerfile_runs_as_a_non_root_user():
 
 
 def test_dockerfile_exposes_the_ports_and_runs_twistd():
-    """EXPOSE names the five API ports and SADIS; the entry point is twistd in the foreground without a pidfile."""
-    assert sorted(dockerfile_exposed()) == [50060, 50070, 50071, 50072, 50073, 50074]
+    """EXPOSE names the five API ports, SADIS and DMI; the entry point is twistd in the foreground without a pidfile."""
+    assert sorted(dockerfile_exposed()) == [50060, 50070, 50071, 50072, 50073, 50074, 50075]
     entrypoint = json.loads(next(args for word, args in final_stage() if word == "ENTRYPOINT"))
     assert Path(entrypoint[0]).name == "twistd" and entrypoint[1:] == ["--nodaemon", "--pidfile=", "oltsim"]
 
