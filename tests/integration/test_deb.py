@@ -254,7 +254,7 @@ def test_conffile_holds_the_builtin_defaults(tmp_path):
                  and getattr(settings, f.name) != getattr(defaults, f.name)]
     assert differing == []
     listener_keys = {"openolt_address", "api_address", "rest_api_address", "legacy_api_address",
-                     "legacy_rest_api_address", "sadis_rest_address"}
+                     "legacy_rest_api_address", "sadis_rest_address", "dmi_server_address"}
     assert len(listener_keys) == len(LISTENER_FIELDS)
     assert listener_keys <= {key for key, _ in keys}
 
