@@ -17,6 +17,10 @@ Series (all prefixed ``oltsim_``):
   (OMCI frames from the ONUs to the adapter: responses and autonomous notifications)
 - ``timers_pending``: delayed calls the OLT and its ONUs hold
 - ``olt_info{serial,olt_id,version}``: 1, to join the series of many OLTs by serial
+- ``kafka_messages_sent_total{sink}`` / ``kafka_messages_dropped_total{sink}`` / ``kafka_connected{sink}``: per Kafka
+  sink (``events``: BBSim's events; ``dmi-msgbus``: DMI's events and metrics), messages the broker acknowledged, messages
+  dropped (buffer full while the broker is away or slow, a batch that failed, left unsent at stop), and 1 while the
+  producer is connected; present only when a sink exists (:mod:`oltsim.kafka`)
 """
 from __future__ import annotations
 
@@ -81,6 +85,33 @@ class _ModelCollector:
         yield info
 
 
+class _KafkaCollector:
+    """Reads the Kafka sinks when Prometheus scrapes: messages sent and dropped, connected, by sink name."""
+
+    def __init__(self) -> None:
+        self.sinks: list = []
+
+    def _families(self):
+        return (CounterMetricFamily("oltsim_kafka_messages_sent", "Messages the Kafka broker acknowledged, by sink",
+                                    labels=["sink"]),
+                CounterMetricFamily("oltsim_kafka_messages_dropped", "Messages not delivered to Kafka (buffer full "
+                                    "while the broker is away or slow, failed batch, left at stop), by sink",
+                                    labels=["sink"]),
+                GaugeMetricFamily("oltsim_kafka_connected", "1 while the sink's Kafka producer is connected",
+                                  labels=["sink"]))
+
+    def describe(self):
+        return list(self._families())
+
+    def collect(self):
+        sent, dropped, connected = self._families()
+        for sink in self.sinks:
+            sent.add_metric([sink.name], sink.sent)
+            dropped.add_metric([sink.name], sink.dropped)
+            connected.add_metric([sink.name], 1 if sink.connected else 0)
+        return [sent, dropped, connected]
+
+
 class Metrics:
     """The metrics of one simulated OLT in their own registry; build one per service (makeService).
 
@@ -99,7 +130,16 @@ class Metrics:
         self._omci_indications = self.omci.labels("indication")
         self._request_counters: dict[tuple[str, str], Any] = {}
         self.registry.register(_ModelCollector(olt, hub))
+        self._kafka: _KafkaCollector | None = None
         olt.subscribe(self._on_event)
+
+    def add_kafka_sink(self, sink) -> None:
+        """Show ``sink`` (an :class:`oltsim.kafka.KafkaSink`: ``name``, ``sent``, ``dropped``, ``connected``) in the
+        ``oltsim_kafka_*`` series; their first sink registers them."""
+        if self._kafka is None:
+            self._kafka = _KafkaCollector()
+            self.registry.register(self._kafka)
+        self._kafka.sinks.append(sink)
 
     def _on_event(self, event) -> None:
         if isinstance(event, events.OmciIndication):

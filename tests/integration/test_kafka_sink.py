@@ -1,0 +1,114 @@
+"""KafkaSink against a real Kafka-protocol broker (Tansu on loopback): messages arrive, a broker that is down from the
+start or goes away mid-run never blocks `publish`, drops are counted, an outage is one log line, and publishing
+resumes when the broker comes back on the same port."""
+from __future__ import annotations
+
+import time
+
+import pytest_twisted
+from twisted.internet import reactor
+from twisted.internet.task import deferLater
+from twisted.logger import globalLogPublisher
+
+from kafka_broker import free_port, json_values, read_topic, start_broker
+from oltsim.kafka import KafkaSink
+
+TOPIC = "oltsim-sink-test"
+WAIT = 30.0
+
+
+def sleep(seconds: float):
+    return deferLater(reactor, seconds, lambda: None)
+
+
+class KafkaLines:
+    """The oltsim.kafka log events emitted while it is installed (by event name, the first word of the format)."""
+
+    def __init__(self):
+        self.names: list[str] = []
+
+    def __call__(self, event):
+        if event.get("log_namespace") == "oltsim.kafka":
+            self.names.append((event.get("log_format") or "").split(" ", 1)[0])
+
+    def __enter__(self):
+        globalLogPublisher.addObserver(self)
+        return self
+
+    def __exit__(self, *exc):
+        globalLogPublisher.removeObserver(self)
+
+
+@pytest_twisted.inlineCallbacks
+def wait_for(condition, what: str, timeout: float = WAIT):
+    """Poll `condition()` on the reactor until true; AssertionError naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        yield sleep(0.05)
+
+
+@pytest_twisted.inlineCallbacks
+def test_published_messages_reach_the_topic():
+    """Messages published before and after the producer connects are all acknowledged and readable from the topic."""
+    broker = start_broker()
+    sink = KafkaSink(broker.address, reactor=reactor, name="events", client_id="BBSim-OLT-0")
+    try:
+        assert sink.publish(TOPIC, b'{"n":0}')  # before start: buffered
+        sink.start()
+        for n in range(1, 5):
+            assert sink.publish(TOPIC, b'{"n":%d}' % n)
+        yield wait_for(lambda: sink.sent == 5, "5 messages acknowledged")
+        assert sink.connected and sink.dropped == 0
+        records = yield read_topic(broker.address, TOPIC, until=lambda got: len(got) >= 5)
+        assert sorted(v["n"] for v in json_values(records)) == [0, 1, 2, 3, 4]
+    finally:
+        yield sink.stop()
+        broker.stop()
+
+
+@pytest_twisted.inlineCallbacks
+def test_unreachable_broker_drops_beyond_the_buffer_with_one_outage_line():
+    """With nothing listening, publish never blocks: the buffer keeps `buffer` messages, the rest are dropped and
+    counted, the outage is one `kafka-unreachable` line however many retries, and stop neither hangs nor fails."""
+    sink = KafkaSink(f"127.0.0.1:{free_port()}", reactor=reactor, name="events", buffer=50)
+    with KafkaLines() as lines:
+        sink.start()
+        answers = [sink.publish(TOPIC, b"x") for _ in range(500)]
+        assert answers.count(True) == 50 and sink.dropped == 450
+        yield wait_for(lambda: "kafka-unreachable" in lines.names, "the outage line")
+        yield sleep(2.0)  # several connection attempts (back-off from 0.5 s)
+        assert not sink.connected
+        yield sink.stop()
+    assert lines.names.count("kafka-unreachable") == 1
+    assert "kafka-reachable" not in lines.names
+    assert sink.sent == 0 and sink.dropped == 500  # what the buffer held is counted at stop
+
+
+@pytest_twisted.inlineCallbacks
+def test_broker_stopped_mid_run_then_back_on_the_same_port():
+    """A broker that goes away mid-run is one outage (one line each way, with the drops); messages published after
+    it is back on the same port are delivered."""
+    broker = start_broker()
+    sink = KafkaSink(broker.address, reactor=reactor, name="events", buffer=20)
+    with KafkaLines() as lines:
+        try:
+            sink.start()
+            sink.publish(TOPIC, b'{"phase":"before"}')
+            yield wait_for(lambda: sink.sent == 1, "the first message acknowledged")
+            broker.stop()
+            for _ in range(100):
+                sink.publish(TOPIC, b'{"phase":"outage"}')
+            yield wait_for(lambda: "kafka-unreachable" in lines.names, "the outage line")
+            assert sink.dropped >= 80
+            broker.start()
+            yield wait_for(lambda: "kafka-reachable" in lines.names, "the broker back")
+            sink.publish(TOPIC, b'{"phase":"after"}')
+            yield wait_for(lambda: sink.pending == 0 and sink.connected, "the buffer drained")
+            records = yield read_topic(broker.address, TOPIC,
+                                       until=lambda got: any(b"after" in r[3] for r in got))
+            assert "after" in {v["phase"] for v in json_values(records)}
+        finally:
+            yield sink.stop()
+            broker.stop()
+    assert lines.names.count("kafka-unreachable") == 1 and lines.names.count("kafka-reachable") == 1

@@ -1,0 +1,76 @@
+"""Kafka in memory: the sink's bounded buffer and address forms (no broker, no loop), and its series at /metrics."""
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+from twisted.internet.task import Clock
+
+from oltsim import kafka
+from oltsim.kafka import KafkaSink
+from oltsim.metrics import Metrics
+
+from conftest import Sim
+
+TOPIC = "t"
+
+
+def kafka_samples(metrics: Metrics) -> dict[tuple[str, str], float]:
+    """The oltsim_kafka_* samples of a scrape, keyed by (sample name, sink)."""
+    text, _ = metrics.exposition()
+    return {(s.name, s.labels["sink"]): s.value
+            for family in text_string_to_metric_families(text.decode("utf-8"))
+            for s in family.samples if s.name.startswith("oltsim_kafka_")}
+
+
+def test_buffer_bound():
+    """publish only appends to a bounded buffer: beyond `buffer` it answers False and counts the drop, and a stopped
+    sink counts what it still held and drops everything it is given afterwards."""
+    sink = KafkaSink("127.0.0.1:9", reactor=Clock(), name="events", buffer=3)
+    assert [sink.publish(TOPIC, b"m") for _ in range(5)] == [True, True, True, False, False]
+    assert (sink.pending, sink.dropped, sink.sent) == (3, 2, 0)
+    done = []
+    sink.stop().addCallback(done.append)
+    assert done == [None]
+    assert (sink.pending, sink.dropped) == (0, 5)
+    assert sink.publish(TOPIC, b"m") is False and sink.dropped == 6
+
+
+def test_a_buffer_must_hold_something():
+    """A sink with no room at all is refused when built, not discovered when every message is dropped."""
+    try:
+        KafkaSink("127.0.0.1:9092", reactor=Clock(), name="events", buffer=0)
+    except ValueError as exc:
+        assert "at least one" in str(exc)
+    else:
+        raise AssertionError("buffer=0 accepted")
+
+
+def test_addresses():
+    """Address forms: host:port, BBSim's :9092 (this host), [IPv6]:port, a comma list; clear errors otherwise."""
+    assert kafka.parse_address("kafka:9092") == ["kafka:9092"]
+    assert kafka.parse_address(":9092") == ["localhost:9092"]
+    assert kafka.parse_address("[::1]:9093, 10.0.0.1:9092") == ["[::1]:9093", "10.0.0.1:9092"]
+    for bad in ("", "kafka", "kafka:0", "kafka:port", "::1:9092", "[::1]", "kafka:70000"):
+        try:
+            kafka.parse_address(bad)
+        except ValueError as exc:
+            assert "Kafka address" in str(exc)
+        else:
+            raise AssertionError(f"{bad!r} accepted")
+
+
+def test_metrics_show_each_sink_by_name():
+    """/metrics has no Kafka series until a sink exists; then sent, dropped and connected per sink name, read at
+    scrape time."""
+    sim = Sim()
+    metrics = Metrics(sim.olt, sim.hub)
+    assert kafka_samples(metrics) == {}
+    events = KafkaSink("127.0.0.1:9", reactor=Clock(), name="events", metrics=metrics, buffer=2)
+    dmi = KafkaSink("127.0.0.1:9", reactor=Clock(), name="dmi-msgbus", metrics=metrics, buffer=2)
+    for _ in range(5):
+        events.publish(TOPIC, b"m")
+    dmi.sent, dmi.connected = 7, True  # what the drain task records once the broker acknowledges
+    assert kafka_samples(metrics) == {
+        ("oltsim_kafka_messages_sent_total", "events"): 0, ("oltsim_kafka_messages_dropped_total", "events"): 3,
+        ("oltsim_kafka_connected", "events"): 0,
+        ("oltsim_kafka_messages_sent_total", "dmi-msgbus"): 7,
+        ("oltsim_kafka_messages_dropped_total", "dmi-msgbus"): 0, ("oltsim_kafka_connected", "dmi-msgbus"): 1}
