@@ -4,6 +4,7 @@ from __future__ import annotations
 from oltsim.model.errors import InvalidArgument
 from oltsim.model.olt import Olt, PonPort, Timings
 from oltsim.model.onu import Onu, Service, Uni, onu_serial, service_mac
+from oltsim.model.software import SoftwareImages
 
 MAX_VLAN = 4094
 
@@ -73,6 +74,8 @@ def build_olt(settings, clock, random) -> Olt:
               nni_speed=settings.nni_speed, device_info=device_info_from(settings),
               nni_dhcp_trap_vid=settings.nni_dhcp_trap_vid, max_flows=settings.max_flows,
               max_flows_per_onu=settings.max_flows_per_onu)
+    olt.software = SoftwareImages.for_firmware(clock, settings.firmware_version,
+                                               on_running_changed=lambda image: _run_firmware(olt, image))
     tags = TagAllocator(settings.services)
     specs = list(settings.services)
     for pon_id in range(settings.pon):
@@ -92,6 +95,12 @@ def build_olt(settings, clock, random) -> Olt:
                 onu.unis.append(Uni(onu, uni_id, "POTS"))
             olt.add_onu(onu)
     return olt
+
+
+def _run_firmware(olt, image) -> None:
+    """The OLT runs ``image`` (DMI activation): the OpenOLT GetDeviceInfo reports its version from now on."""
+    olt.device_info["firmware_version"] = image.version
+    olt.touch()
 
 
 def check_buildable(settings) -> None:
