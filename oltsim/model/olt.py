@@ -132,11 +132,18 @@ class NniPort:
 
 class PonPort(StateHolder):
     """A PON port: InternalState (created/enabled/disabled), OperState, its ONUs and the
-    per-PON resource registries reported by GET /v1/olt."""
+    per-PON resource registries reported by GET /v1/olt.
+
+    `transceiver_plugged` is the PON's optical transceiver (DMI plug-out / plug-in, `Olt.plug_out_transceiver`):
+    hardware, so it survives reboots, EnableIndication, DisableOlt and DisablePonIf. Without it the PON's
+    InternalState is never enabled (no light: its ONUs stay pon_disabled) even while its OperState is up, and
+    `los` says whether the adapter was told so (los_ind on not yet cleared); `los_onus` are the serials of the
+    ONUs whose LOS the plug-out raised."""
 
     MACHINE = PON_MACHINE
     __slots__ = ("olt", "id", "state", "oper_state", "technology", "onus", "onu_ids",
-                 "gem_ports", "alloc_ids", "packet_count", "ranges", "ids")
+                 "gem_ports", "alloc_ids", "packet_count", "ranges", "ids",
+                 "transceiver_plugged", "los", "los_onus")
 
     def __init__(self, olt: "Olt", pon_id: int, technology: str, ranges):
         self.olt = olt
@@ -151,6 +158,9 @@ class PonPort(StateHolder):
         self.packet_count = 0
         self.ranges = ranges
         self.ids = id_space(technology, ranges)  # what ids flows and schedulers may use on this PON
+        self.transceiver_plugged = True
+        self.los = False
+        self.los_onus: set[str] = set()
 
     @property
     def port_no(self) -> int:
@@ -223,10 +233,26 @@ class PonPort(StateHolder):
                 onu._cancel_discovery()
 
     def bring_up(self) -> None:
-        """PON UP as BBSim's OLT loop does: OperState first, then the ONU consequences."""
+        """PON UP as BBSim's OLT loop does: OperState first, then the ONU consequences. With its transceiver
+        plugged out the port comes up but stays dark: InternalState not enabled, LOS raised (los_ind on) once."""
         self.set_oper("up")
+        if not self.transceiver_plugged:
+            self.raise_los()
+            return
         if PON_MACHINE.can(self.state, "enable"):
             self._fire("enable")
+
+    def raise_los(self) -> None:
+        """Tell the adapter the PON sees no light (AlarmInd los_ind on), unless it was told already."""
+        if not self.los:
+            self.los = True
+            self.olt.emit(events.Alarm("los_ind", {"intf_id": self.port_no, "status": "on"}))
+
+    def clear_los(self) -> None:
+        """Tell the adapter the PON's light is back (los_ind off), if its LOS was raised."""
+        if self.los:
+            self.los = False
+            self.olt.emit(events.Alarm("los_ind", {"intf_id": self.port_no, "status": "off"}))
 
     def bring_down(self) -> None:
         """PON DOWN: OperState, then ONUs to pon_disabled."""
@@ -435,6 +461,10 @@ class Olt(StateHolder):
             pon.onu_ids.clear()
             pon.gem_ports.clear()
             pon.alloc_ids.clear()
+            # A rebooted OLT forgets the alarms it reported; a PON still without its transceiver raises LOS again
+            # when the next adapter brings it up.
+            pon.los = False
+            pon.los_onus.clear()
 
     def check_enable(self) -> None:
         """Raise Unavailable when an adapter cannot open the indication stream now."""
@@ -471,7 +501,7 @@ class Olt(StateHolder):
         self.touch()
         if reconnect:
             for pon in self.pons:
-                if pon.state == "disabled":
+                if pon.state == "disabled" or (pon.oper_state == "up" and not pon.transceiver_plugged):
                     pon.bring_up()
             if self.controlled_activation != "only-onu":
                 delay = self.timings.discovery_delay
@@ -521,7 +551,7 @@ class Olt(StateHolder):
         if self.state != "enabled":
             raise FailedPrecondition(f"OLT {self.serial} is {self.state}, it can only be disabled when enabled")
         for pon in self.pons:
-            if pon.state == "enabled":
+            if pon.state == "enabled" or pon.oper_state == "up":  # up but dark: its transceiver is plugged out
                 pon.bring_down()
         self._fire("disable")
 
@@ -592,7 +622,7 @@ class Olt(StateHolder):
         """DisablePonIf: OnuInd down for each serving ONU, then PON down; no-op if already down."""
         pon = self.pon(pon_id)
         self._require_enabled("disable a PON")
-        if pon.state != "enabled":
+        if pon.state != "enabled" and pon.oper_state != "up":  # up but not enabled: its transceiver is out
             return
         for onu in pon.onus:
             if onu.is_active:
@@ -602,6 +632,78 @@ class Olt(StateHolder):
     def _require_enabled(self, action: str) -> None:
         if self.state != "enabled":
             raise FailedPrecondition(f"OLT {self.serial} is {self.state}: cannot {action}")
+
+    # ---- PON transceivers (DMI PlugOutTransceiver / PlugInTransceiver) ---------------------
+    #
+    # A transceiver is hardware: only a plug-in puts it back; reboots, EnableIndication, DisableOlt/ReenableOlt and
+    # DisablePonIf/EnablePonIf leave it out. While it is out the PON may be administratively up (OperState up,
+    # IntfInd sent as usual) but stays dark: its InternalState is not enabled, its ONUs stay pon_disabled (or
+    # disabled, after a reboot), ONUs of it cannot be powered on or activated, and LOS is raised on the PON each
+    # time it is brought up (los_ind on, once until cleared). Both commands work in every OLT state (a transceiver
+    # can be pulled from an OLT that is off or rebooting); indications go out only while the OLT is enabled.
+
+    def transceiver_plugged(self, pon_id: int) -> bool:
+        """Whether the transceiver of PON `pon_id` is plugged in; NotFound for an unknown PON."""
+        return self.pon(pon_id).transceiver_plugged
+
+    def plug_out_transceiver(self, pon_id: int) -> None:
+        """Pull the transceiver of PON `pon_id` (BBSim's DMI PlugOutTransceiver, reference 1.8).
+
+        On a PON in service (OLT enabled, PON enabled): AlarmInd los_ind{intf_id: PON port number, status on},
+        then the PON's InternalState goes to disabled while its OperState stays up (no IntfInd, as BBSim), its
+        serving ONUs go to pon_disabled (no OnuInd) and each of them, in PON order, reports onu_alarm_ind
+        los_status on plus the OMCI LOS alarm notification on its first UNI. ONUs not yet activated (discovered,
+        initialized) stop announcing themselves and get no alarm: the adapter does not know them yet.
+        On a PON not in service (OLT not enabled, or the PON administratively down or never brought up) only the
+        transceiver goes out, silently; a PON still enabled inside a rebooting OLT is disabled without
+        indications, and the next adapter's EnableIndication raises its LOS.
+        NotFound for an unknown PON; FailedPrecondition when the transceiver is already out (nothing changes)."""
+        pon = self.pon(pon_id)
+        if not pon.transceiver_plugged:
+            raise FailedPrecondition(f"the transceiver of PON {pon.id} is not plugged in")
+        pon.transceiver_plugged = False
+        self.touch()
+        self.emit(events.StateChanged("pon", "Transceiver", "plugged_in", "plugged_out", pon.id))
+        if pon.state != "enabled":
+            return
+        in_service = self.state == "enabled"
+        serving = [onu for onu in pon.onus if onu.is_active] if in_service else []
+        if in_service:
+            pon.raise_los()
+        pon._fire("disable")
+        for onu in serving:
+            pon.los_onus.add(onu.serial)
+            self.emit(events.Alarm("onu_alarm_ind", {"intf_id": pon.id, "onu_id": onu.onu_id, "los_status": "on"},
+                                   onu.serial))
+            if onu.unis:
+                self.emit(events.OmciAlarm(pon.id, onu.onu_id, onu.serial, 11, onu.unis[0].me_id, True))
+
+    def plug_in_transceiver(self, pon_id: int) -> None:
+        """Put back the transceiver of PON `pon_id` (BBSim's DMI PlugInTransceiver, reference 1.8).
+
+        los_ind off if the PON's LOS was raised; then, when the OLT is enabled and the PON administratively up,
+        the PON's InternalState is enabled again with its usual effect on the ONUs (controlled activation mode
+        default/only-pon: every pon_disabled ONU OnuInd up, discovered ONUs announce themselves again, ONUs
+        powered off by a reboot are rediscovered); then every ONU whose LOS the plug-out raised and that is still
+        waiting for light (pon_disabled before the plug-in) reports onu_alarm_ind los_status off plus the OMCI
+        alarm clear. A PON administratively down (DisablePonIf, DisableOlt) stays down until it is enabled.
+        NotFound for an unknown PON; FailedPrecondition when the transceiver is already in (nothing changes)."""
+        pon = self.pon(pon_id)
+        if pon.transceiver_plugged:
+            raise FailedPrecondition(f"the transceiver of PON {pon.id} is already plugged in")
+        pon.transceiver_plugged = True
+        self.touch()
+        self.emit(events.StateChanged("pon", "Transceiver", "plugged_out", "plugged_in", pon.id))
+        waiting = [onu for onu in pon.onus if onu.serial in pon.los_onus and onu.state == "pon_disabled"]
+        pon.los_onus.clear()
+        pon.clear_los()
+        if self.state == "enabled" and pon.oper_state == "up" and PON_MACHINE.can(pon.state, "enable"):
+            pon._fire("enable")
+        for onu in waiting:
+            self.emit(events.Alarm("onu_alarm_ind", {"intf_id": pon.id, "onu_id": onu.onu_id, "los_status": "off"},
+                                   onu.serial))
+            if onu.unis:
+                self.emit(events.OmciAlarm(pon.id, onu.onu_id, onu.serial, 11, onu.unis[0].me_id, False))
 
     # ---- ONU commands (OpenOLT) ------------------------------------------------------------
 
@@ -622,7 +724,8 @@ class Olt(StateHolder):
         if onu.state not in ("discovered", "pon_disabled"):
             raise FailedPrecondition(f"ONU {serial} is {onu.state}; only a discovered ONU can be activated")
         if pon.state != "enabled":
-            raise FailedPrecondition(f"PON {pon.id} is {pon.state}")
+            raise FailedPrecondition(f"PON {pon.id} is {pon.state}"
+                                     + ("" if pon.transceiver_plugged else ": its transceiver is plugged out"))
         onu.onu_id = onu_id
         onu._fire("enable")
         return onu
@@ -790,6 +893,9 @@ class Olt(StateHolder):
     def _check_power_on(self, onu: Onu) -> None:
         if self.state == "deleted":
             raise FailedPrecondition(f"OLT {self.serial} is rebooting")
+        if not onu.pon.transceiver_plugged:
+            raise FailedPrecondition(f"the transceiver of PON {onu.pon.id} is plugged out; plug it in before "
+                                     "powering on its ONUs")
         if onu.pon.state != "enabled":
             raise FailedPrecondition(f"PON {onu.pon.id} is {onu.pon.state}; enable it before powering on ONUs")
         if onu.state in ACTIVE_STATES or onu.state == "pon_disabled":
@@ -837,6 +943,9 @@ class Olt(StateHolder):
         pon = self.pon(pon_id)
         if self.state == "deleted":
             raise FailedPrecondition(f"OLT {self.serial} is rebooting")
+        if not pon.transceiver_plugged:
+            raise FailedPrecondition(f"the transceiver of PON {pon.id} is plugged out; plug it in before "
+                                     "powering on its ONUs")
         if pon.state != "enabled":
             raise FailedPrecondition(f"PON {pon.id} is {pon.state}; enable it before powering on ONUs")
         return self._bulk(list(pon.onus), self._check_power_on, Onu.power_on, "power on")
