@@ -26,7 +26,7 @@ setup(
         # twisted/ and twisted/plugins/ deliberately have no __init__.py.
         "twisted.plugins",
     ],
-    package_data={"twisted": ["plugins/oltsim_plugin.py"], "oltsim": ["data/*.yaml"]},
+    package_data={"twisted": ["plugins/oltsim_plugin.py"], "oltsim": ["data/*.yaml", "data/ui.html"]},
     install_requires=[
         "Twisted>=24.7",
         "klein>=24.8",

@@ -92,20 +92,25 @@ class TokenGuard(Resource):
 
     Others get 401 with the JSON error body (code 16, UNAUTHENTICATED) and ``WWW-Authenticate: Bearer`` (RFC 6750,
     ``error="invalid_token"`` when a credential was sent but refused). ``headers`` are set on refusals too (v0's
-    ``Deprecation``). A leaf: ``wrapped`` sees the request path exactly as it would as the site's root.
+    ``Deprecation``). ``public`` paths (exact, e.g. ``/ui``, a page that holds no data) are served to GET and HEAD
+    without the token; any other method or path still needs it. A leaf: ``wrapped`` sees the request path exactly
+    as it would as the site's root.
     """
 
     isLeaf = True
 
     def __init__(self, wrapped: Resource, token: AccessToken, surface: str,
-                 headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
+                 headers: Iterable[tuple[bytes, bytes]] = (), public: Iterable[str] = ()) -> None:
         super().__init__()
         self.wrapped = wrapped
         self.token = token
         self.surface = surface
         self.headers = tuple(headers)
+        self.public = frozenset(path.encode("ascii") for path in public)
 
     def render(self, request) -> Any:
+        if request.method in (b"GET", b"HEAD") and request.path in self.public:
+            return getChildForRequest(self.wrapped, request).render(request)
         reason = self.token.refusal(request.getHeader(b"authorization"))
         if reason is None:
             return getChildForRequest(self.wrapped, request).render(request)
@@ -126,9 +131,10 @@ def _peer(request) -> str:
 
 
 def guard(resource: Resource, token: AccessToken | None, surface: str,
-          headers: Iterable[tuple[bytes, bytes]] = ()) -> Resource:
-    """``resource`` behind a :class:`TokenGuard`, or unchanged when no token is configured."""
-    return resource if token is None else TokenGuard(resource, token, surface, headers)
+          headers: Iterable[tuple[bytes, bytes]] = (), public: Iterable[str] = ()) -> Resource:
+    """``resource`` behind a :class:`TokenGuard` (``public`` paths open to GET and HEAD), or unchanged when no
+    token is configured."""
+    return resource if token is None else TokenGuard(resource, token, surface, headers, public)
 
 
 # ---- gRPC ---------------------------------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from oltsim.api.commands import V1Commands
 from oltsim.api.eventbus import EventBus
 from oltsim.api.sadis import SadisRest
 from oltsim.api.site import ApiSite
+from oltsim.api.ui import UI_PATH
 from oltsim.api.v0.commands import V0Commands
 from oltsim.api.v0.grpc import LegacyServicer
 from oltsim.api.v0.rest import V0Rest
@@ -387,7 +388,8 @@ def makeService(options, reactor=None):
     secured = token is not None  # documented in the OpenAPI documents; the guard itself wraps the resources
     rest_v1 = server_service(settings.rest_v1, _site(with_metrics(V1Rest(commands, bus, secured=secured).resource(),
                                                                   metrics), "rest-v1", metrics, token,
-                                                     max_body=settings.max_request_body), reactor=reactor)
+                                                     max_body=settings.max_request_body, public=(UI_PATH,)),
+                             reactor=reactor)
     rest_v1.setName("rest-v1")
     rest_v1.setServiceParent(top)
     v0_commands = V0Commands(olt, olt_ip=commands.olt_ip)
@@ -420,10 +422,12 @@ def makeService(options, reactor=None):
     return top
 
 
-def _site(resource, surface: str, metrics, token=None, headers=(), max_body: int = DEFAULT_MAX_REQUEST_BODY):
-    """A REST listener's Site: requests counted in `metrics`, then refused without `token` (when one is set);
-    bodies above `max_body` bytes are refused before they are read (413, with `headers` too)."""
-    return QuietSite(counted(guard(resource, token, surface, headers), metrics, surface), max_body=max_body,
+def _site(resource, surface: str, metrics, token=None, headers=(), max_body: int = DEFAULT_MAX_REQUEST_BODY,
+          public=()):
+    """A REST listener's Site: requests counted in `metrics`, then refused without `token` (when one is set) unless
+    they GET a `public` path; bodies above `max_body` bytes are refused before they are read (413, with `headers`
+    too)."""
+    return QuietSite(counted(guard(resource, token, surface, headers, public), metrics, surface), max_body=max_body,
                      surface=surface, refusal_headers=headers)
 
 

@@ -9,7 +9,7 @@ from twisted.web.resource import Resource
 from werkzeug.exceptions import NotFound as RouteNotFound
 
 from oltsim._proto import bbsim_pb2, oltsim_pb2
-from oltsim.api import translate
+from oltsim.api import translate, ui
 from oltsim.api.openapi import ExtraPath, build_document
 from oltsim.api.rest import (ListWriter, Route, bad_url, build_request, json_bytes, json_response, page, page_of,
                              query_params, register_routes, render_error)
@@ -252,6 +252,11 @@ class V1Rest:
         request.setHeader(b"Content-Type", b"text/event-stream")
         request.setHeader(b"Cache-Control", b"no-cache")
         return EventStream(request, self.bus).start(types, onu_serial)
+
+    @app.route(ui.UI_PATH, methods=["GET"], branch=False)
+    def ui_page(self, request):
+        """The live view (oltsim.api.ui, docs/ui.md): a static page; the guard serves it without the token."""
+        return ui.render(request)
 
     @app.handle_errors(Exception)
     def errors(self, request, failure):

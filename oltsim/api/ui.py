@@ -1,0 +1,54 @@
+"""The live view, `GET /ui` on the v1 REST listener: one static page (oltsim/data/ui.html, inline CSS and script, no
+build step, no external URL) that reads the v1 REST API and its event stream from the browser (docs/ui.md).
+
+The page holds no data, so it is served without the access token (the guard lets exactly GET/HEAD /ui through);
+everything it shows it fetches with the token the user gives it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from importlib import resources
+
+from twisted.web import http
+
+from oltsim.model.alarms import ONU_ALARMS
+
+UI_PATH = "/ui"
+#: Marker in the page replaced by the ONU alarm types the alarm endpoint accepts (the model's catalogue).
+_ALARM_TYPES_MARKER = '<script id="alarm-types" type="application/json">[]</script>'
+#: The page may run its own inline script and style and talk to this origin only.
+CONTENT_SECURITY_POLICY = (b"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                           b"connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
+                           b"frame-ancestors 'none'")
+
+_page: tuple[bytes, str] | None = None
+
+
+def page() -> tuple[bytes, str]:
+    """(the page's bytes, its ETag), read from the package data once and filled with the alarm types."""
+    global _page
+    if _page is None:
+        text = resources.files("oltsim").joinpath("data/ui.html").read_text(encoding="utf-8")
+        if _ALARM_TYPES_MARKER not in text:
+            raise RuntimeError("oltsim/data/ui.html has no alarm-types element")
+        types = json.dumps(list(ONU_ALARMS))
+        text = text.replace(_ALARM_TYPES_MARKER,
+                            f'<script id="alarm-types" type="application/json">{types}</script>')
+        body = text.encode("utf-8")
+        _page = body, '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+    return _page
+
+
+def render(request) -> bytes:
+    """Answer a GET/HEAD of /ui: the page as text/html, revalidated on every load (`no-cache` with an ETag, so a
+    new oltsim's page replaces a cached one at once), 304 when the browser's copy is current."""
+    body, etag = page()
+    request.setHeader(b"Content-Type", b"text/html; charset=utf-8")
+    request.setHeader(b"Cache-Control", b"no-cache")
+    request.setHeader(b"Content-Security-Policy", CONTENT_SECURITY_POLICY)
+    request.setHeader(b"X-Content-Type-Options", b"nosniff")
+    request.setHeader(b"Referrer-Policy", b"no-referrer")
+    if request.setETag(etag.encode("ascii")) == http.CACHED:
+        return b""
+    return body
