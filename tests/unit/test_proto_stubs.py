@@ -128,6 +128,37 @@ def test_oltsim_service_is_a_separate_package():
     assert not methods["StreamEvents"].client_streaming
 
 
+def test_bbsim_dmi_service_keeps_bbsim_names_and_numbers():
+    """bbsim.BBsim_dmi declares BBSim 1.16.8's four methods in its order, with its messages' field names and
+    numbers, so BBSim's clients of the transceiver service work unchanged."""
+    from oltsim._proto import bbsim_dmi_pb2, bbsim_dmi_pb2_grpc
+
+    service = bbsim_dmi_pb2.DESCRIPTOR.services_by_name["BBsim_dmi"]
+    assert service.full_name == "bbsim.BBsim_dmi"
+    assert [(m.name, m.input_type.full_name, m.output_type.full_name) for m in service.methods] == [
+        ("CreateEvent", "bbsim.DmiEvent", "bbsim.DmiResponse"),
+        ("GetTransceivers", "bbsim.DmiEmpty", "bbsim.Transceivers"),
+        ("PlugOutTransceiver", "bbsim.TransceiverRequest", "bbsim.DmiResponse"),
+        ("PlugInTransceiver", "bbsim.TransceiverRequest", "bbsim.DmiResponse"),
+    ]
+    assert hasattr(bbsim_dmi_pb2_grpc, "add_BBsim_dmiServicer_to_server")
+
+    def shape(message):
+        return [(f.name, f.number, f.type, f.is_repeated) for f in message.DESCRIPTOR.fields]
+
+    fd = bbsim_dmi_pb2.DESCRIPTOR.message_types_by_name["Transceiver"].fields[0]
+    u32, string, boolean, msg = fd.TYPE_UINT32, fd.TYPE_STRING, fd.TYPE_BOOL, fd.TYPE_MESSAGE
+    one, many = False, True
+    assert shape(bbsim_dmi_pb2.DmiEvent) == [("event_name", 1, string, one)]
+    assert shape(bbsim_dmi_pb2.DmiResponse) == [("status_code", 1, fd.TYPE_INT32, one), ("message", 2, string, one)]
+    assert shape(bbsim_dmi_pb2.DmiEmpty) == []
+    assert shape(bbsim_dmi_pb2.TransceiverRequest) == [("TransceiverId", 1, u32, one)]
+    assert shape(bbsim_dmi_pb2.Transceiver) == [
+        ("ID", 1, u32, one), ("UUID", 2, string, one), ("Name", 3, string, one), ("Technology", 4, string, one),
+        ("PluggedIn", 5, boolean, one), ("PonIds", 6, u32, many)]
+    assert shape(bbsim_dmi_pb2.Transceivers) == [("Items", 1, msg, many)]
+
+
 def test_generated_classes_belong_to_the_package():
     """Generated message classes report oltsim._proto modules, not top-level ones."""
     assert bbsim_pb2.Olt.__module__ == "oltsim._proto.bbsim_pb2"
