@@ -48,6 +48,7 @@ from oltsim.model.errors import OltsimError
 from oltsim.omci.responder import OmciResponder
 from oltsim.onloop import on_loop
 from oltsim.packets.engine import ProtocolEngine
+from oltsim.southbound.builtin import BuiltinAdapter
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
 
 log = logger("oltsim.tap")
@@ -368,6 +369,9 @@ def makeService(options, reactor=None):
     olt.subscribe(follow_openolt)
 
     OltService(olt, hub, reactor).setServiceParent(top)
+    if settings.adapter == "builtin":
+        # oltsim drives its own OpenOLT side (issue 16): started after the OLT powers on, stopped before it stops.
+        BuiltinAdapter(olt, hub, OpenoltServicer(olt, hub), reactor).setServiceParent(top)
 
     bus = EventBus(olt, reactor)
     commands = V1Commands(olt, openolt=openolt, logs=CONTROL, olt_ip=local_ip(settings.openolt),

@@ -14,7 +14,7 @@ from voltha_protos import extensions_pb2, openolt_pb2, openolt_pb2_grpc, tech_pr
 from oltsim.api import translate
 from oltsim.api.grpc_common import abort_for
 from oltsim.model import events
-from oltsim.model.errors import InvalidArgument
+from oltsim.model.errors import FailedPrecondition, InvalidArgument
 from oltsim.onloop import AsyncStreamQueue, StreamQueue
 from oltsim.southbound.indications import port_statistics, to_indications
 
@@ -49,6 +49,9 @@ class IndicationHub:
     def __init__(self, olt):
         self.olt = olt
         self.current: StreamQueue | None = None
+        #: The in-process adapter that holds the stream (oltsim.southbound.builtin), or None: while set, an
+        #: external EnableIndication is refused.
+        self.driver: str | None = None
         self.sent = 0
         self.dropped = 0
         self.drops = Summary(olt.clock, _log_drops, interval=DROP_LOG_INTERVAL)
@@ -146,7 +149,12 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
 
     async def EnableIndication(self, request, context):
         """The adapter's indication stream: the hub takes a bounded queue (ending the previous stream) and the
-        model feeds it on this thread; the queue is unregistered however the stream ends."""
+        model feeds it on this thread; the queue is unregistered however the stream ends. Refused with
+        FAILED_PRECONDITION while oltsim's built-in adapter drives the OLT (`hub.driver`)."""
+        if self._hub.driver is not None:
+            raise FailedPrecondition(
+                f"the OLT is driven by oltsim's {self._hub.driver} adapter (started with --adapter "
+                f"{self._hub.driver}); start oltsim without --adapter {self._hub.driver} to connect VOLTHA")
         queue = AsyncStreamQueue(STREAM_BUFFER)
         self._hub.open_stream(queue)  # a refusal (OLT not up) raises before anything is streamed
         log.info("indication-stream-opened serial={serial} peer={peer}", serial=self._olt.serial, peer=context.peer())

@@ -1,0 +1,797 @@
+"""The built-in adapter (`--adapter builtin`): oltsim plays the openolt adapter's part itself, in process.
+
+What it does is what VOLTHA's openolt and ONU adapters (and BBSim's `bbr`) do to bring subscribers up, so that with
+nothing else running every ONU reaches `eap_response_success_received` and `dhcp_ack_received`:
+
+1. GetDeviceInfo (the resource pools of each PON), then the indication stream (EnableIndication's part).
+2. OnuDiscInd: a new serial gets the next ONU id of its PON (the pool's first id, then +1, in discovery order), a
+   known one keeps its id; ActivateOnu.
+3. OnuInd up: OMCI over OmciMsgOut, one request at a time per ONU: MIB Reset, MIB Upload, MIB Upload Next until the
+   count the upload answered (the PPTP Ethernet UNIs are taken from the MIB), Set AdministrativeState 0 (unlock) on
+   each of those PPTPs, Set the alloc id of one T-CONT per UNI, Create a GEM port network CTP per service. A request
+   unanswered for OMCI_TIMEOUT seconds is sent again, at most OMCI_RETRIES times.
+4. Then per UNI: CreateTrafficSchedulers (the T-CONT) and CreateTrafficQueues (the GEM ports), and the EAPOL trap
+   flow (eth_type 0x888e, o_vid 4091) when a service of the UNI uses EAPOL, else its DHCP trap flows at once.
+5. EAPOL, as the authenticator (RADIUS behind ONOS): EAPOL-Start -> EAP-Request/Identity; Response/Identity ->
+   Request/MD5-Challenge (a random challenge); Response/MD5-Challenge -> EAP-Success when it is MD5(id, "password",
+   challenge) (the password every simulated supplicant uses), else EAP-Failure; all by OnuPacketOut to the UNI's
+   port. After a UNI's first success its DHCP trap flows follow (eth_type 0x800, UDP 68 -> 67, o_vid = the
+   service's uplink tag, any p-bit).
+6. DHCP relay: a Discover or Request from a UNI gets the service's S-tag pushed and goes to the NNI with
+   UplinkPacketOut; the NNI's answer (the OLT's built-in DHCP server) loses that outer tag and goes back to the UNI
+   with OnuPacketOut.
+
+Reactions, as with VOLTHA: OnuInd down, a PON going down and the OLT going down forget where each ONU's bring-up
+was; the next OnuInd up (power-on, re-enable, rediscovery after DeleteOnu and re-activation) redoes OMCI and the
+flows. When the stream ends (OLT reboot, the OpenOLT server restarting), the adapter connects again as soon as the
+OLT's OpenOLT endpoint is back (GetDeviceInfo, EnableIndication), and the OLT's rediscoveries bring every ONU up
+again. RestartEapol and RestartDhcp need nothing: the ONU starts over and the adapter answers. Alarms need nothing.
+
+How it talks to the OLT: on the reactor thread, no socket. Every request goes through the same `OpenoltServicer`
+methods the gRPC server serves (FlowAdd's validation, OmciMsgOut's hex decoding, the model's refusals), called
+inline with no context (the unary methods do not use it). Indications are read the way EnableIndication reads
+them: the `IndicationHub` gets a bounded `StreamQueue` of this adapter's (`hub.open_stream`), and the model's
+indications arrive as the same `openolt.Indication` messages an external adapter receives. EnableIndication itself
+is an async generator over a gRPC context (the peer, cancellation) that only a gRPC server can drive, so that one
+call is replaced by what it does (`hub.open_stream` with a queue, `hub.close_stream` at the end). The subscriber
+data an adapter gets from SADIS (each service's MAC, tags and needs) is read from the model's services, which is
+what oltsim's SADIS server serves.
+
+While it runs, `hub.driver` names it and the OpenOLT servicer refuses an external EnableIndication with
+FAILED_PRECONDITION (two adapters on one OLT would answer every ONU twice).
+
+Pacing: the queue is read on the reactor at most BATCH indications per reactor turn (`clock.callLater(0)`), so a
+16x32 bring-up (about 250 OMCI exchanges per ONU) shares the reactor with the APIs; the model's discovery delay
+spreads the ONUs out. Every callback is guarded (a failure is logged with the indication or ONU it concerned and
+the adapter goes on); every timer is on the injected clock and cancelled by `stopService`.
+"""
+from __future__ import annotations
+
+import random
+from collections import deque
+from dataclasses import dataclass, field
+
+from twisted.application import service
+from voltha_protos import openolt_pb2, tech_profile_pb2
+
+from oltsim.api import translate
+from oltsim.logs import logger
+from oltsim.model import events
+from oltsim.model.errors import NotFound, OltsimError
+from oltsim.omci import codec
+from oltsim.omci.responder import TCONT_IDS
+from oltsim.onloop import StreamQueue
+from oltsim.packets import frames as f
+from oltsim.packets.common import uplink_tag
+from oltsim.packets.eapol import PASSWORD, identity_request_frame, md5_request_frame, md5_response
+from oltsim.packets.eapol import failure_frame, success_frame
+
+log = logger("oltsim.adapter")
+
+#: The name the hub and the refusal of an external EnableIndication give this adapter.
+DRIVER = "builtin"
+#: Indications the stream holds at most (as an external adapter's); more are dropped by the hub and counted.
+QUEUE_SIZE = 65536
+#: Indications handled per reactor turn.
+BATCH = 256
+#: Seconds an OMCI request waits for its response before it is sent again, and how many times it is.
+OMCI_TIMEOUT = 3.0
+OMCI_RETRIES = 10
+#: Seconds between two attempts to open the stream while the OLT refuses (its endpoint is up but it is not ready).
+RECONNECT_DELAY = 1.0
+NNI = 0
+PIR = 1000000
+TECH_PROFILE = 64
+EAPOL_VID = 4091
+ANY_PBITS = 255
+#: The first T-CONT ME id; UNI i uses T-CONT 0x8001 + i.
+TCONT_BASE = 0x8001
+PPTP_ADMIN_STATE = 5                 # PPTP Ethernet UNI attribute 5, AdministrativeState
+TCONT_ALLOC_ID = 1                   # T-CONT attribute 1, Alloc-ID
+GEM_BIDIRECTIONAL = 3
+CHALLENGE_SIZE = 16
+
+
+def uni_port_no(pon: int, onu_id: int, uni_id: int) -> int:
+    """The port number the adapter gives a UNI (flows' port_no, OnuPacketOut's): VOLTHA's layout (PON, ONU id, UNI
+    id from the high bits down) with 10 bits for the ONU id, so that XGS-PON's ids up to 1023 keep their own."""
+    return (pon << 14) | (onu_id << 4) | uni_id
+
+
+@dataclass
+class _Pools:
+    """The next ONU, alloc and GEM port id of one PON, from GetDeviceInfo's pools."""
+    onu_id: int
+    onu_end: int
+    alloc_id: int
+    alloc_end: int
+    gem: int
+    gem_end: int
+    flow_id: int = 1
+
+
+@dataclass
+class _UniIds:
+    """What one UNI of an ONU was given, kept across bring-ups so that a re-push replaces what was there."""
+    alloc_id: int
+    gems: dict                       # service index -> GEM port
+    eapol_flow_id: int
+    dhcp_flow_ids: dict              # service index -> flow id
+
+
+@dataclass
+class _Request:
+    """The OMCI request an ONU waits on."""
+    step: str
+    message_type: int
+    me_class: int
+    me_id: int
+    contents: bytes
+    tid: int = 0
+    attempts: int = 0
+    deadline: float = 0.0
+
+
+@dataclass(eq=False)
+class AdapterOnu:
+    """One ONU as the adapter tracks it: where it is, the id it was given and how far its bring-up got."""
+    serial: str
+    pon: int
+    onu_id: int
+    up: bool = False
+    step: str = "activating"
+    tid: int = 0
+    pending: _Request | None = None
+    upload_count: int = 0
+    upload_seq: int = 0
+    pptp_ids: list = field(default_factory=list)
+    configured: list = field(default_factory=list)   # UNI ids unlocked and given a T-CONT in this bring-up
+    config: deque = field(default_factory=deque)
+    unis: dict = field(default_factory=dict)          # UNI id -> _UniIds
+    dhcp_pushed: set = field(default_factory=set)     # UNI ids whose DHCP flows are out in this bring-up
+    ready: bool = False
+    bring_ups: int = 0
+
+    def next_tid(self) -> int:
+        self.tid = self.tid % 0x7FFF + 1
+        return self.tid
+
+    def forget(self) -> None:
+        """The ONU went down: whatever was under way is dropped; its ids are kept."""
+        self.up = False
+        self.step = "down"
+        self.pending = None
+        self.config.clear()
+        self.configured = []
+        self.dhcp_pushed.clear()
+        self.ready = False
+
+
+@dataclass
+class _Session:
+    """An EAP conversation with one service MAC."""
+    eap_id: int
+    challenge: bytes = b""
+
+
+class _Stream(StreamQueue):
+    """The adapter's indication queue: the hub feeds it, and each item queued wakes the adapter's reader."""
+
+    def __init__(self, maxsize: int, wake):
+        super().__init__(maxsize)
+        self._wake = wake
+
+    def _changed(self) -> None:
+        self._wake()
+
+
+class BuiltinAdapter(service.Service):
+    """oltsim's own openolt adapter (see the module docstring), a service started after the OLT and stopped before.
+
+    `servicer` is an `OpenoltServicer` over `olt` and `hub`; `clock` is the reactor (or a `task.Clock` in tests).
+    """
+
+    name = "builtin-adapter"
+
+    def __init__(self, olt, hub, servicer, clock, rng: random.Random | None = None):
+        self.olt = olt
+        self.hub = hub
+        self.servicer = servicer
+        self.clock = clock
+        self.random = rng or random.Random()
+        self.onus: dict[str, AdapterOnu] = {}
+        self.by_id: dict[tuple[int, int], AdapterOnu] = {}
+        self.by_mac: dict[bytes, tuple[AdapterOnu, int, int]] = {}   # MAC -> (ONU, UNI id, service index)
+        self.pools: dict[int, _Pools] = {}
+        self.sessions: dict[bytes, _Session] = {}
+        self.queue: _Stream | None = None
+        self.connects = 0
+        self.handled = 0
+        self._waiting: set[AdapterOnu] = set()
+        self._calls: set = set()
+        self._drain_call = None
+        self._sweep_call = None
+        self._reconnect_call = None
+        self._draining = False
+        self._unsubscribe = None
+        self._all_ready_logged = False
+
+    # ---- service ---------------------------------------------------------------------------------------
+
+    def startService(self):
+        super().startService()
+        self.hub.driver = DRIVER
+        self._unsubscribe = self.olt.subscribe(self._on_model_event)
+        log.info("builtin-adapter-started serial={serial} onus={onus}", serial=self.olt.serial,
+                 onus=self.olt.onu_count)
+        self._connect()
+
+    def stopService(self):
+        super().stopService()
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        for call in list(self._calls):
+            if call.active():
+                call.cancel()
+        self._calls.clear()
+        self._drain_call = self._sweep_call = self._reconnect_call = None
+        self._waiting.clear()
+        queue, self.queue = self.queue, None
+        if queue is not None:
+            self.hub.close_stream(queue)
+            queue.close()
+        for onu in self.onus.values():
+            onu.forget()
+        if getattr(self.hub, "driver", None) == DRIVER:
+            self.hub.driver = None
+        log.info("builtin-adapter-stopped serial={serial}", serial=self.olt.serial)
+
+    def pending_calls(self) -> int:
+        """The adapter's own delayed calls still pending (reading, OMCI timeouts, reconnecting)."""
+        return sum(1 for call in self._calls if call.active())
+
+    def _call_later(self, delay: float, fn, *args):
+        holder = []
+
+        def run():
+            self._calls.discard(holder[0])
+            try:
+                fn(*args)
+            except Exception:
+                log.failure("builtin-adapter-timer-failed what={what}", what=getattr(fn, "__name__", "timer"))
+
+        call = self.clock.callLater(delay, run)
+        holder.append(call)
+        self._calls.add(call)
+        return call
+
+    # ---- connecting --------------------------------------------------------------------------------------
+
+    def _on_model_event(self, event) -> None:
+        # The OpenOLT endpoint came back (end of a reboot): connect at once, on a turn of its own.
+        if (isinstance(event, events.OpenoltServer) and event.running and self.running and self.queue is None
+                and (self._reconnect_call is None or not self._reconnect_call.active())):
+            self._reconnect_call = self._call_later(0, self._connect)
+
+    def _connect(self) -> None:
+        """GetDeviceInfo, then the indication stream; while the OLT refuses, try again later."""
+        self._reconnect_call = None
+        if not self.running or self.queue is not None:
+            return
+        try:
+            info = self.servicer.GetDeviceInfo(openolt_pb2.Empty(), None)
+            self._learn_pools(info)
+            queue = _Stream(QUEUE_SIZE, self._wake)
+            self.hub.open_stream(queue)
+        except OltsimError as exc:
+            self._retry_connect(exc.message)
+            return
+        self.queue = queue
+        self.connects += 1
+        self._all_ready_logged = False
+        log.info("builtin-adapter-connected serial={serial} pons={pons} connection={n}", serial=self.olt.serial,
+                 pons=info.pon_ports, n=self.connects)
+
+    def _retry_connect(self, why: str) -> None:
+        if not self.olt.openolt_running:
+            # Rebooting: the OpenoltServer event says when the endpoint is back.
+            log.info("builtin-adapter-waiting serial={serial} why={why}", serial=self.olt.serial, why=why)
+            return
+        log.info("builtin-adapter-connect-refused serial={serial} why={why} retry_in={delay}",
+                 serial=self.olt.serial, why=why, delay=RECONNECT_DELAY)
+        self._reconnect_call = self._call_later(RECONNECT_DELAY, self._connect)
+
+    def _learn_pools(self, info) -> None:
+        Pool = openolt_pb2.DeviceInfo.DeviceResourceRanges.Pool
+        for entry in info.ranges:
+            starts = {pool.type: (pool.start, pool.end) for pool in entry.pools}
+            onu = starts.get(Pool.ONU_ID, (1, 255))
+            alloc = starts.get(Pool.ALLOC_ID, (1024, 16383))
+            gem = starts.get(Pool.GEMPORT_ID, (1024, 65535))
+            for intf_id in entry.intf_ids:
+                if intf_id not in self.pools:   # ids handed out are kept across reconnections
+                    self.pools[intf_id] = _Pools(max(onu[0], 1), onu[1], alloc[0], alloc[1], gem[0], gem[1])
+
+    def _stream_ended(self, marker) -> None:
+        queue, self.queue = self.queue, None
+        if queue is not None:
+            self.hub.close_stream(queue)
+        for onu in self.onus.values():
+            onu.forget()
+        self._waiting.clear()
+        self.sessions.clear()
+        status = getattr(marker, "status", None)
+        log.info("builtin-adapter-disconnected serial={serial} status={status} details={details}",
+                 serial=self.olt.serial, status=getattr(status, "name", "OK"),
+                 details=getattr(marker, "details", None) or "")
+        if self.running:
+            self._retry_connect(getattr(marker, "details", None) or "the indication stream ended")
+
+    # ---- reading the stream ----------------------------------------------------------------------------
+
+    def _wake(self) -> None:
+        if self._drain_call is None and not self._draining:
+            self._drain_call = self._call_later(0, self._drain)
+
+    def _drain(self) -> None:
+        self._drain_call = None
+        queue = self.queue
+        if queue is None:
+            return
+        self._draining = True
+        try:
+            for _ in range(BATCH):
+                item = queue.get()
+                if item is StreamQueue.EMPTY:
+                    return
+                if not isinstance(item, openolt_pb2.Indication):
+                    self._stream_ended(item)
+                    return
+                self.handled += 1
+                self._handle(item)
+                if self.queue is not queue:
+                    return
+        finally:
+            self._draining = False
+            if self.queue is queue and (queue._items or queue.closed):
+                self._wake()
+
+    def _handle(self, indication) -> None:
+        kind = indication.WhichOneof("data")
+        try:
+            if kind == "onu_disc_ind":
+                self._on_discovery(indication.onu_disc_ind)
+            elif kind == "onu_ind":
+                self._on_onu_ind(indication.onu_ind)
+            elif kind == "omci_ind":
+                self._on_omci(indication.omci_ind)
+            elif kind == "pkt_ind":
+                self._on_packet(indication.pkt_ind)
+            elif kind == "intf_oper_ind":
+                ind = indication.intf_oper_ind
+                if ind.type == "pon" and ind.oper_state == "down":
+                    self._pon_down(ind.intf_id)
+            elif kind == "olt_ind":
+                if indication.olt_ind.oper_state == "down":
+                    for onu in self.onus.values():
+                        self._down(onu)
+                log.info("builtin-adapter-olt-indication serial={serial} oper_state={state}",
+                         serial=self.olt.serial, state=indication.olt_ind.oper_state)
+            # IntfInd, NNI IntfOperInd, statistics and alarms: nothing to do.
+        except Exception:
+            log.failure("builtin-adapter-indication-failed kind={kind} indication={indication}", kind=kind,
+                        indication=str(getattr(indication, kind or "olt_ind", "")).replace("\n", " ")[:200])
+
+    # ---- calls to the OLT -------------------------------------------------------------------------------
+
+    def _rpc(self, method: str, request, onu: AdapterOnu | None = None) -> bool:
+        """Call one OpenOLT method; a refusal is logged with the ONU it concerned and False returned."""
+        try:
+            getattr(self.servicer, method)(request, None)
+            return True
+        except OltsimError as exc:
+            code, _ = translate.status_for(exc)
+            log.warn("builtin-adapter-call-refused method={method} serial={serial} status={status} why={why}",
+                     method=method, serial=onu.serial if onu else "", status=code.name, why=exc.message)
+        except Exception:
+            log.failure("builtin-adapter-call-failed method={method} serial={serial}", method=method,
+                        serial=onu.serial if onu else "")
+        return False
+
+    # ---- ONUs --------------------------------------------------------------------------------------------
+
+    def _on_discovery(self, ind) -> None:
+        serial = translate.serial_from_pb(ind.serial_number)
+        onu = self.onus.get(serial)
+        if onu is None:
+            pools = self.pools.get(ind.intf_id)
+            if pools is None:
+                log.warn("builtin-adapter-unknown-pon serial={serial} pon={pon}", serial=serial, pon=ind.intf_id)
+                return
+            if pools.onu_id > pools.onu_end:
+                log.warn("builtin-adapter-no-onu-id serial={serial} pon={pon} (the PON's ONU id pool ends at "
+                         "{end})", serial=serial, pon=ind.intf_id, end=pools.onu_end)
+                return
+            onu = AdapterOnu(serial, ind.intf_id, pools.onu_id)
+            pools.onu_id += 1
+            self.onus[serial] = onu
+            self.by_id[(onu.pon, onu.onu_id)] = onu
+        elif onu.pon != ind.intf_id:
+            log.warn("builtin-adapter-onu-moved serial={serial} pon={pon} known_pon={known}", serial=serial,
+                     pon=ind.intf_id, known=onu.pon)
+            return
+        log.debug("builtin-adapter-activating serial={serial} pon={pon} onu_id={onu_id}", serial=serial,
+                  pon=onu.pon, onu_id=onu.onu_id)
+        self._rpc("ActivateOnu", openolt_pb2.Onu(intf_id=onu.pon, onu_id=onu.onu_id,
+                                                 serial_number=ind.serial_number, pir=PIR), onu)
+
+    def _on_onu_ind(self, ind) -> None:
+        serial = translate.serial_from_pb(ind.serial_number)
+        onu = self.onus.get(serial)
+        if onu is None or (ind.intf_id, ind.onu_id) != (onu.pon, onu.onu_id):
+            log.warn("builtin-adapter-onu-unknown serial={serial} pon={pon} onu_id={onu_id}", serial=serial,
+                     pon=ind.intf_id, onu_id=ind.onu_id)
+            return
+        if ind.oper_state != "up":
+            self._down(onu)
+            return
+        if onu.up:
+            return  # a repeated OnuInd up (EnablePonIf sends two): the bring-up under way goes on
+        onu.up = True
+        onu.bring_ups += 1
+        onu.pptp_ids = []
+        log.info("builtin-adapter-onu-up serial={serial} pon={pon} onu_id={onu_id}", serial=serial, pon=onu.pon,
+                 onu_id=onu.onu_id)
+        self._omci(onu, _Request("mib-reset", codec.MIB_RESET, codec.ONU_DATA, 0, b""))
+
+    def _down(self, onu: AdapterOnu) -> None:
+        if onu.up:
+            log.info("builtin-adapter-onu-down serial={serial} step={step}", serial=onu.serial, step=onu.step)
+        onu.forget()
+        self._waiting.discard(onu)
+
+    def _pon_down(self, pon: int) -> None:
+        for onu in self.onus.values():
+            if onu.pon == pon:
+                self._down(onu)
+
+    # ---- OMCI ------------------------------------------------------------------------------------------
+
+    def _omci(self, onu: AdapterOnu, request: _Request) -> None:
+        request.tid = onu.next_tid()
+        request.deadline = self.clock.seconds() + OMCI_TIMEOUT
+        onu.pending = request
+        onu.step = request.step
+        self._waiting.add(onu)
+        if self._sweep_call is None:
+            self._sweep_call = self._call_later(OMCI_TIMEOUT, self._sweep)
+        pkt = codec.encode(request.tid, codec.AR | request.message_type, request.me_class, request.me_id,
+                           request.contents)
+        # OmciMsgOut carries the frame as hex text, as VOLTHA sends it.
+        if not self._rpc("OmciMsgOut", openolt_pb2.OmciMsg(intf_id=onu.pon, onu_id=onu.onu_id,
+                                                           pkt=pkt.hex().encode("ascii")), onu):
+            self._fail(onu, f"OmciMsgOut {request.step} refused")
+
+    def _sweep(self) -> None:
+        """Every OMCI_TIMEOUT while requests are out: send again those unanswered for that long."""
+        self._sweep_call = None
+        now = self.clock.seconds()
+        for onu in list(self._waiting):
+            request = onu.pending
+            if request is None:
+                self._waiting.discard(onu)
+                continue
+            if request.deadline > now:
+                continue
+            if request.attempts >= OMCI_RETRIES:
+                self._fail(onu, f"no answer to OMCI {request.step} after {OMCI_RETRIES + 1} tries")
+                continue
+            request.attempts += 1
+            log.debug("builtin-adapter-omci-retry serial={serial} step={step} attempt={attempt}",
+                      serial=onu.serial, step=request.step, attempt=request.attempts)
+            self._omci(onu, request)
+        if self._waiting and self._sweep_call is None:
+            self._sweep_call = self._call_later(OMCI_TIMEOUT, self._sweep)
+
+    def _fail(self, onu: AdapterOnu, why: str) -> None:
+        log.warn("builtin-adapter-onu-failed serial={serial} step={step} why={why} (the next OnuInd up starts "
+                 "over)", serial=onu.serial, step=onu.step, why=why)
+        onu.pending = None
+        onu.config.clear()
+        onu.step = "failed"
+        self._waiting.discard(onu)
+
+    def _on_omci(self, ind) -> None:
+        onu = self.by_id.get((ind.intf_id, ind.onu_id))
+        if onu is None or onu.pending is None:
+            return  # an alarm notification or a late answer: nothing waits for it
+        try:
+            frame = codec.parse(bytes(ind.pkt))
+        except codec.OmciError as exc:
+            log.warn("builtin-adapter-omci-undecodable serial={serial} why={why}", serial=onu.serial, why=str(exc))
+            return
+        request = onu.pending
+        if frame.tid != request.tid or frame.message_type != codec.AK | request.message_type:
+            return
+        onu.pending = None
+        self._waiting.discard(onu)
+        step = request.step
+        if step == "mib-upload":
+            onu.upload_count, onu.upload_seq = frame.u16(0), 0
+            self._upload_next(onu)
+            return
+        if step == "mib-upload-next":
+            if frame.u16(0) == codec.PPTP_ETHERNET_UNI:
+                onu.pptp_ids.append(frame.u16(2))
+            onu.upload_seq += 1
+            self._upload_next(onu)
+            return
+        result = frame.u8(0)
+        if result != codec.SUCCESS:
+            self._fail(onu, f"OMCI {step} answered result {result}")
+            return
+        if step == "mib-reset":
+            self._omci(onu, _Request("mib-upload", codec.MIB_UPLOAD, codec.ONU_DATA, 0, b""))
+        else:
+            self._next_config(onu)
+
+    def _upload_next(self, onu: AdapterOnu) -> None:
+        if onu.upload_seq < onu.upload_count:
+            self._omci(onu, _Request("mib-upload-next", codec.MIB_UPLOAD_NEXT, codec.ONU_DATA, 0,
+                                     onu.upload_seq.to_bytes(2, "big")))
+            return
+        self._configure(onu)
+
+    def _configure(self, onu: AdapterOnu) -> None:
+        """After the MIB upload: unlock the UNIs the MIB lists, then one T-CONT and the GEM ports per UNI."""
+        model = self._model(onu)
+        if model is None:
+            return
+        unis = [uni for uni in model.eth_unis if uni.me_id in onu.pptp_ids]
+        config = onu.config
+        config.clear()
+        admin_unlocked = codec.attribute_bit(PPTP_ADMIN_STATE).to_bytes(2, "big") + b"\x00"
+        for uni in unis:
+            config.append(_Request(f"unlock-uni-{uni.id}", codec.SET, codec.PPTP_ETHERNET_UNI, uni.me_id,
+                                   admin_unlocked))
+        for uni in unis:
+            ids = self._ids(onu, uni)
+            if ids is None:
+                continue
+            tcont = TCONT_BASE + uni.id
+            if tcont in TCONT_IDS:
+                config.append(_Request(f"tcont-{uni.id}", codec.SET, codec.T_CONT, tcont,
+                                       codec.attribute_bit(TCONT_ALLOC_ID).to_bytes(2, "big")
+                                       + ids.alloc_id.to_bytes(2, "big")))
+            for gem in ids.gems.values():
+                # Port id, T-CONT pointer, direction, traffic management / descriptor pointers, key ring.
+                contents = (gem.to_bytes(2, "big") + tcont.to_bytes(2, "big") + bytes((GEM_BIDIRECTIONAL,))
+                            + bytes(9))
+                config.append(_Request(f"gem-{gem}", codec.CREATE, codec.GEM_PORT_NETWORK_CTP, gem, contents))
+        onu.configured = [uni.id for uni in unis]
+        self._next_config(onu)
+
+    def _next_config(self, onu: AdapterOnu) -> None:
+        if onu.config:
+            self._omci(onu, onu.config.popleft())
+        else:
+            self._provision(onu)
+
+    # ---- ids, schedulers, flows --------------------------------------------------------------------------
+
+    def _model(self, onu: AdapterOnu):
+        """The ONU's subscriber data (SADIS's part), or None (logged) if the OLT does not know the serial."""
+        try:
+            return self.olt.onu_by_serial(onu.serial)
+        except NotFound:
+            self._fail(onu, "the OLT does not know this serial")
+            return None
+
+    def _ids(self, onu: AdapterOnu, uni) -> _UniIds | None:
+        """The alloc id, GEM ports and flow ids of one UNI: taken from the PON's pools the first time, then kept."""
+        ids = onu.unis.get(uni.id)
+        if ids is not None:
+            return ids
+        pools = self.pools[onu.pon]
+        needed = len(uni.services)
+        if pools.alloc_id > pools.alloc_end or pools.gem + needed - 1 > pools.gem_end:
+            log.warn("builtin-adapter-pool-exhausted serial={serial} pon={pon} uni={uni}", serial=onu.serial,
+                     pon=onu.pon, uni=uni.id)
+            return None
+        gems = {index: pools.gem + index for index in range(needed)}
+        pools.gem += needed
+        ids = _UniIds(pools.alloc_id, gems, pools.flow_id,
+                      {index: pools.flow_id + 1 + index for index in range(needed)})
+        pools.alloc_id += 1
+        pools.flow_id += 1 + needed
+        onu.unis[uni.id] = ids
+        return ids
+
+    def _provision(self, onu: AdapterOnu) -> None:
+        """Schedulers, queues and the first trap flows of every configured UNI."""
+        model = self._model(onu)
+        if model is None:
+            return
+        onu.step = "provisioning"
+        for uni_id in onu.configured:
+            uni = model.unis[uni_id]
+            ids = onu.unis.get(uni_id)
+            if ids is None:
+                continue
+            port_no = uni_port_no(onu.pon, onu.onu_id, uni_id)
+            for index, svc in enumerate(uni.services):
+                self.by_mac[f.mac_bytes(svc.mac)] = (onu, uni_id, index)
+            self._rpc("CreateTrafficSchedulers", self._schedulers(onu, uni_id, port_no, ids), onu)
+            self._rpc("CreateTrafficQueues", self._queues(onu, uni_id, port_no, ids), onu)
+            eapol = [index for index, svc in enumerate(uni.services) if svc.spec.needs_eapol]
+            if eapol:
+                self._rpc("FlowAdd", openolt_pb2.Flow(
+                    access_intf_id=onu.pon, onu_id=onu.onu_id, uni_id=uni_id, flow_id=ids.eapol_flow_id,
+                    flow_type="upstream", network_intf_id=NNI, port_no=port_no, alloc_id=ids.alloc_id,
+                    gemport_id=ids.gems[eapol[0]], priority=10000, cookie=ids.eapol_flow_id,
+                    classifier=openolt_pb2.Classifier(eth_type=f.ETH_EAPOL, o_vid=EAPOL_VID),
+                    action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True))), onu)
+            else:
+                self._dhcp_flows(onu, uni)
+        onu.step = "authenticating"
+        self._check_ready(onu)
+
+    def _schedulers(self, onu, uni_id, port_no, ids) -> tech_profile_pb2.TrafficSchedulers:
+        return tech_profile_pb2.TrafficSchedulers(
+            intf_id=onu.pon, onu_id=onu.onu_id, uni_id=uni_id, port_no=port_no,
+            traffic_scheds=[tech_profile_pb2.TrafficScheduler(
+                direction=tech_profile_pb2.UPSTREAM, alloc_id=ids.alloc_id,
+                scheduler=tech_profile_pb2.SchedulerConfig(direction=tech_profile_pb2.UPSTREAM,
+                                                           additional_bw=tech_profile_pb2.AdditionalBW_BestEffort,
+                                                           priority=0, weight=0,
+                                                           sched_policy=tech_profile_pb2.Hybrid),
+                traffic_shaping_info=tech_profile_pb2.TrafficShapingInfo(cir=600, cbs=30, pir=32000, pbs=30),
+                tech_profile_id=TECH_PROFILE)])
+
+    def _queues(self, onu, uni_id, port_no, ids) -> tech_profile_pb2.TrafficQueues:
+        return tech_profile_pb2.TrafficQueues(
+            intf_id=onu.pon, onu_id=onu.onu_id, uni_id=uni_id, port_no=port_no, tech_profile_id=TECH_PROFILE,
+            network_intf_id=NNI,
+            traffic_queues=[tech_profile_pb2.TrafficQueue(direction=tech_profile_pb2.UPSTREAM, gemport_id=gem,
+                                                          pbit_map="0b11111111", sched_policy=tech_profile_pb2.WRR,
+                                                          priority=0, weight=25,
+                                                          discard_policy=tech_profile_pb2.TailDrop)
+                            for gem in ids.gems.values()])
+
+    def _dhcp_flows(self, onu: AdapterOnu, uni) -> None:
+        """The DHCP trap flow of every DHCP service of the UNI (once per bring-up)."""
+        if uni.id in onu.dhcp_pushed:
+            return
+        ids = onu.unis.get(uni.id)
+        if ids is None:
+            return
+        onu.dhcp_pushed.add(uni.id)
+        port_no = uni_port_no(onu.pon, onu.onu_id, uni.id)
+        for index, svc in enumerate(uni.services):
+            if not svc.spec.needs_dhcp:
+                continue
+            vid, _ = uplink_tag(svc)
+            flow_id = ids.dhcp_flow_ids[index]
+            self._rpc("FlowAdd", openolt_pb2.Flow(
+                access_intf_id=onu.pon, onu_id=onu.onu_id, uni_id=uni.id, flow_id=flow_id, flow_type="upstream",
+                network_intf_id=NNI, port_no=port_no, alloc_id=ids.alloc_id, gemport_id=ids.gems[index],
+                priority=10000, cookie=flow_id,
+                classifier=openolt_pb2.Classifier(eth_type=f.ETH_IPV4, ip_proto=f.IP_PROTO_UDP,
+                                                  src_port=f.DHCP_CLIENT_PORT, dst_port=f.DHCP_SERVER_PORT,
+                                                  o_vid=vid, o_pbits=ANY_PBITS),
+                action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True))), onu)
+
+    def _check_ready(self, onu: AdapterOnu) -> None:
+        """Log once per bring-up when every service of the ONU is through EAPOL and DHCP, and once when all are."""
+        if onu.ready or not onu.up:
+            return
+        model = self.olt.onu_by_serial(onu.serial)
+        for uni_id in onu.configured:
+            for svc in model.unis[uni_id].services:
+                if svc.spec.needs_eapol and svc.eapol_state != "eap_response_success_received":
+                    return
+                if svc.spec.needs_dhcp and svc.dhcp_state != "dhcp_ack_received":
+                    return
+        onu.ready = True
+        onu.step = "ready"
+        log.info("builtin-adapter-onu-ready serial={serial} pon={pon} onu_id={onu_id}", serial=onu.serial,
+                 pon=onu.pon, onu_id=onu.onu_id)
+        if not self._all_ready_logged and len(self.onus) == self.olt.onu_count and all(
+                o.ready for o in self.onus.values()):
+            self._all_ready_logged = True
+            log.info("builtin-adapter-all-ready serial={serial} onus={count}", serial=self.olt.serial,
+                     count=len(self.onus))
+
+    # ---- packets ---------------------------------------------------------------------------------------
+
+    def _on_packet(self, ind) -> None:
+        try:
+            frame = f.decode(bytes(ind.pkt))
+        except f.PacketError as exc:
+            log.warn("builtin-adapter-packet-undecodable intf_type={type} intf_id={id} why={why}",
+                     type=ind.intf_type, id=ind.intf_id, why=str(exc))
+            return
+        if ind.intf_type == "nni":
+            self._from_nni(frame)
+            return
+        onu = self.by_id.get((ind.intf_id, ind.onu_id))
+        if onu is None or not onu.up:
+            log.debug("builtin-adapter-packet-ignored pon={pon} onu_id={onu_id}", pon=ind.intf_id,
+                      onu_id=ind.onu_id)
+            return
+        if frame.kind == "eapol":
+            self._authenticate(onu, ind, frame)
+        elif frame.kind == "dhcp":
+            self._relay_up(onu, frame)
+
+    def _packet_out(self, onu: AdapterOnu, uni_id: int, gem: int, pkt: bytes) -> bool:
+        return self._rpc("OnuPacketOut", openolt_pb2.OnuPacket(
+            intf_id=onu.pon, onu_id=onu.onu_id, port_no=uni_port_no(onu.pon, onu.onu_id, uni_id),
+            gemport_id=gem, pkt=pkt), onu)
+
+    def _authenticate(self, onu: AdapterOnu, ind, frame: f.Frame) -> None:
+        """The authenticator's side of one EAPOL frame from a UNI."""
+        mac, eapol, eap = frame.eth.src, frame.eapol, frame.eap
+        if eapol.type == f.EAPOL_START:
+            session = self.sessions[mac] = _Session(eap_id=1)
+            self._packet_out(onu, ind.uni_id, ind.gemport_id, identity_request_frame(mac, session.eap_id))
+            return
+        session = self.sessions.get(mac)
+        if eap is None or eap.code != f.EAP_RESPONSE or session is None or eap.id != session.eap_id:
+            log.debug("builtin-adapter-eapol-ignored serial={serial} uni={uni}", serial=onu.serial,
+                      uni=ind.uni_id)
+            return
+        if eap.type == f.EAP_TYPE_IDENTITY:
+            session.eap_id = (session.eap_id + 1) & 0xFF
+            session.challenge = self.random.randbytes(CHALLENGE_SIZE)
+            self._packet_out(onu, ind.uni_id, ind.gemport_id,
+                             md5_request_frame(mac, session.eap_id, session.challenge))
+        elif eap.type == f.EAP_TYPE_MD5:
+            expected = bytes((CHALLENGE_SIZE,)) + md5_response(eap.id, session.challenge, PASSWORD)
+            del self.sessions[mac]
+            if eap.data[:len(expected)] != expected:
+                log.warn("builtin-adapter-eapol-rejected serial={serial} uni={uni} why={why}", serial=onu.serial,
+                         uni=ind.uni_id, why="the MD5 response does not match")
+                self._packet_out(onu, ind.uni_id, ind.gemport_id, failure_frame(mac, eap.id))
+                return
+            if self._packet_out(onu, ind.uni_id, ind.gemport_id, success_frame(mac, eap.id)):
+                model = self._model(onu)
+                if model is not None and 0 <= ind.uni_id < len(model.unis):
+                    self._dhcp_flows(onu, model.unis[ind.uni_id])
+                    self._check_ready(onu)
+
+    def _relay_up(self, onu: AdapterOnu, frame: f.Frame) -> None:
+        """A DHCP Discover or Request from a UNI to the NNI, with the service's S-tag pushed."""
+        if frame.dhcp.op != f.BOOTREQUEST:
+            return
+        known = self.by_mac.get(frame.eth.src)
+        if known is None:
+            log.warn("builtin-adapter-dhcp-unknown-client serial={serial} mac={mac}", serial=onu.serial,
+                     mac=f.mac_str(frame.eth.src))
+            return
+        _, uni_id, index = known
+        svc = self.olt.onu_by_serial(onu.serial).unis[uni_id].services[index]
+        eth = frame.eth
+        tags = (f.VlanTag(svc.s_tag, 0),) + eth.tags
+        self._rpc("UplinkPacketOut", openolt_pb2.UplinkPacket(
+            intf_id=NNI, pkt=f.build_ethernet(eth.dst, eth.src, eth.ethertype, eth.payload, tags, pad=False)), onu)
+
+    def _from_nni(self, frame: f.Frame) -> None:
+        """A DHCP answer from the NNI back to its client's UNI, without the outer tag."""
+        if frame.kind != "dhcp" or frame.dhcp.op != f.BOOTREPLY:
+            return
+        eth = frame.eth
+        known = self.by_mac.get(eth.dst) or self.by_mac.get(frame.dhcp.client_mac)
+        if known is None:
+            log.warn("builtin-adapter-dhcp-unknown-client mac={mac}", mac=f.mac_str(eth.dst))
+            return
+        onu, uni_id, index = known
+        if not onu.up:
+            return
+        ids = onu.unis.get(uni_id)
+        gem = ids.gems.get(index, 0) if ids is not None else 0
+        if self._packet_out(onu, uni_id, gem, f.build_ethernet(eth.dst, eth.src, eth.ethertype, eth.payload,
+                                                                eth.tags[1:], pad=False)):
+            if frame.dhcp.message_type == f.DHCP_ACK:
+                self._check_ready(onu)
