@@ -1,0 +1,254 @@
+"""The live view (GET /ui) in headless Chromium against the whole simulator in this process, on loopback.
+
+oltsim runs on the reactor (tests/integration/test_adapter.py's `start_oltsim`); the browser (Selenium driving
+Debian's `chromium` and `chromium-driver`, installed by `headless.ensure_chromium` when missing, the test skipped
+with the reason when that cannot be done) and the scripted adapter that brings the ONUs up are blocking, so each
+runs on a thread (`deferToThread`) while the reactor serves them. What the tests check is read from the page as it
+is drawn: the colour at the centre of an ONU's canvas cell (read back from the canvas), the legend's counts, the
+panel's texts; REST is asked the same questions over the real port. Every wait is bounded.
+"""
+from __future__ import annotations
+
+import pytest
+import pytest_twisted
+import treq
+from twisted.internet.defer import inlineCallbacks
+from twisted.internet.threads import deferToThread
+
+from headless import BrowserUnavailable, start_driver
+from scripted_adapter import ScriptedAdapter
+from test_adapter import start_oltsim, stop_oltsim
+
+WAIT = 30.0            # seconds any one thing the page should show may take
+TOKEN = "ui-s3cret"
+CREATED, ENABLED, DISABLED = "created", "enabled", "disabled"
+
+
+@pytest.fixture
+def chrome():
+    """A headless Chromium driven by Selenium (1280x900), quit after the test; skips when Chromium cannot be had."""
+    try:
+        driver = start_driver(1280, 900)
+    except BrowserUnavailable as exc:
+        pytest.skip(str(exc))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+class Page:
+    """The /ui page in the browser, read and clicked through its `window.oltsimUi` hooks and elements.
+    Blocking: call it from a thread."""
+
+    def __init__(self, driver):
+        from selenium.webdriver.support.ui import WebDriverWait
+        self.driver = driver
+        self.wait = WebDriverWait(driver, WAIT, poll_frequency=0.05)
+
+    def open(self, url: str) -> None:
+        self.driver.get(url)
+
+    def js(self, script: str, *args):
+        return self.driver.execute_script(script, *args)
+
+    def until(self, condition, what: str):
+        """Wait (at most WAIT s) until `condition(page)` is truthy; returns its value."""
+        from selenium.common.exceptions import TimeoutException
+        try:
+            return self.wait.until(lambda _: condition(self))
+        except TimeoutException:
+            raise AssertionError(f"the page did not show {what} within {WAIT:g} s "
+                                 f"(stream: {self.status()}, counts: {self.counts()})") from None
+
+    def status(self) -> str:
+        return self.js("return document.getElementById('stream-status').dataset.state")
+
+    def counts(self) -> dict:
+        return self.js("return window.oltsimUi ? window.oltsimUi.counts() : {}")
+
+    def legend(self) -> dict[str, int]:
+        """state -> count as the legend shows it."""
+        return self.js("return Object.fromEntries(Array.from(document.querySelectorAll('#legend li'), "
+                       "(li) => [li.dataset.state, Number(li.dataset.count)]))")
+
+    def cell_color(self, serial: str) -> str | None:
+        return self.js("return window.oltsimUi.cellColor(arguments[0])", serial)
+
+    def color_of(self, state: str) -> str:
+        return self.js("return window.oltsimUi.stateColor(arguments[0])", state)
+
+    def drawn_states(self, serials) -> dict[str, str]:
+        """serial -> the state whose colour is drawn in its cell (or the colour itself, if it is no known state)."""
+        colors = self.js("const ui = window.oltsimUi; return arguments[0].map((s) => ui.cellColor(s));", serials)
+        palette = {self.color_of(state): state for state in (CREATED, "initialized", "discovered", ENABLED,
+                                                             DISABLED, "pon_disabled")}
+        return {serial: palette.get(color, color) for serial, color in zip(serials, colors)}
+
+    def click_cell(self, serial: str) -> None:
+        """A real pointer click at the centre of the ONU's cell on the canvas."""
+        from selenium.webdriver.common.action_chains import ActionChains
+        canvas = self.driver.find_element("id", "grid")
+        self.js("arguments[0].scrollIntoView({block: 'center'})", canvas)
+        center = self.js("return window.oltsimUi.cellCenter(arguments[0])", serial)
+        assert center is not None, f"{serial} has no cell"
+        ActionChains(self.driver).move_to_element_with_offset(canvas, int(center["dx"]), int(center["dy"])) \
+            .click().perform()
+
+    def click(self, element_id: str) -> None:
+        self.driver.find_element("id", element_id).click()
+
+    def text(self, element_id: str) -> str:
+        return self.driver.find_element("id", element_id).text
+
+    def result(self) -> tuple[str | None, str]:
+        element = self.driver.find_element("id", "action-result")
+        return element.get_attribute("data-ok"), element.text
+
+
+def serials_of(onus: dict) -> list[str]:
+    return [onu["SerialNumber"] for onu in onus["items"]]
+
+
+@pytest_twisted.inlineCallbacks
+def test_cells_follow_bring_up_and_a_click_powers_an_onu_off(tmp_path, chrome):
+    """Opened before the adapter connects, the page shows every ONU created; as the adapter brings them up the
+    cells change colour to enabled (legend and REST agree); clicking a cell selects that ONU (its record in the
+    panel), Power off turns its cell to the disabled colour (REST agrees), an alarm raised from the panel shows in
+    the alarm list, and Power on brings the cell back to enabled."""
+    sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "4", "--delay", "300")
+    adapter = ScriptedAdapter(sim.openolt)
+    page = Page(chrome)
+    try:
+        serials = serials_of((yield sim.get("/v1/olt/onus")))
+        assert len(serials) == 8
+        target = serials[5]
+
+        def before():
+            page.open(sim.rest + "/ui")
+            page.until(lambda p: p.status() == "live" and sum(p.counts().values()) == 8, "the 8 ONUs")
+            page.until(lambda p: set(p.drawn_states(serials).values()) == {CREATED}, "every cell created")
+            return page.legend()
+        legend = yield deferToThread(before)
+        assert legend[CREATED] == 8 and legend[ENABLED] == 0
+        assert page.text("olt-serial") == "BBSIM_OLT_0"
+
+        bring_up = deferToThread(adapter.bring_up, 8)
+
+        def during():
+            seen = page.until(lambda p: {s for s, state in p.drawn_states(serials).items() if state != CREATED},
+                              "a cell leaving created")
+            page.until(lambda p: set(p.drawn_states(serials).values()) == {ENABLED}, "every cell enabled")
+            return seen, page.legend(), page.text("olt-oper"), page.text("pon-summary")
+        seen, legend, olt_oper, pons = yield deferToThread(during)
+        yield bring_up
+        assert seen <= set(serials)
+        assert legend[ENABLED] == 8 and legend[CREATED] == 0
+        assert olt_oper == "up" and pons == "2 (2 up)"
+        onus = yield sim.get("/v1/olt/onus")
+        assert {onu["InternalState"] for onu in onus["items"]} == {ENABLED}
+
+        def power_off():
+            page.click_cell(target)
+            page.until(lambda p: p.js("return window.oltsimUi.selected()") == target, f"{target} selected")
+            page.until(lambda p: f'"SerialNumber": "{target}"' in p.js(
+                "return document.getElementById('onu-json').textContent"), f"the record of {target}")
+            page.click("power-off")
+            page.until(lambda p: p.result()[0] is not None, "the power-off result")
+            result = page.result()
+            page.until(lambda p: p.drawn_states([target])[target] == DISABLED, f"{target} drawn disabled")
+            others = page.drawn_states([s for s in serials if s != target])
+            return result, others, page.legend()
+        result, others, legend = yield deferToThread(power_off)
+        assert result == ("true", f"power off: ONU {target} successfully shut down.")
+        assert set(others.values()) == {ENABLED}
+        assert legend[DISABLED] == 1 and legend[ENABLED] == 7
+        onu = yield sim.get(f"/v1/olt/onus/{target}")
+        assert onu["InternalState"] == DISABLED and onu["OperState"] == "down"
+
+        def alarm_and_power_on():
+            from selenium.webdriver.support.ui import Select
+            Select(chrome.find_element("id", "alarm-type")).select_by_value("ONU_ALARM_LOB")
+            page.click("alarm-raise")
+            page.until(lambda p: "lob_status=on" in p.text("alarm-log") and target in p.text("alarm-log"),
+                       "the raised alarm in the alarm list")
+            alarm_result = page.result()
+            page.click("power-on")
+            page.until(lambda p: p.drawn_states([target])[target] == ENABLED, f"{target} drawn enabled again")
+            return alarm_result, page.result()
+        alarm_result, on_result = yield deferToThread(alarm_and_power_on)
+        assert alarm_result == ("true", "raise ONU_ALARM_LOB: Onu Alarm Indication Sent.")
+        assert on_result == ("true", f"power on: ONU {target} successfully powered on.")
+        onu = yield sim.get(f"/v1/olt/onus/{target}")
+        assert onu["InternalState"] == ENABLED
+    finally:
+        yield stop_oltsim(sim, adapter)
+
+
+@pytest_twisted.inlineCallbacks
+def test_page_asks_for_the_token_and_works_with_it(tmp_path, chrome):
+    """With an access token set, /ui loads without it and asks for it (a wrong one is refused); with the right one
+    the page shows the ONUs live and powers one off, while REST and the event stream still answer 401 to requests
+    without the token; a reload of the tab keeps the token."""
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "4", "--delay", "0", "--api-token", TOKEN)
+    adapter = ScriptedAdapter(sim.openolt)
+    page = Page(chrome)
+    try:
+        def asked():
+            page.open(sim.rest + "/ui")
+            page.until(lambda p: p.status() == "token", "the token request")
+            dialog = chrome.find_element("id", "token-dialog")
+            shown = dialog.is_displayed(), page.text("token-reason")
+            chrome.find_element("id", "token-input").send_keys("not-the-token")
+            page.click("token-submit")
+            page.until(lambda p: p.text("token-reason") == "The access token was refused.", "the refusal")
+            return shown, dialog.is_displayed()
+        (shown, reason), still = yield deferToThread(asked)
+        assert shown and reason == "This oltsim needs an access token." and still
+
+        def entered():
+            chrome.find_element("id", "token-input").send_keys(TOKEN)
+            page.click("token-submit")
+            page.until(lambda p: p.status() == "live" and sum(p.counts().values()) == 4, "the 4 ONUs")
+            return chrome.find_element("id", "token-dialog").is_displayed()
+        visible = yield deferToThread(entered)
+        assert not visible
+
+        yield deferToThread(adapter.bring_up, 4)
+        serial = "BBSM00000003"
+
+        def power_off():
+            page.until(lambda p: p.legend()[ENABLED] == 4, "4 ONUs enabled")
+            page.click_cell(serial)
+            page.until(lambda p: p.js("return window.oltsimUi.selected()") == serial, f"{serial} selected")
+            page.click("power-off")
+            page.until(lambda p: p.drawn_states([serial])[serial] == DISABLED, f"{serial} drawn disabled")
+            return page.result()
+        result = yield deferToThread(power_off)
+        assert result[0] == "true"
+
+        for path in ("/v1/olt", "/v1/olt/onus", f"/v1/olt/onus/{serial}", "/v1/events", "/metrics"):
+            code, body = yield sim.request("GET", path)
+            assert code == 401 and body["code"] == 16, path
+        code, _ = yield sim.request("POST", f"/v1/olt/onus/{serial}")
+        assert code == 401
+        onu = yield get_with_token(sim, f"/v1/olt/onus/{serial}")
+        assert onu["InternalState"] == DISABLED
+
+        def reload():
+            chrome.refresh()
+            page.until(lambda p: p.status() == "live" and sum(p.counts().values()) == 4, "the ONUs after a reload")
+            return chrome.find_element("id", "token-dialog").is_displayed(), page.drawn_states([serial])[serial]
+        dialog, state = yield deferToThread(reload)
+        assert not dialog and state == DISABLED
+    finally:
+        yield stop_oltsim(sim, adapter)
+
+
+@inlineCallbacks
+def get_with_token(sim, path: str):
+    """The decoded JSON of one GET over the real port with the token."""
+    response = yield treq.get(sim.rest + path, headers={"Authorization": f"Bearer {TOKEN}"}, pool=sim.pool,
+                              timeout=10)
+    assert response.code == 200
+    return (yield treq.json_content(response))
