@@ -21,6 +21,9 @@ from grpc_reflection.v1alpha import reflection
 from twisted.application import service
 from twisted.internet.error import CannotListenError
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
+from dmi import (hw_events_mgmt_service_pb2, hw_events_mgmt_service_pb2_grpc, hw_management_service_pb2,
+                 hw_management_service_pb2_grpc, hw_metrics_mgmt_service_pb2, hw_metrics_mgmt_service_pb2_grpc,
+                 sw_management_service_pb2, sw_management_service_pb2_grpc)
 from twisted.python import usage
 
 from oltsim import __version__
@@ -35,9 +38,15 @@ from oltsim.api.v0.grpc import LegacyServicer
 from oltsim.api.v0.rest import V0Rest
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer, add_to_server as add_oltsim_to_server
 from oltsim.api.v1.rest import V1Rest
+from oltsim.dmi.device import DeviceService, ManagedDevice
+from oltsim.dmi.events import EventsServicer
+from oltsim.dmi.hw import HWManagementServicer
+from oltsim.dmi.metrics import MetricsServicer
+from oltsim.dmi.sw import SoftwareManagementServicer
 from oltsim.config import (DEFAULT_MAX_REQUEST_BODY, LISTENER_FIELDS, ConfigError, ConfigWarning, load_settings,
                            strict_error)
 from oltsim import nativeserver
+from oltsim.kafka import KafkaSink
 from oltsim.grpcserver import GrpcServerService, parse_grpc_endpoint
 from oltsim.logs import CONTROL, logger
 from oltsim.metrics import AioMetricsInterceptor, Metrics, counted, with_metrics
@@ -418,7 +427,22 @@ def makeService(options, reactor=None):
                                                              max_body=settings.max_request_body), reactor=reactor)
         sadis_service.setName("sadis")
         sadis_service.setServiceParent(top)
+    # Device Management Interface (issue 15): VOLTHA's device manager connects with no token, so, as SADIS, the DMI
+    # server is never token-protected; its calls are capped per connection and per server as the control APIs'.
+    dmi_device = ManagedDevice(olt, reactor, random.Random(), sink_factory=lambda address: KafkaSink(
+        address, reactor=reactor, name="dmi", client_id=f"BBSim-OLT-DMIServer-{settings.olt_id}"))
+    DeviceService(dmi_device).setServiceParent(top)
+    dmi_software = SoftwareManagementServicer(dmi_device)
+    dmi = GrpcServerService(
+        "dmi", settings.dmi,
+        lambda server: _add_dmi(server, dmi_device, dmi_software),
+        reactor=reactor, engine=loop_engine(settings.grpc_engine, settings.dmi),
+        interceptors=[AioMetricsInterceptor(metrics, "dmi")], **limits)
+    dmi.on_stopping.append(dmi_software.close_all)
+    dmi.on_stopping.append(dmi_device.close_streams)
+    dmi.setServiceParent(top)
     top.olt = olt
+    top.dmi = dmi_device
     top.commands = commands
     top.hub = hub
     top.bus = bus
@@ -464,6 +488,27 @@ def _reflect(server, *services) -> None:
 def _add_openolt(server, servicer):
     openolt_pb2_grpc.add_OpenoltServicer_to_server(servicer, server)
     _reflect(server, openolt_pb2.DESCRIPTOR.services_by_name["Openolt"].full_name)
+
+
+def _add_dmi(server, device, software) -> None:
+    """The four DMI services over ``device`` (``software``: its software servicer, closed when the server stops),
+    with reflection."""
+    hw_management_service_pb2_grpc.add_NativeHWManagementServiceServicer_to_server(
+        on_loop(HWManagementServicer(device), hw_management_service_pb2_grpc.NativeHWManagementServiceServicer),
+        server)
+    sw_management_service_pb2_grpc.add_NativeSoftwareManagementServiceServicer_to_server(
+        on_loop(software, sw_management_service_pb2_grpc.NativeSoftwareManagementServiceServicer), server)
+    hw_events_mgmt_service_pb2_grpc.add_NativeEventsManagementServiceServicer_to_server(
+        on_loop(EventsServicer(device), hw_events_mgmt_service_pb2_grpc.NativeEventsManagementServiceServicer),
+        server)
+    hw_metrics_mgmt_service_pb2_grpc.add_NativeMetricsManagementServiceServicer_to_server(
+        on_loop(MetricsServicer(device), hw_metrics_mgmt_service_pb2_grpc.NativeMetricsManagementServiceServicer),
+        server)
+    _reflect(server, *(module.DESCRIPTOR.services_by_name[name].full_name for module, name in (
+        (hw_management_service_pb2, "NativeHWManagementService"),
+        (sw_management_service_pb2, "NativeSoftwareManagementService"),
+        (hw_events_mgmt_service_pb2, "NativeEventsManagementService"),
+        (hw_metrics_mgmt_service_pb2, "NativeMetricsManagementService"))))
 
 
 def _add_v1(server, bbsim, oltsim):

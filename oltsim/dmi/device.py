@@ -8,6 +8,7 @@ from typing import Any, Callable
 
 from dmi import hw_events_mgmt_service_pb2 as ev, hw_metrics_mgmt_service_pb2 as mt, hw_pb2
 from google.protobuf import json_format
+from twisted.application.service import Service
 from twisted.internet import defer, task
 
 from oltsim.dmi import tree
@@ -17,7 +18,7 @@ from oltsim.logs import logger
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound
 from oltsim.model.software import SoftwareImages
 
-__all__ = ["AlreadyManaged", "EVENTS_TOPIC", "METRICS_TOPIC", "ManagedDevice", "NotManaged", "UnknownComponent",
+__all__ = ["AlreadyManaged", "DeviceService", "EVENTS_TOPIC", "METRICS_TOPIC", "ManagedDevice", "NotManaged", "UnknownComponent",
            "UnknownDevice", "to_json"]
 
 log = logger("oltsim.dmi")
@@ -131,7 +132,6 @@ class ManagedDevice:
         self.msgbus_endpoint = ""
         self.sink = None
         self.log_levels = dict.fromkeys(LOG_ENTITIES, _INFO)
-        self.dm_log_level = _INFO
         self.events = EventsConfig()
         self.metrics = MetricsConfig()
         self.overrides = tree.Overrides()
@@ -262,11 +262,15 @@ class ManagedDevice:
         (the Deferred fires when every sink has stopped)."""
         self._stop_generators()
         self.software.stop()
-        self._event_readers.close_all()
-        self._metric_readers.close_all()
+        self.close_streams()
         self._drop_sink()
         stopping, self._stopping_sinks = self._stopping_sinks, []
         return defer.DeferredList(stopping, consumeErrors=True)
+
+    def close_streams(self) -> None:
+        """End every StreamEvents and StreamMetrics reader (UNAVAILABLE: the server is stopping)."""
+        self._event_readers.close_all()
+        self._metric_readers.close_all()
 
     def pending_calls(self) -> int:
         """Generators still running (0 after :meth:`close` or StopManagingDevice)."""
@@ -440,3 +444,15 @@ class ManagedDevice:
             self._stop_loop(self._event_loop)
             self._event_loop = None
         self._raised.clear()
+
+
+class DeviceService(Service):
+    """Stops ``device`` (generators, software operation, streams, message-bus sink) when the daemon stops; the
+    Deferred stopService returns fires once the sink has stopped."""
+
+    def __init__(self, device: ManagedDevice):
+        self.device = device
+
+    def stopService(self):
+        super().stopService()
+        return self.device.close()
