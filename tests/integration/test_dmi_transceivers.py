@@ -101,12 +101,12 @@ def onu_states(onus: dict) -> dict[str, str]:
 
 @pytest_twisted.inlineCallbacks
 def test_plug_out_and_in_over_dmi(tmp_path):
-    """Over the DMI port: before StartManagingDevice plugs and CreateEvent answer 14; once managed CreateEvent works and GetTransceivers lists one
-    transceiver per PON with the inventory's UUIDs; PlugOutTransceiver(0) gives, on the adapter's stream, los_ind on
-    for port 536870912 then per ONU of PON 0 onu_alarm_ind LOS on and the OMCI LOS alarm on UNI 0x0101 (no IntfInd),
-    v1 REST shows PON 0 disabled/up with its ONUs pon_disabled, the inventory loses the transceiver; a repeated
-    plug-out answers 10, unknown ids 5; PlugInTransceiver(0) gives los_ind off, OnuInd up per ONU, then the LOS and
-    OMCI clears, and everything is back."""
+    """Over the DMI port: before StartManagingDevice plugs and CreateEvent answer 14; once managed, CreateEvent works
+    and GetTransceivers lists one transceiver per PON with the inventory's UUIDs; PlugOutTransceiver(0) gives, on the
+    adapter's stream, los_ind on for port 536870912 then per ONU of PON 0 onu_alarm_ind LOS on and the OMCI LOS
+    alarm on UNI 0x0101 (no IntfInd), v1 REST shows PON 0 disabled/up with its ONUs pon_disabled, the inventory
+    loses the transceiver; a repeated plug-out answers 10, unknown ids 5; PlugInTransceiver(0) gives los_ind off,
+    OnuInd up per ONU, then the LOS and OMCI clears, and everything is back."""
     sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "2", "--delay", "20")
     adapter = ScriptedAdapter(sim.openolt)
     dmi = Dmi(f"127.0.0.1:{sim.top.getServiceNamed('dmi').port}")
