@@ -121,3 +121,23 @@ class PortStats:
     intf_id: int
     packets: int
     timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class OpenoltRequest:
+    """The adapter called an OpenOLT RPC that BBSim reports as an event: `rpc` is EnableIndication, DisableOlt,
+    ReenableOlt or Reboot (emitted when received, accepted or not), or ActivateOnu (once accepted, with its ONU)."""
+    rpc: str
+    intf_id: int = -1
+    onu_id: int = -1
+    serial: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MibUpload:
+    """An ONU's OMCI MIB upload started (MIB Upload received, `done` False) or ended (the last MIB Upload Next
+    answered, `done` True)."""
+    intf_id: int
+    onu_id: int
+    serial: str
+    done: bool

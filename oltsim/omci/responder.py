@@ -290,6 +290,7 @@ class OmciResponder:
         mib = self.mib(onu)
         st.upload_mds = onu.mib_data_sync
         count = mib.extended_count if frame.extended else mib.count
+        onu.olt.emit(events.MibUpload(onu.pon.id, onu.onu_id, onu.serial, False))
         return codec.response(frame, count.to_bytes(2, "big"), ONU_DATA, 0), None
 
     def _mib_upload_next(self, onu, st, frame):
@@ -297,10 +298,12 @@ class OmciResponder:
         seq = int.from_bytes(frame.contents[:2], "big")     # present: checked by the codec
         if frame.extended:
             if seq < mib.extended_count:
+                _last_upload_next(onu, seq, mib.extended_count)
                 return mib.extended_frame(seq, frame.tid, st.upload_mds), None
             empty = bytes(8)                    # attribute length 0, class 0, instance 0, mask 0
         else:
             if seq < mib.count:
+                _last_upload_next(onu, seq, mib.count)
                 return mib.baseline_frame(seq, frame.tid, st.upload_mds), None
             empty = bytes(6)
         log.info("omci-mib-upload-next-out-of-range serial={serial} seq={seq}", serial=onu.serial, seq=seq)
@@ -598,6 +601,12 @@ class OmciResponder:
         self._bump_mds(onu)
         self._fire(onu, "commit_image")
         return codec.result_response(frame, SUCCESS), None
+
+
+def _last_upload_next(onu, seq: int, count: int) -> None:
+    """MibUpload(done) when `seq` is the last MIB Upload Next of an upload of `count` MEs."""
+    if seq == count - 1:
+        onu.olt.emit(events.MibUpload(onu.pon.id, onu.onu_id, onu.serial, True))
 
 
 def _find_uni(onu, me_class: int, me_id: int):

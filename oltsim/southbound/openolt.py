@@ -156,6 +156,7 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
                 f"the OLT is driven by oltsim's {self._hub.driver} adapter (started with --adapter "
                 f"{self._hub.driver}); start oltsim without --adapter {self._hub.driver} to connect VOLTHA")
         queue = AsyncStreamQueue(STREAM_BUFFER)
+        self._olt.emit(events.OpenoltRequest("EnableIndication"))
         self._hub.open_stream(queue)  # a refusal (OLT not up) raises before anything is streamed
         log.info("indication-stream-opened serial={serial} peer={peer}", serial=self._olt.serial, peer=context.peer())
         try:
@@ -168,14 +169,17 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         return openolt_pb2.Heartbeat(heartbeat_signature=self._olt.heartbeat_signature)
 
     def DisableOlt(self, request, context):
+        self._olt.emit(events.OpenoltRequest("DisableOlt"))
         self._olt.disable()
         return openolt_pb2.Empty()
 
     def ReenableOlt(self, request, context):
+        self._olt.emit(events.OpenoltRequest("ReenableOlt"))
         self._olt.reenable()
         return openolt_pb2.Empty()
 
     def Reboot(self, request, context):
+        self._olt.emit(events.OpenoltRequest("Reboot"))
         self._olt.reboot()
         return openolt_pb2.Empty()
 
@@ -198,6 +202,7 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
     def ActivateOnu(self, request, context):
         serial = translate.serial_from_pb(request.serial_number)
         self._olt.activate_onu(request.intf_id, serial, request.onu_id)
+        self._olt.emit(events.OpenoltRequest("ActivateOnu", request.intf_id, request.onu_id, serial))
         return openolt_pb2.Empty()
 
     def DeactivateOnu(self, request, context):
