@@ -292,7 +292,7 @@ def test_plug_out_of_a_pon_that_is_down_raises_los_when_it_comes_up():
 
 def test_onus_of_a_dark_pon_cannot_be_powered_on_or_activated():
     """While the transceiver is out, PoweronONU, PoweronONUsOnPON and ActivateOnu of its ONUs are refused with
-    the reason; a ShutdownONU still works (the ONU is powered off) and that ONU stays off after the plug-in."""
+    the reason; a ShutdownONU still works, and the plug-in rediscovers that ONU instead of bringing it up."""
     sim = Sim()
     sim.bring_up()
     sim.olt.plug_out_transceiver(0)
