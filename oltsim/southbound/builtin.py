@@ -319,7 +319,7 @@ class BuiltinAdapter(service.Service):
             self.hub.close_stream(queue)
         for onu in self.onus.values():
             onu.forget()
-        self._waiting.clear()
+            self._answered(onu)
         self.sessions.clear()
         status = getattr(marker, "status", None)
         log.info("builtin-adapter-disconnected serial={serial} status={status} details={details}",
@@ -331,7 +331,7 @@ class BuiltinAdapter(service.Service):
     # ---- reading the stream ----------------------------------------------------------------------------
 
     def _wake(self) -> None:
-        if self._drain_call is None and not self._draining:
+        if self._drain_call is None and not self._draining and self.running:
             self._drain_call = self._call_later(0, self._drain)
 
     def _drain(self) -> None:
@@ -449,7 +449,7 @@ class BuiltinAdapter(service.Service):
         if onu.up:
             log.info("builtin-adapter-onu-down serial={serial} step={step}", serial=onu.serial, step=onu.step)
         onu.forget()
-        self._waiting.discard(onu)
+        self._answered(onu)
 
     def _pon_down(self, pon: int) -> None:
         for onu in self.onus.values():
@@ -472,6 +472,15 @@ class BuiltinAdapter(service.Service):
         if not self._rpc("OmciMsgOut", openolt_pb2.OmciMsg(intf_id=onu.pon, onu_id=onu.onu_id,
                                                            pkt=pkt.hex().encode("ascii")), onu):
             self._fail(onu, f"OmciMsgOut {request.step} refused")
+
+    def _answered(self, onu: AdapterOnu) -> None:
+        """`onu` waits for no OMCI answer any more; the sweeper stops when no ONU does."""
+        self._waiting.discard(onu)
+        if not self._waiting and self._sweep_call is not None:
+            call, self._sweep_call = self._sweep_call, None
+            self._calls.discard(call)
+            if call.active():
+                call.cancel()
 
     def _sweep(self) -> None:
         """Every OMCI_TIMEOUT while requests are out: send again those unanswered for that long."""
@@ -500,7 +509,7 @@ class BuiltinAdapter(service.Service):
         onu.pending = None
         onu.config.clear()
         onu.step = "failed"
-        self._waiting.discard(onu)
+        self._answered(onu)
 
     def _on_omci(self, ind) -> None:
         onu = self.by_id.get((ind.intf_id, ind.onu_id))
@@ -515,7 +524,7 @@ class BuiltinAdapter(service.Service):
         if frame.tid != request.tid or frame.message_type != codec.AK | request.message_type:
             return
         onu.pending = None
-        self._waiting.discard(onu)
+        self._answered(onu)
         step = request.step
         if step == "mib-upload":
             onu.upload_count, onu.upload_seq = frame.u16(0), 0

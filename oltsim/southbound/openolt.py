@@ -153,7 +153,7 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         FAILED_PRECONDITION while oltsim's built-in adapter drives the OLT (`hub.driver`)."""
         if self._hub.driver is not None:
             raise FailedPrecondition(
-                f"the OLT is driven by oltsim's {self._hub.driver} adapter (started with --adapter "
+                f"the OLT is driven by oltsim's built-in adapter (oltsim was started with --adapter "
                 f"{self._hub.driver}); start oltsim without --adapter {self._hub.driver} to connect VOLTHA")
         queue = AsyncStreamQueue(STREAM_BUFFER)
         self._olt.emit(events.OpenoltRequest("EnableIndication"))
