@@ -22,6 +22,7 @@ setup(
         "oltsim.southbound",
         "oltsim._proto",
         "oltsim.platform",
+        "oltsim.ctl",
         # Twisted discovers plugins in twisted.plugins; named explicitly because
         # twisted/ and twisted/plugins/ deliberately have no __init__.py.
         "twisted.plugins",
@@ -65,5 +66,6 @@ setup(
             "selenium>=4.20",  # drives Debian's chromium (headless) for the /ui page tests
         ],
     },
-    entry_points={"console_scripts": ["oltsim-platform = oltsim.platform.cli:main"]},
+    entry_points={"console_scripts": ["oltsim-platform = oltsim.platform.cli:main",
+                                      "oltsimctl = oltsim.ctl.cli:main"]},
 )

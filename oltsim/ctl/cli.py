@@ -1,0 +1,276 @@
+"""`oltsimctl`: the command line. bbsimctl's command tree, names, aliases and positional arguments, plus `events`
+and `wait`; global options (connection, token, output) go before the command or after it.
+
+Exit codes: 0 done, 1 the server refused the call (its status and message on stderr), 2 a bad command line or
+setting, 3 `wait` timed out, 4 no connection to the server, 130 interrupted (except `events`, where Ctrl-C is the
+normal end: 0). See docs/oltsimctl.md.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from oltsim.ctl import commands as c
+from oltsim.ctl import watch
+from oltsim.ctl.connection import EXIT_USAGE, Connection, CtlError
+from oltsim.ctl.settings import DEFAULT_SERVER, ENV_CONFIG, ENV_SERVER, ENV_TOKEN, SettingsError, parse_duration
+from oltsim.ctl.settings import resolve as resolve_settings
+
+PROG = "oltsimctl"
+EXIT_INTERRUPTED = 130
+
+
+def _die(message: str, code: int) -> int:
+    print(f"{PROG}: {message}", file=sys.stderr)
+    return code
+
+
+def _uint32(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a non-negative integer: {text!r}") from None
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise argparse.ArgumentTypeError(f"out of range: {text!r}")
+    return value
+
+
+def _int32(text: str) -> int:
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if not -2**31 <= value < 2**31:
+        raise argparse.ArgumentTypeError(f"out of range: {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    value = _uint32(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except SettingsError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _bool(text: str) -> bool:
+    try:
+        return c.parse_bool(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_global_options(parser: argparse.ArgumentParser, leaf: bool, call_timeout: bool = True) -> None:
+    """The connection and output options. On commands (`leaf`) they default to SUPPRESS, so that a value given
+    before the command is kept unless repeated after it."""
+    def default(value):
+        return argparse.SUPPRESS if leaf else value
+
+    group = parser.add_argument_group("global options")
+    group.add_argument("-c", "--config", metavar="FILE", default=default(None),
+                       help=f"client config file (default: ${ENV_CONFIG}, else ~/.oltsim/config if it exists)")
+    group.add_argument("-s", "--server", metavar="HOST:PORT", default=default(None),
+                       help=f"oltsim's v1 gRPC endpoint (default: ${ENV_SERVER}, else {DEFAULT_SERVER})")
+    group.add_argument("--tls", action="store_true", default=default(False),
+                       help="connect with TLS (implied by --ca-cert, --client-cert and --server-name)")
+    group.add_argument("--ca-cert", metavar="FILE", default=default(None),
+                       help="CA certificates (PEM) to trust instead of the system's")
+    group.add_argument("--client-cert", metavar="FILE", default=default(None),
+                       help="client certificate (PEM) for servers that require one; with --client-key")
+    group.add_argument("--client-key", metavar="FILE", default=default(None), help="its private key (PEM)")
+    group.add_argument("--server-name", metavar="NAME", default=default(None),
+                       help="the name to expect in the server's certificate (default: the host of --server)")
+    group.add_argument("--token-file", metavar="FILE", default=default(None),
+                       help=f"file holding the access token (default: ${ENV_TOKEN}); sent as "
+                            "'authorization: Bearer <token>'")
+    group.add_argument("--token", metavar="TOKEN", default=default(None),
+                       help="the access token itself (visible in the process list: prefer --token-file)")
+    if call_timeout:
+        group.add_argument("--timeout", dest="call_timeout", metavar="SECONDS", type=_seconds,
+                           default=default(None), help="deadline of each call (default: 10s, or grpc.timeout of "
+                                                       "the config file)")
+    group.add_argument("-o", "--output", choices=("table", "json"), default=default("table"),
+                       help="table (bbsimctl's layout; lines for events) or json (the REST API's JSON)")
+
+
+class _Tree:
+    """Builds the command tree: groups of commands, each command with the global options and its handler."""
+
+    def __init__(self, subparsers):
+        self.subparsers = subparsers
+
+    def command(self, name: str, handler, help: str, aliases=(), call_timeout: bool = True):
+        parser = self.subparsers.add_parser(name, help=help, description=help, aliases=list(aliases))
+        add_global_options(parser, leaf=True, call_timeout=call_timeout)
+        parser.set_defaults(handler=handler)
+        return parser
+
+    def group(self, name: str, help: str) -> "_Tree":
+        parser = self.subparsers.add_parser(name, help=help, description=help)
+        return _Tree(parser.add_subparsers(dest=f"{name}_command", metavar="COMMAND", required=True))
+
+
+def _onu_sn(parser, optional: bool = False) -> None:
+    if optional:
+        parser.add_argument("onu_sn", metavar="ONU_SN", nargs="?", default="", help="ONU serial number (all if none)")
+    else:
+        parser.add_argument("onu_sn", metavar="ONU_SN", help="ONU serial number, e.g. BBSM00000001")
+
+
+def _verbose(parser, what: str) -> None:
+    parser.add_argument("-v", "--verbose", action="store_true", help=f"add a column with {what}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The whole command line."""
+    parser = argparse.ArgumentParser(
+        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Query and drive an oltsim OLT over its v1 gRPC API: bbsimctl's commands and output, plus\n"
+                    "TLS, the access token, JSON output, `events` and `wait`.",
+        epilog="exit codes: 0 done, 1 refused by the server, 2 bad usage or setting, 3 wait timed out, "
+               "4 no connection")
+    add_global_options(parser, leaf=False)
+    root = _Tree(parser.add_subparsers(dest="command", metavar="COMMAND", required=True))
+
+    root.command("config", c.show_config, "print the effective client configuration and the version")
+
+    olt = root.group("olt", "OLT commands")
+    olt.command("get", c.olt_get, "show the OLT")
+    p = olt.command("resources", c.olt_resources, "list the resources the adapter allocated")
+    p.add_argument("type", metavar="TYPE", help="ALLOC_ID or GEM_PORT")
+    olt.command("nnis", c.olt_nnis, "list the NNI ports")
+    olt.command("pons", c.olt_pons, "list the PON ports")
+    olt.command("shutdown", c.olt_shutdown, "shut the OLT down")
+    olt.command("poweron", c.olt_poweron, "power the OLT on")
+    olt.command("reboot", c.olt_reboot, "reboot the OLT")
+    alarms = olt.group("alarms", "raise, clear and list OLT alarms")
+    for name, handler, verb in (("raise", c.olt_alarm_raise, "raise"), ("clear", c.olt_alarm_clear, "clear")):
+        p = alarms.command(name, handler, f"{verb} an OLT alarm on an interface")
+        p.add_argument("name", metavar="NAME", help="OLT_PON_LOS or OLT_NNI_LOS")
+        p.add_argument("intf_id", metavar="INTF_ID", type=_uint32, help="the PON or NNI id")
+    alarms.command("list", c.olt_alarm_list, "list the OLT alarm names")
+    olt.command("flows", c.olt_flows, "list every flow of the OLT")
+    olt.command("poweronAllONUs", c.olt_poweron_all, "power on every ONU")
+    olt.command("shutdownAllONUs", c.olt_shutdown_all, "shut every ONU down")
+    olt.command("stopServer", c.olt_stop_server, "stop the OpenOLT gRPC server")
+    olt.command("startServer", c.olt_start_server, "start the OpenOLT gRPC server")
+    p = olt.command("restartServer", c.olt_restart_server, "stop the OpenOLT gRPC server, start it DELAY s later")
+    p.add_argument("delay", metavar="DELAY", type=_uint32, help="seconds")
+
+    onu = root.group("onu", "ONU commands")
+    _verbose(onu.command("list", c.onu_list, "list the ONUs"), "their UNIs")
+    p = onu.command("get", c.onu_get, "show one ONU")
+    _verbose(p, "its UNIs")
+    _onu_sn(p)
+    _onu_sn(onu.command("shutdown", c.onu_shutdown, "shut an ONU down"))
+    _onu_sn(onu.command("poweron", c.onu_poweron, "power an ONU on"))
+    _onu_sn(onu.command("auth_restart", c.onu_auth_restart, "restart EAPOL on every UNI of an ONU",
+                        aliases=("restartEapol",)))
+    _onu_sn(onu.command("dhcp_restart", c.onu_dhcp_restart, "restart DHCP on every UNI of an ONU",
+                        aliases=("restartDhcp",)))
+    p = onu.command("igmp", c.onu_igmp, "join or leave a multicast group on a UNI")
+    _onu_sn(p)
+    p.add_argument("uni_id", metavar="UNI_ID", type=_int32, help="the UNI id")
+    p.add_argument("sub_action", metavar="ACTION", help="join, leave or joinv3")
+    p.add_argument("group_address", metavar="GROUP_ADDRESS", help="the multicast group, e.g. 224.0.0.22")
+    p.add_argument("-v", "--vlan", type=_int32, default=0, help="VLAN to set")
+    _onu_sn(onu.command("traffic_schedulers", c.onu_traffic_schedulers, "show an ONU's traffic schedulers"))
+    alarms = onu.group("alarms", "raise, clear and list ONU alarms")
+    for name, handler, verb in (("raise", c.onu_alarm_raise, "raise"), ("clear", c.onu_alarm_clear, "clear")):
+        p = alarms.command(name, handler, f"{verb} an ONU alarm")
+        p.add_argument("-p", dest="parameters", action="append", metavar="NAME=VALUE",
+                       help="an alarm parameter (repeatable)")
+        p.add_argument("name", metavar="NAME", help="the alarm, see `onu alarms list`")
+        _onu_sn(p)
+    alarms.command("list", c.onu_alarm_list, "list the ONU alarm names")
+    _onu_sn(onu.command("flows", c.onu_flows, "list an ONU's flows"))
+    _onu_sn(onu.command("services", c.onu_services, "list an ONU's services"), optional=True)
+    _onu_sn(onu.command("invalidate_mds", c.onu_invalidate_mds, "invalidate an ONU's MIB data sync counter"))
+
+    pon = root.group("pon", "PON commands")
+    for name, handler, verb in (("poweronAllONUs", c.pon_poweron_all, "power on"),
+                                ("shutdownAllONUs", c.pon_shutdown_all, "shut down")):
+        p = pon.command(name, handler, f"{verb} every ONU of a PON")
+        p.add_argument("intf_id", metavar="INTF_ID", type=_uint32, help="the PON id")
+
+    service = root.group("service", "service commands")
+    service.command("list", c.service_list, "list every service")
+
+    uni = root.group("uni", "UNI commands")
+    _verbose(uni.command("list", c.uni_list, "list every UNI"), "their services")
+    p = uni.command("get", c.uni_get, "list the UNIs of an ONU")
+    _verbose(p, "their services")
+    _onu_sn(p)
+    p = uni.command("services", c.uni_services, "list the services of an ONU or of one of its UNIs")
+    _onu_sn(p, optional=True)
+    p.add_argument("uni_id", metavar="UNI_ID", nargs="?", default="", help="the UNI id (all if none)")
+    for name, handler, what in (("auth_restart", c.onu_auth_restart, "EAPOL"),
+                                ("dhcp_restart", c.onu_dhcp_restart, "DHCP")):
+        p = uni.command(name, handler, f"restart {what} on one UNI")
+        _onu_sn(p)
+        p.add_argument("uni_id", metavar="UNI_ID", help="the UNI id")
+
+    p = root.command("log", c.log_level, "set oltsim's log level")
+    p.add_argument("level", metavar="LEVEL", help="trace, debug, info, warn or error")
+    p.add_argument("caller", metavar="CALLER", type=_bool, help="true or false (kept for bbsimctl; oltsim's "
+                                                                  "log lines always name their system)")
+
+    p = root.command("events", watch.events, "print events as they happen (Ctrl-C ends)")
+    p.add_argument("--type", dest="types", action="append", metavar="TYPE",
+                   help="only this event type, e.g. onu-state-changed, alarm, flow-added (repeatable)")
+    p.add_argument("--onu", metavar="ONU_SN", help="only events of this ONU")
+    p.add_argument("--count", type=_positive_int, metavar="N", help="exit after N events")
+    p.add_argument("--duration", type=_seconds, metavar="SECONDS", help="exit after this long")
+    p.add_argument("--follow", action="store_true",
+                   help="when the stream ends or the server is unreachable, reconnect (every second) instead of "
+                        "exiting")
+
+    p = root.command("wait", watch.wait, "wait until the ONUs are in a state; exit 3 on timeout",
+                     call_timeout=False)
+    p.add_argument("--state", required=True, metavar="STATE",
+                   help="an ONU state (enabled, disabled, ...) or a service state (eap_response_success_received, "
+                        "dhcp_ack_received, ...)")
+    p.add_argument("--timeout", type=_seconds, default=60.0, metavar="SECONDS",
+                   help="give up after this long (default 60)")
+    p.add_argument("--onus", action="append", metavar="SN,...", help="only these ONUs (default: all)")
+    p.add_argument("--interval", type=_seconds, default=0.5, metavar="SECONDS",
+                   help="time between two looks (default 0.5)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command; returns the exit code (see the module docstring)."""
+    args = build_parser().parse_args(argv)
+    interrupted = EXIT_INTERRUPTED
+    try:
+        settings = resolve_settings(args)
+        if args.handler is c.show_config:
+            return c.show_config(settings, args, sys.stdout)
+        with Connection(settings) as conn:
+            if args.handler in (watch.events, watch.wait):
+                if args.handler is watch.events:
+                    interrupted = 0
+                return args.handler(conn, args, sys.stdout, sys.stderr)
+            return args.handler(conn, args, sys.stdout)
+    except SettingsError as exc:
+        return _die(str(exc), EXIT_USAGE)
+    except CtlError as exc:
+        return _die(str(exc), exc.code)
+    except KeyboardInterrupt:
+        return interrupted
+    except BrokenPipeError:
+        # The reader went away (`| head`): say nothing more, and keep Python from complaining at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,415 @@
+"""bbsimctl's commands: each calls `bbsim.BBSim` and prints the answer as bbsimctl does (`--output table`, the
+default) or as the JSON the v1 REST API gives for the same message (`--output json`).
+
+Every handler takes (connection, parsed arguments, output stream) and returns the exit code; failures raise
+`oltsim.ctl.connection.CtlError`. Where bbsimctl has a bug its output is not copied: an NNI table lists only
+the columns the API carries, the traffic scheduler table has one row per scheduler, cookies print unsigned and
+`onu igmp` prints the server's answer and fails when the call does.
+"""
+from __future__ import annotations
+
+import json
+
+from google.protobuf.descriptor import FieldDescriptor
+
+from oltsim import __version__
+from oltsim._proto import bbsim_pb2
+from oltsim.api.translate import to_json_dict
+from oltsim.ctl.connection import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CtlError
+from oltsim.ctl.tables import box, columns, go_list, go_text
+from oltsim.model.alarms import ONU_ALARMS
+
+# bbsimctl's column lists (its format strings), by message.
+OLT_COLUMNS = ("ID", "SerialNumber", "OperState", "InternalState", "IP", "NniDhcpTrapVid")
+RESOURCE_COLUMNS = ("Type", "PonPortId", "OnuId", "PortNo", "ResourceId", "FlowId")
+NNI_COLUMNS = ("ID", "OperState")  # bbsimctl names InternalState and PacketCount too, which NNIPort lacks
+PON_COLUMNS = ("ID", "Technology", "OperState", "InternalState", "PacketCount", "AllocatedOnuIds",
+               "AllocatedGemPorts", "AllocatedAllocIds")
+ONU_COLUMNS = ("PonPortID", "ID", "SerialNumber", "OperState", "InternalState", "ImageSoftwareExpectedSections",
+               "ImageSoftwareReceivedSections", "ActiveImageEntityId", "CommittedImageEntityId")
+UNI_COLUMNS = ("OnuSn", "OnuID", "ID", "MeID", "PortNo", "OperState", "Type")
+SERVICE_COLUMNS = ("OnuSn", "UniId", "InternalState", "Name", "HwAddress", "STag", "UsSTagPriority",
+                   "DsSTagPriority", "CTag", "UsCTagPriority", "DsCTagPriority", "UniTagMatch", "NeedsEapol",
+                   "NeedsDhcp", "NeedsIgmp", "NeedsPPPoE", "ConfigureMacAddress", "EnableMacLearning", "GemPort",
+                   "EapolState", "DhcpState", "IGMPState")
+FLOW_HEADER = ("access_intf_id", "onu_id", "uni_id", "flow_id", "flow_type", "eth_type", "alloc_id",
+               "network_intf_id", "gemport_id", "classifier", "action", "priority", "cookie", "port_no")
+SCHEDULER_HEADER = ("Direction", "AllocId", "Scheduler.Direction", "Scheduler.AdditionalBw", "Scheduler.Priority",
+                    "Scheduler.Weight", "Scheduler.SchedPolicy")
+SHAPING_HEADER = ("InferredAdditionBwIndication", "Cbs", "Cir", "Gir", "Pbs", "Pir")
+
+OLT_ALARMS = {"OLT_PON_LOS": "pon", "OLT_NNI_LOS": "nni"}
+IGMP_ACTIONS = {"join": bbsim_pb2.JOIN, "leave": bbsim_pb2.LEAVE, "joinv3": bbsim_pb2.JOINV3}
+RESOURCE_TYPES = ("ALLOC_ID", "GEM_PORT")
+
+
+# ---- output helpers -----------------------------------------------------------------------------------------
+
+def print_json(out, value) -> None:
+    """`value` (a message or plain data) as indented JSON with the REST API's field names."""
+    data = to_json_dict(value) if hasattr(value, "DESCRIPTOR") else value
+    out.write(json.dumps(data, indent=2, sort_keys=False) + "\n")
+
+
+def field_text(message, name: str) -> str:
+    """One field as bbsimctl's template prints it: enums by name, repeated messages as a Go slice."""
+    field = message.DESCRIPTOR.fields_by_name[name]
+    value = getattr(message, name)
+    if field.is_repeated:
+        if field.type == FieldDescriptor.TYPE_MESSAGE:
+            return go_list(value)
+        return "[" + " ".join(str(v) for v in value) + "]"
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        number = field.enum_type.values_by_number.get(value)
+        return number.name if number is not None else str(value)
+    if field.type == FieldDescriptor.TYPE_BOOL:
+        return "true" if value else "false"
+    if field.type == FieldDescriptor.TYPE_MESSAGE:
+        return go_text(value)
+    return str(value)
+
+
+def message_table(names, messages) -> str:
+    """A bbsimctl tabwriter table of `messages`, one column per field name, headers upper case."""
+    return columns([name.upper() for name in names], [[field_text(m, name) for name in names] for m in messages])
+
+
+def response(conn, args, out, method: str, request) -> int:
+    """A call answered by `bbsim.Response`: `[Status: <code>] <message>` as bbsimctl prints it."""
+    answer = conn.call(method, request)
+    if args.output == "json":
+        print_json(out, answer)
+    else:
+        out.write(f"[Status: {answer.status_code}] {answer.message}\n")
+    return EXIT_OK
+
+
+def _enum_name(message, name: str) -> str:
+    return field_text(message, name)
+
+
+# ---- olt ----------------------------------------------------------------------------------------------------
+
+def olt_get(conn, args, out) -> int:
+    olt = conn.call("GetOlt", bbsim_pb2.Empty())
+    if args.output == "json":
+        print_json(out, olt)
+    else:
+        out.write(message_table(OLT_COLUMNS, [olt]))
+    return EXIT_OK
+
+
+def olt_resources(conn, args, out) -> int:
+    kind = args.type.upper()
+    if kind not in RESOURCE_TYPES:
+        raise CtlError(f"resource type must be one of {', '.join(RESOURCE_TYPES)} (got {args.type!r})", EXIT_USAGE)
+    answer = conn.call("GetOltAllocatedResources",
+                       bbsim_pb2.OltAllocatedResourceType(type=bbsim_pb2.OltAllocatedResourceType.Type.Value(kind)))
+    if args.output == "json":
+        print_json(out, answer)
+    else:
+        out.write(message_table(RESOURCE_COLUMNS, answer.resources))
+    return EXIT_OK
+
+
+def _olt_ports(conn, args, out, title: str, field: str, names) -> int:
+    olt = conn.call("GetOlt", bbsim_pb2.Empty())
+    ports = getattr(olt, field)
+    if args.output == "json":
+        print_json(out, {field: [to_json_dict(port) for port in ports]})
+    else:
+        out.write(f"{title} Ports for : {olt.SerialNumber}\n\n")
+        out.write(message_table(names, ports))
+    return EXIT_OK
+
+
+def olt_nnis(conn, args, out) -> int:
+    return _olt_ports(conn, args, out, "NNI", "NNIPorts", NNI_COLUMNS)
+
+
+def olt_pons(conn, args, out) -> int:
+    return _olt_ports(conn, args, out, "PON", "PONPorts", PON_COLUMNS)
+
+
+def olt_shutdown(conn, args, out) -> int:
+    return response(conn, args, out, "ShutdownOlt", bbsim_pb2.Empty())
+
+
+def olt_poweron(conn, args, out) -> int:
+    return response(conn, args, out, "PoweronOlt", bbsim_pb2.Empty())
+
+
+def olt_reboot(conn, args, out) -> int:
+    return response(conn, args, out, "RebootOlt", bbsim_pb2.Empty())
+
+
+def olt_poweron_all(conn, args, out) -> int:
+    return response(conn, args, out, "PoweronAllONUs", bbsim_pb2.Empty())
+
+
+def olt_shutdown_all(conn, args, out) -> int:
+    return response(conn, args, out, "ShutdownAllONUs", bbsim_pb2.Empty())
+
+
+def olt_stop_server(conn, args, out) -> int:
+    return response(conn, args, out, "StopgRPCServer", bbsim_pb2.Empty())
+
+
+def olt_start_server(conn, args, out) -> int:
+    return response(conn, args, out, "StartgRPCServer", bbsim_pb2.Empty())
+
+
+def olt_restart_server(conn, args, out) -> int:
+    return response(conn, args, out, "RestartgRPCServer", bbsim_pb2.Timeout(delay=args.delay))
+
+
+def _olt_alarm(conn, args, out, status: str) -> int:
+    interface = OLT_ALARMS.get(args.name.upper())
+    if interface is None:
+        raise CtlError(f"unknown OLT alarm {args.name!r}; known: {', '.join(sorted(OLT_ALARMS))}", EXIT_USAGE)
+    return response(conn, args, out, "SetOltAlarmIndication",
+                    bbsim_pb2.OLTAlarmRequest(InterfaceID=args.intf_id, InterfaceType=interface, Status=status))
+
+
+def olt_alarm_raise(conn, args, out) -> int:
+    return _olt_alarm(conn, args, out, "on")
+
+
+def olt_alarm_clear(conn, args, out) -> int:
+    return _olt_alarm(conn, args, out, "off")
+
+
+def _alarm_list(args, out, title: str, header: str, names) -> int:
+    names = sorted(names)
+    if args.output == "json":
+        print_json(out, {"alarms": names})
+    else:
+        out.write(f"{title} Alarms List:\n")
+        out.write(box([header], [[name] for name in names], row_lines=False))
+    return EXIT_OK
+
+
+def olt_alarm_list(conn, args, out) -> int:
+    return _alarm_list(args, out, "OLT", "OLT Alarms", OLT_ALARMS)
+
+
+def _flows(conn, args, out, serial: str) -> int:
+    answer = conn.call("GetFlows", bbsim_pb2.ONURequest(SerialNumber=serial))
+    if args.output == "json":
+        print_json(out, answer)
+        return EXIT_OK
+    if not answer.flows:
+        out.write(f"ONU {serial} has no flows\n" if serial else "OLT has no flows\n")
+        return EXIT_OK
+    rows = [[flow.access_intf_id, flow.onu_id, flow.uni_id, flow.flow_id, flow.flow_type,
+             f"{flow.classifier.eth_type:x}", flow.alloc_id, flow.network_intf_id, flow.gemport_id,
+             go_text(flow.classifier), go_text(flow.action), flow.priority, flow.cookie, flow.port_no]
+            for flow in answer.flows]
+    out.write("ONU Flows:\n" if serial else "OLT Flows:\n")
+    out.write(box(list(FLOW_HEADER), rows, wrap=(9, 10)))
+    return EXIT_OK
+
+
+def olt_flows(conn, args, out) -> int:
+    return _flows(conn, args, out, "")
+
+
+# ---- onu ----------------------------------------------------------------------------------------------------
+
+def _onu_table(onus, verbose: bool) -> str:
+    return message_table(ONU_COLUMNS + (("unis",) if verbose else ()), onus)
+
+
+def onu_list(conn, args, out) -> int:
+    onus = conn.call("GetONUs", bbsim_pb2.Empty())
+    if args.output == "json":
+        print_json(out, onus)
+    else:
+        out.write(_onu_table(onus.items, args.verbose))
+    return EXIT_OK
+
+
+def onu_get(conn, args, out) -> int:
+    onu = conn.call("GetONU", bbsim_pb2.ONURequest(SerialNumber=args.onu_sn))
+    if args.output == "json":
+        print_json(out, onu)
+    else:
+        out.write(_onu_table([onu], args.verbose))
+    return EXIT_OK
+
+
+def onu_shutdown(conn, args, out) -> int:
+    return response(conn, args, out, "ShutdownONU", bbsim_pb2.ONURequest(SerialNumber=args.onu_sn))
+
+
+def onu_poweron(conn, args, out) -> int:
+    return response(conn, args, out, "PoweronONU", bbsim_pb2.ONURequest(SerialNumber=args.onu_sn))
+
+
+def onu_auth_restart(conn, args, out) -> int:
+    return response(conn, args, out, "RestartEapol",
+                    bbsim_pb2.UNIRequest(OnuSerialNumber=args.onu_sn, UniID=getattr(args, "uni_id", "") or ""))
+
+
+def onu_dhcp_restart(conn, args, out) -> int:
+    return response(conn, args, out, "RestartDhcp",
+                    bbsim_pb2.UNIRequest(OnuSerialNumber=args.onu_sn, UniID=getattr(args, "uni_id", "") or ""))
+
+
+def onu_invalidate_mds(conn, args, out) -> int:
+    return response(conn, args, out, "InvalidateMds", bbsim_pb2.ONURequest(SerialNumber=args.onu_sn))
+
+
+def onu_igmp(conn, args, out) -> int:
+    action = IGMP_ACTIONS.get(args.sub_action.lower())
+    if action is None:
+        raise CtlError(f"IGMP action must be one of {', '.join(IGMP_ACTIONS)} (got {args.sub_action!r})",
+                       EXIT_USAGE)
+    return response(conn, args, out, "ChangeIgmpState",
+                    bbsim_pb2.IgmpRequest(OnuSerialNumber=args.onu_sn, UniID=args.uni_id, SubActionVal=action,
+                                          GroupAddress=args.group_address, VLAN=args.vlan))
+
+
+def onu_traffic_schedulers(conn, args, out) -> int:
+    answer = conn.call("GetOnuTrafficSchedulers", bbsim_pb2.ONURequest(SerialNumber=args.onu_sn))
+    if args.output == "json":
+        print_json(out, answer)
+        return EXIT_OK
+    if not answer.HasField("traffSchedulers"):
+        raise CtlError(f"ONU {args.onu_sn} has no traffic schedulers", EXIT_REFUSED)
+    schedulers = answer.traffSchedulers
+    schedule_rows, shaping_rows = [], []
+    for sched in schedulers.traffic_scheds:
+        schedule_rows.append([_enum_name(sched, "direction"), sched.alloc_id,
+                              _enum_name(sched.scheduler, "direction"),
+                              _enum_name(sched.scheduler, "additional_bw"), sched.scheduler.priority,
+                              sched.scheduler.weight, _enum_name(sched.scheduler, "sched_policy")])
+        shaping = sched.traffic_shaping_info
+        shaping_rows.append([_enum_name(shaping, "add_bw_ind"), shaping.cbs, shaping.cir, shaping.gir, shaping.pbs,
+                             shaping.pir])
+    # bbsimctl ends these four lines with a space
+    out.write(f"OnuId: {schedulers.onu_id} \nIntfId: {schedulers.intf_id} \nUniId: {schedulers.uni_id} \n"
+              f"OnuPortNo: {schedulers.port_no} \n")
+    out.write("Traffic Schedulers Info:\n")
+    out.write(box(list(SCHEDULER_HEADER), schedule_rows))
+    out.write("Traffic Shaping Info:\n")
+    out.write(box(list(SHAPING_HEADER), shaping_rows))
+    return EXIT_OK
+
+
+def _parameters(items) -> list:
+    parameters = []
+    for item in items or ():
+        key, sep, value = item.partition("=")
+        if not sep or not key or "=" in value:
+            raise CtlError(f"invalid alarm parameter {item!r}: use name=value", EXIT_USAGE)
+        parameters.append(bbsim_pb2.AlarmParameter(Key=key, Value=value))
+    return parameters
+
+
+def _onu_alarm(conn, args, out, status: str) -> int:
+    return response(conn, args, out, "SetOnuAlarmIndication",
+                    bbsim_pb2.ONUAlarmRequest(AlarmType=args.name, SerialNumber=args.onu_sn, Status=status,
+                                              Parameters=_parameters(args.parameters)))
+
+
+def onu_alarm_raise(conn, args, out) -> int:
+    return _onu_alarm(conn, args, out, "on")
+
+
+def onu_alarm_clear(conn, args, out) -> int:
+    return _onu_alarm(conn, args, out, "off")
+
+
+def onu_alarm_list(conn, args, out) -> int:
+    return _alarm_list(args, out, "ONU", "ONU Alarms", ONU_ALARMS)
+
+
+def onu_flows(conn, args, out) -> int:
+    return _flows(conn, args, out, args.onu_sn)
+
+
+def _services(conn, args, out, serial: str, uni: str) -> int:
+    services = conn.call("GetServices", bbsim_pb2.UNIRequest(OnuSerialNumber=serial, UniID=uni))
+    if args.output == "json":
+        print_json(out, services)
+    else:
+        out.write(message_table(SERVICE_COLUMNS, services.items))
+    return EXIT_OK
+
+
+def onu_services(conn, args, out) -> int:
+    return _services(conn, args, out, args.onu_sn or "", "")
+
+
+# ---- pon, service, uni --------------------------------------------------------------------------------------
+
+def pon_poweron_all(conn, args, out) -> int:
+    return response(conn, args, out, "PoweronONUsOnPON", bbsim_pb2.PONRequest(PonPortId=args.intf_id))
+
+
+def pon_shutdown_all(conn, args, out) -> int:
+    return response(conn, args, out, "ShutdownONUsOnPON", bbsim_pb2.PONRequest(PonPortId=args.intf_id))
+
+
+def service_list(conn, args, out) -> int:
+    return _services(conn, args, out, "", "")
+
+
+def _uni_table(unis, verbose: bool) -> str:
+    return message_table(UNI_COLUMNS + (("services",) if verbose else ()), unis)
+
+
+def uni_list(conn, args, out) -> int:
+    unis = conn.call("GetUnis", bbsim_pb2.Empty())
+    if args.output == "json":
+        print_json(out, unis)
+    else:
+        out.write(_uni_table(unis.items, args.verbose))
+    return EXIT_OK
+
+
+def uni_get(conn, args, out) -> int:
+    unis = conn.call("GetOnuUnis", bbsim_pb2.ONURequest(SerialNumber=args.onu_sn))
+    if args.output == "json":
+        print_json(out, unis)
+    else:
+        out.write(_uni_table(unis.items, args.verbose))
+    return EXIT_OK
+
+
+def uni_services(conn, args, out) -> int:
+    return _services(conn, args, out, args.onu_sn or "", args.uni_id or "")
+
+
+# ---- log, config --------------------------------------------------------------------------------------------
+
+def parse_bool(text: str) -> bool:
+    """A boolean argument as Go's strconv.ParseBool reads it (true/false, 1/0, t/f), plus yes/no."""
+    value = text.strip().lower()
+    if value in ("1", "t", "true", "yes", "y", "on"):
+        return True
+    if value in ("0", "f", "false", "no", "n", "off"):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+def log_level(conn, args, out) -> int:
+    answer = conn.call("SetLogLevel", bbsim_pb2.LogLevel(level=args.level, caller=args.caller))
+    if args.output == "json":
+        print_json(out, answer)
+    else:
+        out.write(f"New log settings:\n\tLevel: {answer.level}\n\tReportCaller: {'true' if answer.caller else 'false'}\n")
+    return EXIT_OK
+
+
+def show_config(settings, args, out) -> int:
+    """The effective settings (never the token itself) and oltsimctl's version, as `bbsimctl config` does."""
+    data = settings.describe()
+    if args.output == "json":
+        print_json(out, {**data, "version": __version__})
+        return EXIT_OK
+    import yaml
+    out.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
+    out.write(f"\nOltsimCtl details:\n\tVersion: {__version__}\n")
+    return EXIT_OK

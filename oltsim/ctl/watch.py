@@ -1,0 +1,212 @@
+"""`oltsimctl events` (a tail of `oltsim.v1.Oltsim/StreamEvents`) and `oltsimctl wait` (until ONUs reach a state).
+
+`wait` polls `GetONUs` (one call gives every ONU with its UNIs and services) every `--interval` seconds until the
+ONUs are in the state or `--timeout` passes; a tqdm bar on stderr shows how many are there. The state is one of
+the ONU's (`enabled`, `disabled`, ...: compared with its InternalState) or of a service's machines (EAPOL
+`eap_response_success_received`, DHCP `dhcp_ack_received`, IGMP `igmp_join_started`, service `disabled`): an ONU
+is in a service state when every one of its services that runs that protocol is.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import time
+
+import grpc
+from tqdm import tqdm
+
+from oltsim._proto import bbsim_pb2, oltsim_pb2
+from oltsim.api.translate import to_json_dict
+from oltsim.ctl.connection import EXIT_CONNECT, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, CtlError
+from oltsim.model.onu import DHCP_MACHINE, EAPOL_MACHINE, IGMP_MACHINE, ONU_MACHINE, SERVICE_MACHINE
+
+#: Seconds between two connection attempts of `events --follow`.
+RECONNECT_DELAY = 1.0
+#: How many ONUs a timeout line names (the rest are counted).
+NAMED_ONUS = 10
+
+
+# ---- events -------------------------------------------------------------------------------------------------
+
+def event_time(seconds: float) -> str:
+    """An event's time as UTC ISO 8601 with milliseconds."""
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def event_line(event: oltsim_pb2.Event) -> str:
+    """One event on one line: time, type, the identifiers it has (pon, onu, serial, uni), its details by name."""
+    parts = [event_time(event.time), event.type]
+    for name, value in (("pon", event.pon_id), ("onu", event.onu_id), ("uni", event.uni_id)):
+        if value >= 0:
+            parts.append(f"{name}={value}")
+    if event.onu_serial:
+        parts.append(f"serial={event.onu_serial}")
+    parts.extend(f"{key}={event.details[key]}" for key in sorted(event.details))
+    return " ".join(parts)
+
+
+def event_json(event: oltsim_pb2.Event) -> str:
+    """One event as a JSON line (the REST API's field names)."""
+    return json.dumps(to_json_dict(event), sort_keys=True)
+
+
+def events(conn, args, out, err) -> int:
+    """Print events as they come until `--count` are printed, `--duration` passes, the stream ends (with
+    `--follow`: reconnect instead) or Ctrl-C (exit 0)."""
+    request = oltsim_pb2.EventFilter(types=args.types or [], onu_serial=args.onu or "")
+    deadline = None if args.duration is None else time.monotonic() + args.duration
+    printed = 0
+    call = None
+    try:
+        while True:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return EXIT_OK
+            call = conn.stream("StreamEvents", request, timeout=remaining)
+            try:
+                for event in call:
+                    if event.dropped:
+                        err.write(f"oltsimctl: {event.dropped} events dropped before this one (reading too slowly)\n")
+                    out.write((event_json(event) if args.output == "json" else event_line(event)) + "\n")
+                    out.flush()
+                    printed += 1
+                    if args.count and printed >= args.count:
+                        return EXIT_OK
+                if not args.follow:
+                    return EXIT_OK  # the server ended the stream
+                err.write("oltsimctl: the event stream ended; reconnecting\n")
+            except grpc.RpcError as exc:
+                if deadline is not None and time.monotonic() >= deadline - 0.05 \
+                        and exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    return EXIT_OK
+                failure = conn.error(exc)
+                if not args.follow or failure.code != EXIT_CONNECT and exc.code() != grpc.StatusCode.UNAVAILABLE:
+                    raise failure from None
+                err.write(f"oltsimctl: {failure}; reconnecting\n")
+            finally:
+                call.cancel()
+            pause = RECONNECT_DELAY if deadline is None else min(RECONNECT_DELAY, deadline - time.monotonic())
+            if pause > 0:
+                time.sleep(pause)
+    except KeyboardInterrupt:
+        if call is not None:
+            call.cancel()
+        return EXIT_OK
+
+
+# ---- wait ---------------------------------------------------------------------------------------------------
+
+#: Service-level machines: (machine, the Service field holding its state, the Service flag saying it runs).
+_SERVICE_MACHINES = ((EAPOL_MACHINE, "EapolState", "NeedsEapol"), (DHCP_MACHINE, "DhcpState", "NeedsDhcp"),
+                     (IGMP_MACHINE, "IGMPState", "NeedsIgmp"), (SERVICE_MACHINE, "InternalState", None))
+
+
+def known_states() -> list[str]:
+    """Every state `wait --state` accepts."""
+    states = set(ONU_MACHINE.states)
+    for machine, _, _ in _SERVICE_MACHINES:
+        states |= machine.states
+    return sorted(states)
+
+
+class StateCheck:
+    """Whether an ONU is in `state`: an ONU state is its InternalState; a service state is that of each of its
+    services that runs the protocol (ONUs without such a service take no part)."""
+
+    def __init__(self, state: str):
+        self.state = state
+        self.field = self.flag = None
+        if state not in ONU_MACHINE.states:
+            for machine, field, flag in _SERVICE_MACHINES:
+                if state in machine.states:
+                    self.field, self.flag = field, flag
+                    break
+            else:
+                raise CtlError(f"unknown state {state!r}; known states: {', '.join(known_states())}", EXIT_USAGE)
+
+    def services(self, onu: bbsim_pb2.ONU) -> list:
+        """The services of `onu` that take part (all of its services for the service machine's own states)."""
+        services = [service for uni in onu.unis for service in uni.services] or list(onu.services)
+        return [s for s in services if self.flag is None or getattr(s, self.flag)]
+
+    def takes_part(self, onu: bbsim_pb2.ONU) -> bool:
+        return self.field is None or bool(self.services(onu))
+
+    def status(self, onu: bbsim_pb2.ONU) -> tuple[bool, str]:
+        """(in the state, what it is in: the ONU's state or its services' distinct states joined by `/`)."""
+        if self.field is None:
+            return onu.InternalState == self.state, onu.InternalState
+        states = [getattr(service, self.field) for service in self.services(onu)]
+        return all(s == self.state for s in states), "/".join(sorted(set(states)))
+
+
+def _progress(args, err, state: str):
+    quiet = args.quiet or not (hasattr(err, "isatty") and err.isatty())
+    return tqdm(total=0, desc=f"ONUs in {state}", file=err, disable=quiet, unit="onu", leave=True,
+                bar_format="{desc}: {n}/{total} |{bar}| {elapsed}")
+
+
+def wait(conn, args, out, err) -> int:
+    """Poll until every ONU (or those of `--onus`) is in `--state`; EXIT_TIMEOUT with a line saying where they
+    are when `--timeout` passes first. Connection failures are retried until then (the daemon may be starting)."""
+    check = StateCheck(args.state)
+    wanted = [serial for item in args.onus or () for serial in item.split(",") if serial]
+    deadline = time.monotonic() + args.timeout
+    last_failure = None
+    statuses: dict[str, tuple[bool, str]] = {}
+    with _progress(args, err, args.state) as bar:
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                onus = conn.call("GetONUs", bbsim_pb2.Empty(), timeout=max(0.1, min(conn.settings.timeout,
+                                                                                    remaining))).items
+            except CtlError as failure:
+                if failure.code != EXIT_CONNECT:
+                    raise
+                last_failure, onus = failure, None
+            if onus is not None:
+                last_failure = None
+                by_serial = {onu.SerialNumber: onu for onu in onus}
+                unknown = [serial for serial in wanted if serial not in by_serial]
+                if unknown:
+                    raise CtlError(f"no ONU {', '.join(unknown)} on this OLT", EXIT_USAGE)
+                selected = [by_serial[s] for s in wanted] if wanted else [o for o in onus if check.takes_part(o)]
+                if not selected and not wanted and onus:
+                    raise CtlError(f"no ONU has a service with {check.flag} set, none can reach {args.state}",
+                                   EXIT_USAGE)
+                statuses = {onu.SerialNumber: check.status(onu) for onu in selected}
+                done = sum(1 for ok, _ in statuses.values() if ok)
+                bar.total, bar.n = len(statuses), done
+                bar.refresh()
+                if done == len(statuses):
+                    bar.close()
+                    _summary(args, out, statuses, True)
+                    return EXIT_OK
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                bar.close()
+                if last_failure is not None:
+                    raise CtlError(f"timed out after {args.timeout:g}s: {last_failure}", EXIT_TIMEOUT)
+                _summary(args, out, statuses, False)
+                err.write(f"oltsimctl: timed out after {args.timeout:g}s: {_short(statuses, args.state)}\n")
+                return EXIT_TIMEOUT
+            time.sleep(min(args.interval, remaining))
+
+
+def _summary(args, out, statuses: dict, reached: bool) -> None:
+    done = sorted(serial for serial, (ok, _) in statuses.items() if ok)
+    if args.output == "json":
+        out.write(json.dumps({"state": args.state, "reached": reached, "total": len(statuses), "in_state": len(done),
+                              "onus": {serial: where for serial, (_, where) in sorted(statuses.items())}},
+                             indent=2) + "\n")
+    elif reached:
+        out.write(f"{len(done)} of {len(statuses)} ONUs in {args.state}\n")
+
+
+def _short(statuses: dict, state: str) -> str:
+    """`2 of 4 ONUs in enabled; not yet: BBSM00000002 (discovered), ...` with at most NAMED_ONUS names."""
+    others = sorted((serial, where) for serial, (ok, where) in statuses.items() if not ok)
+    named = ", ".join(f"{serial} ({where})" for serial, where in others[:NAMED_ONUS])
+    more = f" and {len(others) - NAMED_ONUS} more" if len(others) > NAMED_ONUS else ""
+    return f"{len(statuses) - len(others)} of {len(statuses)} ONUs in {state}; not yet: {named}{more}"
