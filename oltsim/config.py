@@ -924,6 +924,12 @@ def validate(settings: Settings) -> None:
     _one_of("adapter", s.adapter, ADAPTERS)
     if s.enable_events and not s.kafka_address.strip():
         raise ConfigError("kafka_address must name a broker (host:port) when events are enabled", "kafka_address")
+    if s.enable_events:
+        from oltsim.kafka import parse_address
+        try:
+            parse_address(s.kafka_address)
+        except ValueError as exc:
+            raise ConfigError(f"kafka_address: {exc}", "kafka_address") from None
     _one_of("log_level", s.log_level, LOG_LEVELS)
     if not s.sadis_host:
         raise ConfigError("sadis_host must not be empty", "sadis_host")

@@ -21,12 +21,13 @@ import asyncio
 import logging
 from collections import deque
 
+from twisted.application.service import Service
 from twisted.internet.defer import Deferred, succeed
 
 from oltsim.logs import logger
 from oltsim.onloop import check_asyncio_reactor
 
-__all__ = ["DEFAULT_BUFFER", "KafkaSink", "parse_address"]
+__all__ = ["DEFAULT_BUFFER", "KafkaSink", "SinkService", "parse_address"]
 
 log = logger("oltsim.kafka")
 
@@ -307,3 +308,20 @@ class KafkaSink:
         elif not self._ever_connected:
             log.info("kafka-connected sink={sink} address={address}", sink=self.name, address=self.address)
         self._ever_connected = True
+
+
+class SinkService(Service):
+    """A KafkaSink as a Twisted service: started with the daemon, stopped with it (a bounded flush: the daemon's stop
+    never waits more than STOP_TIMEOUT seconds for the broker)."""
+
+    def __init__(self, sink: KafkaSink, name: str):
+        self.sink = sink
+        self.setName(name)
+
+    def startService(self):
+        super().startService()
+        self.sink.start()
+
+    def stopService(self):
+        super().stopService()
+        return self.sink.stop()

@@ -28,6 +28,7 @@ from twisted.python import usage
 
 from oltsim import __version__
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
+from oltsim._proto import bbsim_dmi_pb2
 from oltsim.api.commands import V1Commands
 from oltsim.api.eventbus import EventBus
 from oltsim.api.sadis import SadisRest
@@ -43,10 +44,12 @@ from oltsim.dmi.events import EventsServicer
 from oltsim.dmi.hw import HWManagementServicer
 from oltsim.dmi.metrics import MetricsServicer
 from oltsim.dmi.sw import SoftwareManagementServicer
+from oltsim.dmi import transceivers as dmi_transceivers
 from oltsim.config import (DEFAULT_MAX_REQUEST_BODY, LISTENER_FIELDS, ConfigError, ConfigWarning, load_settings,
                            strict_error)
 from oltsim import nativeserver
-from oltsim.kafka import KafkaSink
+from oltsim.bbsimevents import BbsimEventPublisher
+from oltsim.kafka import KafkaSink, SinkService
 from oltsim.grpcserver import GrpcServerService, parse_grpc_endpoint
 from oltsim.logs import CONTROL, logger
 from oltsim.metrics import AioMetricsInterceptor, Metrics, counted, with_metrics
@@ -378,6 +381,14 @@ def makeService(options, reactor=None):
     olt.subscribe(follow_openolt)
 
     OltService(olt, hub, reactor).setServiceParent(top)
+    if settings.enable_events:
+        # BBSim's Kafka events (issue 15): its records, topic and client id, through a sink that never blocks the OLT
+        # (bounded buffer, drops counted); its stop flushes for a few seconds at most.
+        top.event_topic = settings.kafka_event_topic or f"BBSim-OLT-{settings.olt_id}-Events"
+        top.kafka_events = KafkaSink(settings.kafka_address, reactor=reactor, name="events", metrics=metrics,
+                                     client_id=f"BBSim-OLT-{settings.olt_id}")
+        BbsimEventPublisher(olt, reactor, lambda value: top.kafka_events.publish(top.event_topic, value))
+        SinkService(top.kafka_events, "kafka-events").setServiceParent(top)
     if settings.adapter == "builtin":
         # oltsim drives its own OpenOLT side (issue 16): started after the OLT powers on, stopped before it stops.
         BuiltinAdapter(olt, hub, OpenoltServicer(olt, hub), reactor).setServiceParent(top)
@@ -491,8 +502,8 @@ def _add_openolt(server, servicer):
 
 
 def _add_dmi(server, device, software) -> None:
-    """The four DMI services over ``device`` (``software``: its software servicer, closed when the server stops),
-    with reflection."""
+    """The four DMI services over ``device`` (``software``: its software servicer, closed when the server stops)
+    and BBSim's own ``bbsim.BBsim_dmi`` (transceivers, CreateEvent), with reflection."""
     hw_management_service_pb2_grpc.add_NativeHWManagementServiceServicer_to_server(
         on_loop(HWManagementServicer(device), hw_management_service_pb2_grpc.NativeHWManagementServiceServicer),
         server)
@@ -504,11 +515,13 @@ def _add_dmi(server, device, software) -> None:
     hw_metrics_mgmt_service_pb2_grpc.add_NativeMetricsManagementServiceServicer_to_server(
         on_loop(MetricsServicer(device), hw_metrics_mgmt_service_pb2_grpc.NativeMetricsManagementServiceServicer),
         server)
+    dmi_transceivers.add_to_server(dmi_transceivers.TransceiverServicer(device.olt, device), server)
     _reflect(server, *(module.DESCRIPTOR.services_by_name[name].full_name for module, name in (
         (hw_management_service_pb2, "NativeHWManagementService"),
         (sw_management_service_pb2, "NativeSoftwareManagementService"),
         (hw_events_mgmt_service_pb2, "NativeEventsManagementService"),
-        (hw_metrics_mgmt_service_pb2, "NativeMetricsManagementService"))))
+        (hw_metrics_mgmt_service_pb2, "NativeMetricsManagementService"),
+        (bbsim_dmi_pb2, "BBsim_dmi"))))
 
 
 def _add_v1(server, bbsim, oltsim):

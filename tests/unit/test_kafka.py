@@ -74,3 +74,18 @@ def test_metrics_show_each_sink_by_name():
         ("oltsim_kafka_connected", "events"): 0,
         ("oltsim_kafka_messages_sent_total", "dmi-msgbus"): 7,
         ("oltsim_kafka_messages_dropped_total", "dmi-msgbus"): 0, ("oltsim_kafka_connected", "dmi-msgbus"): 1}
+
+
+def test_a_bad_address_is_a_configuration_error():
+    """With events on, a Kafka address that is not host:port stops the start with a message naming the key; with
+    events off it is not looked at; BBSim's :9092 is accepted."""
+    from oltsim.config import ConfigError, load_settings
+
+    try:
+        load_settings({"enable_events": True, "kafka_address": "kafka"}, None)
+    except ConfigError as exc:
+        assert exc.setting == "kafka_address" and "host:port" in str(exc)
+    else:
+        raise AssertionError("kafka_address 'kafka' accepted")
+    assert load_settings({"enable_events": False, "kafka_address": "kafka"}, None).kafka_address == "kafka"
+    assert load_settings({"enable_events": True, "kafka_address": ":9092"}, None).kafka_address == ":9092"
