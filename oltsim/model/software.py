@@ -187,12 +187,13 @@ class SoftwareImages:
 
     def _steps(self, report: Report, steps: list[tuple[str, str]], done: Callable[[], None]) -> None:
         """Report each (state, description) one step apart, then call ``done`` one step after the last."""
-        if steps:
-            state, description = steps[0]
-            self._report(state, description, report)
-            self._later(lambda: self._steps(report, steps[1:], done))
-        else:
+        if not steps:
             self._later(done)
+            return
+        state, description = steps[0]
+        self._report(state, description, report)
+        rest = steps[1:]
+        self._later((lambda: self._steps(report, rest, done)) if rest else done)
 
     def _later(self, fn: Callable[[], None]) -> None:
         self._call = self.clock.callLater(self.step, self._run, fn)

@@ -172,7 +172,6 @@ def test_every_dmi_rpc_over_a_real_channel(tmp_path, grpc_engine):
                     metric_id=mt.METRIC_FAN_SPEED, is_configured=True, poll_interval=1)])), timeout=TIMEOUT)
             got["metric_streamed"] = next(metrics)
             metrics.cancel()
-            fan = hm.HWComponentInfoGetRequest  # noqa: F841 - readability of the two GetMetric calls below
             got["metric"] = dmi.metrics.GetMetric(mt.GetMetricRequest(metric_id=mt.METRIC_FAN_SPEED, meta_data=(
                 mt.MetricMetaData(device_uuid=u, component_name="Thermal/Fans/System Fan/2"))), timeout=TIMEOUT)
             got["metric_wrong"] = dmi.metrics.GetMetric(mt.GetMetricRequest(
@@ -337,7 +336,7 @@ def test_every_dmi_rpc_over_a_real_channel(tmp_path, grpc_engine):
     (after,) = got["inventory_after"]
     assert after.reason == hm.PhysicalInventoryResponse.UNKNOWN_DEVICE
     assert {"dmi.NativeHWManagementService", "dmi.NativeSoftwareManagementService",
-            "dmi.NativeEventsManagementService", "dmi.NativeMetricsManagementService"} <= got["services"]
+            "dmi.NativeEventsManagementService", "dmi.NativeMetricsManagementService", "bbsim.BBsim_dmi"} <= got["services"]
 
 
 @pytest_twisted.inlineCallbacks
