@@ -185,6 +185,11 @@ def render_oltsim_yaml(tree: dict, olt: dict) -> str:
                         endpoint += ":requireClientCert=yes"
                 return json.dumps(endpoint)
             return json.dumps(f"tcp:{port}")
+        if m := re.fullmatch(r"\$\.Values\.([\w.]+)", body):
+            value = _lookup(tree, m.group(1))
+            return json.dumps(value) if isinstance(value, bool) else str(value)
+        if m := re.fullmatch(r"\$\.Values\.([\w.]+) \| quote", body):
+            return json.dumps(str(_lookup(tree, m.group(1))))
         if m := re.fullmatch(r'printf "/var/run/secrets/oltsim/token/%s" \$\.Values\.apiToken\.key \| quote', body):
             return json.dumps("/var/run/secrets/oltsim/token/" + tree["apiToken"]["key"])
         if body.startswith('printf "%s.%s.svc"') and body.endswith("| quote"):
@@ -342,3 +347,17 @@ def test_dockerfile_copies_only_what_exists_and_the_context_sends():
             source = source.rstrip("/")
             assert (REPO / source).exists(), f"COPY {source}: no such file"
             assert any(source == a or source.startswith(a + "/") for a in allowed), f"{source} is not in the context"
+
+
+def test_rendered_config_carries_the_kafka_events(tmp_path):
+    """events: off by default (the address still rendered, unused); on, each OLT publishes to the broker, on BBSim's
+    per-OLT topic unless one is given."""
+    settings = load_rendered(tmp_path, values())
+    assert settings.enable_events is False and settings.kafka_event_topic == ""
+    tree = values()
+    tree["events"].update(enabled=True, kafkaAddress="kafka.infra.svc:9092")
+    settings = load_rendered(tmp_path, tree, {"id": 2})
+    assert (settings.enable_events, settings.kafka_address, settings.kafka_event_topic) == (
+        True, "kafka.infra.svc:9092", "")
+    tree["events"]["topic"] = "olt-events"
+    assert load_rendered(tmp_path, tree).kafka_event_topic == "olt-events"
