@@ -252,3 +252,37 @@ def get_with_token(sim, path: str):
                               timeout=10)
     assert response.code == 200
     return (yield treq.json_content(response))
+
+
+@pytest_twisted.inlineCallbacks
+def test_page_reconnects_and_reads_what_it_missed(tmp_path, chrome):
+    """When the event stream ends (the bus closes every reader), the page says it is reconnecting, opens the
+    stream again and reads the state afresh: an ONU powered off right after the stream ended (while the page waits
+    to reconnect) is drawn disabled."""
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "2", "--delay", "0")
+    adapter = ScriptedAdapter(sim.openolt)
+    page = Page(chrome)
+    serial = "BBSM00000002"
+    try:
+        yield deferToThread(adapter.bring_up, 2)
+
+        def opened():
+            page.open(sim.rest + "/ui")
+            page.until(lambda p: p.status() == "live" and p.legend().get(ENABLED) == 2, "2 ONUs enabled")
+            page.js("window.__states = []; new MutationObserver(() => window.__states.push("
+                    "document.getElementById('stream-status').dataset.state)).observe("
+                    "document.getElementById('stream-status'), {attributes: true});")
+        yield deferToThread(opened)
+
+        sim.top.bus.close_all()
+        code, _ = yield sim.request("DELETE", f"/v1/olt/onus/{serial}")
+        assert code == 200
+
+        def recovered():
+            page.until(lambda p: p.drawn_states([serial])[serial] == DISABLED, f"{serial} drawn disabled")
+            page.until(lambda p: p.status() == "live", "the stream live again")
+            return page.js("return window.__states")
+        states = yield deferToThread(recovered)
+        assert "reconnecting" in states and states[-1] == "live"
+    finally:
+        yield stop_oltsim(sim, adapter)
