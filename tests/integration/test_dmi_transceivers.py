@@ -4,7 +4,8 @@ calling BBSim's bbsim.BBsim_dmi service (and DMI's StartManagingDevice and GetPh
 
 A plug-out/plug-in cycle of PON 0's transceiver is observed on the OpenOLT indication stream, in the sequence of
 reference 1.8, and in the v1 REST state; the refusals (before StartManagingDevice, a repeated plug-out, a plug-in of
-a plugged transceiver, unknown ids) are checked over the channel. Every listener is on 127.0.0.1:0.
+a plugged transceiver, unknown ids) are checked over the channel. Every listener is on 127.0.0.1:0; the test runs on
+both gRPC engines (`engines.grpc_engine`), which serve the OpenOLT and DMI endpoints alike.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest_twisted
 from dmi import commons_pb2, hw_management_service_pb2 as hm, hw_management_service_pb2_grpc, hw_pb2
 from twisted.internet.threads import deferToThread
 
+from engines import grpc_engine  # noqa: F401 - the fixture
 from oltsim._proto import bbsim_dmi_pb2 as pb, bbsim_dmi_pb2_grpc
 from scripted_adapter import ScriptedAdapter, describe, is_alarm, kind, serial_of
 from test_adapter import PON_PORT_BASE, start_oltsim, stop_oltsim, without_statistics
@@ -100,14 +102,15 @@ def onu_states(onus: dict) -> dict[str, str]:
 
 
 @pytest_twisted.inlineCallbacks
-def test_plug_out_and_in_over_dmi(tmp_path):
+def test_plug_out_and_in_over_dmi(tmp_path, grpc_engine):
     """Over the DMI port: before StartManagingDevice plugs and CreateEvent answer 14; once managed, CreateEvent works
     and GetTransceivers lists one transceiver per PON with the inventory's UUIDs; PlugOutTransceiver(0) gives, on the
     adapter's stream, los_ind on for port 536870912 then per ONU of PON 0 onu_alarm_ind LOS on and the OMCI LOS
     alarm on UNI 0x0101 (no IntfInd), v1 REST shows PON 0 disabled/up with its ONUs pon_disabled, the inventory
     loses the transceiver; a repeated plug-out answers 10, unknown ids 5; PlugInTransceiver(0) gives los_ind off,
     OnuInd up per ONU, then the LOS and OMCI clears, and everything is back."""
-    sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "2", "--delay", "20")
+    sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "2", "--delay", "20", engine=grpc_engine)
+    assert sim.top.getServiceNamed("dmi").engine == grpc_engine
     adapter = ScriptedAdapter(sim.openolt)
     dmi = Dmi(f"127.0.0.1:{sim.top.getServiceNamed('dmi').port}")
     try:
