@@ -682,12 +682,13 @@ class Olt(StateHolder):
         """Put back the transceiver of PON `pon_id` (BBSim's DMI PlugInTransceiver, reference 1.8).
 
         los_ind off if the PON's LOS was raised; then, when the OLT is enabled and the PON administratively up,
-        the PON's InternalState is enabled again with its usual effect on the ONUs (controlled activation mode
-        default/only-pon: every pon_disabled ONU OnuInd up, discovered ONUs announce themselves again, ONUs
-        powered off by a reboot are rediscovered); then every ONU whose LOS the plug-out raised and that is still
-        waiting for light (pon_disabled before the plug-in) reports onu_alarm_ind los_status off plus the OMCI
-        alarm clear. A PON administratively down (DisablePonIf, DisableOlt) stays down until it is enabled.
-        NotFound for an unknown PON; FailedPrecondition when the transceiver is already in (nothing changes)."""
+        the PON's InternalState is enabled again with its usual effect on the ONUs (every pon_disabled ONU
+        OnuInd up, in every controlled activation mode; with default/only-pon discovered ONUs announce themselves
+        again and ONUs powered off by a reboot are rediscovered); then every ONU whose LOS the plug-out raised
+        and that is still waiting for light (pon_disabled before the plug-in) reports onu_alarm_ind los_status off
+        plus the OMCI alarm clear. A PON administratively down (DisablePonIf, DisableOlt) stays down until it is
+        enabled. NotFound for an unknown PON; FailedPrecondition when the transceiver is already in (nothing
+        changes)."""
         pon = self.pon(pon_id)
         if pon.transceiver_plugged:
             raise FailedPrecondition(f"the transceiver of PON {pon.id} is already plugged in")
@@ -698,6 +699,12 @@ class Olt(StateHolder):
         pon.los_onus.clear()
         pon.clear_los()
         if self.state == "enabled" and pon.oper_state == "up" and PON_MACHINE.can(pon.state, "enable"):
+            if self.controlled_activation in ("only-onu", "both"):
+                # These modes leave an ONU alone when its PON is enabled (it waits for PoweronONU), which would
+                # strand ONUs that were powered and serving: they range again as soon as the light is back.
+                for onu in pon.onus:
+                    if onu.state == "pon_disabled":
+                        onu._fire("enable")
             pon._fire("enable")
         for onu in waiting:
             self.emit(events.Alarm("onu_alarm_ind", {"intf_id": pon.id, "onu_id": onu.onu_id, "los_status": "off"},

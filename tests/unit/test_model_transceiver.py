@@ -326,3 +326,27 @@ def test_repeated_cycles_leave_no_timer_behind():
     assert sim.olt.pending_calls() == timers
     assert len(sim.clock.getDelayedCalls()) == timers
     assert_sound(sim)
+
+
+def test_plug_in_brings_serving_onus_back_in_only_onu_mode():
+    """With controlled activation only-onu (ONUs wait for PoweronONU), the ONUs that were serving when the
+    transceiver went out still come back at the plug-in (OnuInd up), instead of waiting for a power-on that the
+    model would refuse."""
+    sim = Sim(controlled_activation="only-onu")
+    sim.connect()
+    for serial in ON0:
+        sim.olt.power_on_onu(serial)
+    sim.clock.advance(0)
+    for serial in ON0:
+        sim.activate(serial)
+    sim.southbound()
+    sim.olt.plug_out_transceiver(0)
+    assert rest_onu_states(sim, 0) == {ON0[0]: "pon_disabled", ON0[1]: "pon_disabled"}
+    sim.southbound()
+    sim.olt.plug_in_transceiver(0)
+    assert seen(sim) == [los(PON0_PORT, "off"),
+                         onu_ind(0, 1, "up", "up", ON0[0]), onu_ind(0, 2, "up", "up", ON0[1]),
+                         onu_los(0, 1, "off"), omci(ON0[0], False), onu_los(0, 2, "off"), omci(ON0[1], False)]
+    assert rest_onu_states(sim, 0) == {ON0[0]: "enabled", ON0[1]: "enabled"}
+    assert rest_onu_states(sim, 1) == {ON1[0]: "created", ON1[1]: "created"}
+    assert_sound(sim)
