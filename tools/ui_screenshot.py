@@ -37,6 +37,7 @@ requestAnimationFrame(tick);
 
 
 def rest(daemon: Daemon, method: str, path: str) -> int:
+    """The HTTP status of one v1 REST call to the daemon."""
     connection = http.client.HTTPConnection("127.0.0.1", daemon.ports["rest-v1"], timeout=10)
     try:
         connection.request(method, path)
@@ -59,6 +60,7 @@ def until(condition, timeout: float, what: str):
 
 
 def main(argv=None) -> int:
+    """Take the screenshot and print the page's frame figures; 0 on success, 1 if the page fell short."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", default="16x32", help="PONS x ONUS (default 16x32)")
     parser.add_argument("--delay", type=int, default=200, help="ONU discovery delay, ms (default 200)")
@@ -96,7 +98,9 @@ def main(argv=None) -> int:
                     failure.append(exc)
             thread = threading.Thread(target=bring_up, name="adapter", daemon=True)
             thread.start()
-            enabled = lambda: counts().get("enabled", 0)  # noqa: E731
+
+            def enabled() -> int:
+                return counts().get("enabled", 0)
             off = ("BBSM00000001", "BBSM00000101")  # the first ONU of PONs 0 and 1, among the first enabled
             until(lambda: all(driver.execute_script("return window.oltsimUi.cellState(arguments[0])", serial)
                               ["internal"] == "enabled" for serial in off), args.timeout, f"{off} enabled")

@@ -47,9 +47,11 @@ class Page:
         self.wait = WebDriverWait(driver, WAIT, poll_frequency=0.05)
 
     def open(self, url: str) -> None:
+        """Load `url` (blocks until the document has loaded)."""
         self.driver.get(url)
 
     def js(self, script: str, *args):
+        """The value of `script` run in the page with `args` (arguments[0], ...)."""
         return self.driver.execute_script(script, *args)
 
     def until(self, condition, what: str):
@@ -62,9 +64,11 @@ class Page:
                                  f"(stream: {self.status()}, counts: {self.counts()})") from None
 
     def status(self) -> str:
+        """The event stream's state as the header shows it: connecting, live, reconnecting, error or token."""
         return self.js("return document.getElementById('stream-status').dataset.state")
 
     def counts(self) -> dict:
+        """ONUs per internal state as the page holds them."""
         return self.js("return window.oltsimUi ? window.oltsimUi.counts() : {}")
 
     def legend(self) -> dict[str, int]:
@@ -73,9 +77,11 @@ class Page:
                        "(li) => [li.dataset.state, Number(li.dataset.count)]))")
 
     def cell_color(self, serial: str) -> str | None:
+        """The colour drawn at the centre of the ONU's cell, read back from the canvas."""
         return self.js("return window.oltsimUi.cellColor(arguments[0])", serial)
 
     def color_of(self, state: str) -> str:
+        """The colour the page draws `state` with."""
         return self.js("return window.oltsimUi.stateColor(arguments[0])", state)
 
     def drawn_states(self, serials) -> dict[str, str]:
@@ -96,17 +102,21 @@ class Page:
             .click().perform()
 
     def click(self, element_id: str) -> None:
+        """Click the element with this id."""
         self.driver.find_element("id", element_id).click()
 
     def text(self, element_id: str) -> str:
+        """The visible text of the element with this id."""
         return self.driver.find_element("id", element_id).text
 
     def result(self) -> tuple[str | None, str]:
+        """(data-ok: "true", "false" or None before any action, text) of the panel's action result."""
         element = self.driver.find_element("id", "action-result")
         return element.get_attribute("data-ok"), element.text
 
 
 def serials_of(onus: dict) -> list[str]:
+    """The serials of a GET /v1/olt/onus answer, in its order."""
     return [onu["SerialNumber"] for onu in onus["items"]]
 
 

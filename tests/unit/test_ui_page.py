@@ -39,6 +39,7 @@ def call(resource, method: str, path: str, headers=None):
 
 
 def header(headers, name: bytes) -> bytes | None:
+    """The last value of a response header, or None."""
     values = headers.getRawHeaders(name)
     return values[-1] if values else None
 
@@ -98,7 +99,7 @@ def test_ui_answers_304_to_its_own_etag_and_head_without_a_body():
 
 def test_ui_is_read_only():
     """Only GET and HEAD are routed on /ui: POST is 405 with the JSON error body."""
-    code, headers, body = call(v1_listener(Sim(), None), "POST", UI_PATH)
+    code, _, body = call(v1_listener(Sim(), None), "POST", UI_PATH)
     assert code == 405
     assert json.loads(body)["code"] == 12
 
