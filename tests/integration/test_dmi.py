@@ -12,9 +12,12 @@ from dmi import (commons_pb2, hw_events_mgmt_service_pb2 as ev, hw_events_mgmt_s
 from google.protobuf import empty_pb2
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from twisted.internet import reactor
+from twisted.internet.defer import inlineCallbacks
 from twisted.internet.threads import deferToThread
 
 from engines import grpc_engine  # noqa: F401 - the fixture
+from kafka_broker import json_values, read_topic, start_broker
+from oltsim._proto import bbsim_dmi_pb2, bbsim_dmi_pb2_grpc
 from oltsim.logs import CONTROL
 from test_adapter import start_oltsim, stop_oltsim
 
@@ -377,6 +380,62 @@ def test_dmi_streams_end_when_the_server_stops(tmp_path):
     assert codes == (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.UNAVAILABLE)
     assert device.pending_calls() == 0 and len(device._event_readers) == 0
     assert sim.olt.pending_calls() == 0
+
+
+@pytest_twisted.inlineCallbacks
+def test_dmi_events_and_metrics_reach_the_message_bus(tmp_path):
+    """After SetMsgBusEndpoint names a real Kafka broker (Tansu), an event raised through BBSim's CreateEvent lands
+    on dm.events and the CPU metric on dm.metrics, as JSON naming this device; stopping oltsim stops the sink."""
+    broker = start_broker()
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1")
+    device = sim.top.dmi
+    address = f"127.0.0.1:{sim.top.getServiceNamed('dmi').port}"
+
+    def script():
+        with grpc.insecure_channel(address) as channel:
+            dmi = Dmi(channel)
+            (start,) = dmi.hw.StartManagingDevice(hw_pb2.ModifiableComponent(name="olt"), timeout=TIMEOUT)
+            u = start.device_uuid
+            bus = dmi.hw.SetMsgBusEndpoint(hm.SetMsgBusEndpointRequest(msgbus_endpoint=broker.address),
+                                           timeout=TIMEOUT)
+            config = dmi.metrics.UpdateMetricsConfiguration(mt.MetricsConfigurationRequest(
+                device_uuid=u, changes=mt.MetricsConfig(metrics=[mt.MetricConfig(
+                    metric_id=mt.METRIC_CPU_USAGE_PERCENTAGE, is_configured=True, poll_interval=1)])),
+                timeout=TIMEOUT)
+            created = bbsim_dmi_pb2_grpc.BBsim_dmiStub(channel).CreateEvent(
+                bbsim_dmi_pb2.DmiEvent(event_name="EVENT_FAN_FAILURE"), timeout=TIMEOUT)
+            return bus, config, created
+
+    try:
+        bus, config, created = yield deferToThread(script)
+        events = yield read_some(broker.address, "dm.events")
+        metrics = yield read_some(broker.address, "dm.metrics")
+        sink = device.sink
+    finally:
+        yield stop_oltsim(sim)
+        broker.stop()
+    assert bus.status == OK and config.status == OK and created.status_code == 0
+    (event,) = json_values(events)
+    assert event["event_id"] == ev.EVENT_FAN_FAILURE
+    assert event["event_metadata"]["device_uuid"]["uuid"] == device.uuid
+    assert event["event_metadata"]["component_name"] == "Thermal/Fans/System Fan/1"
+    metric = json_values(metrics)[0]
+    assert metric["metric_id"] == mt.METRIC_CPU_USAGE_PERCENTAGE
+    assert metric["metric_metadata"]["component_name"] == "Systems/1/Processors/0"
+    assert sink.sent >= 2 and device.sink is None and device.pending_calls() == 0
+
+
+@inlineCallbacks
+def read_some(address: str, topic: str, attempts: int = 4):
+    """The records of ``topic``, read again (a bounded number of times) while none come: a first read can find the
+    topic with no partitions yet, and then returns at once."""
+    records = []
+    for _ in range(attempts):
+        records = yield read_topic(address, topic, until=lambda got: len(got) >= 1, timeout=10)
+        if records:
+            break
+        yield deferLater(0.5)
+    return records
 
 
 def deferLater(seconds: float):
