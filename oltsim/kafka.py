@@ -94,7 +94,7 @@ def _quiet_aiokafka() -> None:
 class KafkaSink:
     """A bounded, never-blocking Kafka publisher on the reactor's asyncio loop (see the module docstring).
 
-    ``name`` labels its metrics and log lines (``events``, ``dmi-msgbus``); ``metrics`` (an
+    ``name`` labels its metrics and log lines (``events``, ``dmi``); ``metrics`` (an
     :class:`oltsim.metrics.Metrics`) shows ``sent``, ``dropped`` and ``connected`` at ``/metrics``.
     """
 

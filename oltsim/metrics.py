@@ -18,8 +18,8 @@ Series (all prefixed ``oltsim_``):
 - ``timers_pending``: delayed calls the OLT and its ONUs hold
 - ``olt_info{serial,olt_id,version}``: 1, to join the series of many OLTs by serial
 - ``kafka_messages_sent_total{sink}`` / ``kafka_messages_dropped_total{sink}`` / ``kafka_connected{sink}``: per Kafka
-  sink (``events``: BBSim's events; ``dmi-msgbus``: DMI's events and metrics), messages the broker acknowledged, messages
-  dropped (buffer full while the broker is away or slow, a batch that failed, left unsent at stop), and 1 while the
+  sink (``events``: BBSim's events; ``dmi``: DMI's message bus), messages the broker acknowledged, messages dropped
+  (buffer full while the broker is away or slow, a batch that failed, left unsent at stop), and 1 while the
   producer is connected; present only when a sink exists (:mod:`oltsim.kafka`)
 """
 from __future__ import annotations
@@ -89,7 +89,9 @@ class _KafkaCollector:
     """Reads the Kafka sinks when Prometheus scrapes: messages sent and dropped, connected, by sink name."""
 
     def __init__(self) -> None:
-        self.sinks: list = []
+        #: name -> sink: a sink made again under the same name (DMI's message bus on each SetMsgBusEndpoint)
+        #: replaces the previous one, so each name is one series
+        self.sinks: dict = {}
 
     def _families(self):
         return (CounterMetricFamily("oltsim_kafka_messages_sent", "Messages the Kafka broker acknowledged, by sink",
@@ -105,7 +107,7 @@ class _KafkaCollector:
 
     def collect(self):
         sent, dropped, connected = self._families()
-        for sink in self.sinks:
+        for sink in self.sinks.values():
             sent.add_metric([sink.name], sink.sent)
             dropped.add_metric([sink.name], sink.dropped)
             connected.add_metric([sink.name], 1 if sink.connected else 0)
@@ -135,11 +137,11 @@ class Metrics:
 
     def add_kafka_sink(self, sink) -> None:
         """Show ``sink`` (an :class:`oltsim.kafka.KafkaSink`: ``name``, ``sent``, ``dropped``, ``connected``) in the
-        ``oltsim_kafka_*`` series; their first sink registers them."""
+        ``oltsim_kafka_*`` series, replacing a sink of the same name; their first sink registers them."""
         if self._kafka is None:
             self._kafka = _KafkaCollector()
             self.registry.register(self._kafka)
-        self._kafka.sinks.append(sink)
+        self._kafka.sinks[sink.name] = sink
 
     def _on_event(self, event) -> None:
         if isinstance(event, events.OmciIndication):

@@ -441,7 +441,7 @@ def makeService(options, reactor=None):
     # Device Management Interface (issue 15): VOLTHA's device manager connects with no token, so, as SADIS, the DMI
     # server is never token-protected; its calls are capped per connection and per server as the control APIs'.
     dmi_device = ManagedDevice(olt, reactor, random.Random(), sink_factory=lambda address: KafkaSink(
-        address, reactor=reactor, name="dmi", client_id=f"BBSim-OLT-DMIServer-{settings.olt_id}"))
+        address, reactor=reactor, name="dmi", metrics=metrics, client_id=f"BBSim-OLT-DMIServer-{settings.olt_id}"))
     DeviceService(dmi_device).setServiceParent(top)
     dmi_software = SoftwareManagementServicer(dmi_device)
     dmi = GrpcServerService(

@@ -65,15 +65,15 @@ def test_metrics_show_each_sink_by_name():
     metrics = Metrics(sim.olt, sim.hub)
     assert kafka_samples(metrics) == {}
     events = KafkaSink("127.0.0.1:9", reactor=Clock(), name="events", metrics=metrics, buffer=2)
-    dmi = KafkaSink("127.0.0.1:9", reactor=Clock(), name="dmi-msgbus", metrics=metrics, buffer=2)
+    dmi = KafkaSink("127.0.0.1:9", reactor=Clock(), name="dmi", metrics=metrics, buffer=2)
     for _ in range(5):
         events.publish(TOPIC, b"m")
     dmi.sent, dmi.connected = 7, True  # what the drain task records once the broker acknowledges
     assert kafka_samples(metrics) == {
         ("oltsim_kafka_messages_sent_total", "events"): 0, ("oltsim_kafka_messages_dropped_total", "events"): 3,
         ("oltsim_kafka_connected", "events"): 0,
-        ("oltsim_kafka_messages_sent_total", "dmi-msgbus"): 7,
-        ("oltsim_kafka_messages_dropped_total", "dmi-msgbus"): 0, ("oltsim_kafka_connected", "dmi-msgbus"): 1}
+        ("oltsim_kafka_messages_sent_total", "dmi"): 7,
+        ("oltsim_kafka_messages_dropped_total", "dmi"): 0, ("oltsim_kafka_connected", "dmi"): 1}
 
 
 def test_a_bad_address_is_a_configuration_error():
@@ -89,3 +89,16 @@ def test_a_bad_address_is_a_configuration_error():
         raise AssertionError("kafka_address 'kafka' accepted")
     assert load_settings({"enable_events": False, "kafka_address": "kafka"}, None).kafka_address == "kafka"
     assert load_settings({"enable_events": True, "kafka_address": ":9092"}, None).kafka_address == ":9092"
+
+
+def test_a_sink_made_again_under_its_name_replaces_the_previous_one():
+    """DMI makes a new sink on each SetMsgBusEndpoint: /metrics shows the current one, once, not a duplicate series."""
+    metrics = Metrics(Sim().olt)
+    first = KafkaSink("127.0.0.1:9", reactor=Clock(), name="dmi", metrics=metrics, buffer=1)
+    first.publish(TOPIC, b"m")
+    first.publish(TOPIC, b"m")
+    assert kafka_samples(metrics)[("oltsim_kafka_messages_dropped_total", "dmi")] == 1
+    KafkaSink("127.0.0.2:9", reactor=Clock(), name="dmi", metrics=metrics)
+    assert kafka_samples(metrics)[("oltsim_kafka_messages_dropped_total", "dmi")] == 0
+    text, _ = metrics.exposition()
+    assert text.decode().count('oltsim_kafka_connected{sink="dmi"}') == 1
