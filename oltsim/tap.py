@@ -410,7 +410,8 @@ def makeService(options, reactor=None):
     grpc_v1.on_stopping.append(bus.close_all)
     grpc_v1.setServiceParent(top)
     secured = token is not None  # documented in the OpenAPI documents; the guard itself wraps the resources
-    rest_v1 = server_service(settings.rest_v1, _site(with_metrics(V1Rest(commands, bus, secured=secured).resource(),
+    v1_rest = V1Rest(commands, bus, secured=secured, metrics=True)  # /metrics beside its routes, in its document
+    rest_v1 = server_service(settings.rest_v1, _site(with_metrics(v1_rest.resource(),
                                                                   metrics), "rest-v1", metrics, token,
                                                      max_body=settings.max_request_body, public=(UI_PATH,)),
                              reactor=reactor)

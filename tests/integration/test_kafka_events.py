@@ -72,7 +72,8 @@ def kafka_metrics(sim) -> dict:
 def test_bring_up_events_arrive_in_bbsims_shape(tmp_path):
     """A 1x2 OLT brought up by BBR (activation, OMCI MIB upload, EAPOL, DHCP) publishes on BBSim-OLT-0-Events, as
     client BBSim-OLT-0, OLT-enable-received then the seven events of each ONU, every record with the reference's
-    keys in its order, the adapter's ONU ids, and a Timestamp that is its EpochTime in local time."""
+    keys in its order, the adapter's ONU ids, and a Timestamp that is its EpochTime in local time; /metrics counts
+    them and the served v1 document names the Kafka series."""
     broker = start_broker()
     sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "2", "--delay", "0", "--kafka", broker.address)
     adapter = BbrAdapter(sim.openolt, sim.grpc_v1)
@@ -102,6 +103,8 @@ def test_bring_up_events_arrive_in_bbsims_shape(tmp_path):
         assert metrics[("oltsim_kafka_messages_sent_total", "events")] == expected
         assert metrics[("oltsim_kafka_messages_dropped_total", "events")] == 0
         assert metrics[("oltsim_kafka_connected", "events")] == 1
+        document = yield sim.get("/v1/openapi.json")
+        assert "oltsim_kafka_connected{sink}" in document["paths"]["/metrics"]["get"]["description"]
     finally:
         yield stop_oltsim(sim, adapter)
         broker.stop()

@@ -102,3 +102,17 @@ def test_a_sink_made_again_under_its_name_replaces_the_previous_one():
     assert kafka_samples(metrics)[("oltsim_kafka_messages_dropped_total", "dmi")] == 0
     text, _ = metrics.exposition()
     assert text.decode().count('oltsim_kafka_connected{sink="dmi"}') == 1
+
+
+def test_the_v1_document_lists_the_kafka_series_under_metrics():
+    """The daemon's v1 OpenAPI document has GET /metrics (served beside the routes) naming the Kafka series; a v1
+    server without /metrics does not document it."""
+    from oltsim.api.v1.rest import openapi_document
+
+    document = openapi_document(metrics=True)
+    operation = document["paths"]["/metrics"]["get"]
+    assert list(operation["responses"]["200"]["content"]) == ["text/plain"]
+    for series in ("oltsim_kafka_messages_sent_total{sink}", "oltsim_kafka_messages_dropped_total{sink}",
+                   "oltsim_kafka_connected{sink}"):
+        assert series in operation["description"]
+    assert "/metrics" not in openapi_document()["paths"]

@@ -67,11 +67,14 @@ def routes_for(revision: str) -> tuple[Route, ...]:
 
 OPENAPI_PATH = "/v1/openapi.json"
 EVENTS_PATH = "/v1/events"
+METRICS_PATH = "/metrics"
 
 
-def openapi_document(revision: str = "extended", secured: bool = False, events: bool = True) -> dict:
+def openapi_document(revision: str = "extended", secured: bool = False, events: bool = True,
+                     metrics: bool = False) -> dict:
     """The OpenAPI document of `/v1` in `revision`: the routes of `routes_for(revision)`, the event stream (when
-    served) and the document itself; with `secured`, every call needs the access token."""
+    served), `/metrics` (when `metrics`: the daemon serves it beside the routes) and the document itself; with
+    `secured`, every call needs the access token."""
     extra = [ExtraPath("GET", OPENAPI_PATH, "This document (OpenAPI 3.0)", errors=(404,))]
     if events:
         extra.append(ExtraPath(
@@ -81,6 +84,16 @@ def openapi_document(revision: str = "extended", secured: bool = False, events: 
             request=oltsim_pb2.EventFilter.DESCRIPTOR, errors=(400, 404),
             description="`types` filters by event type (repeated, or comma-separated), `onu_serial` by ONU. A "
                         "reader that does not keep up loses events (counted in `dropped`), never the simulator."))
+    if metrics:
+        extra.append(ExtraPath(
+            "GET", METRICS_PATH, "Prometheus metrics", media_type="text/plain",
+            schema={"type": "string", "description": "Prometheus' text format (OpenMetrics when asked for)"},
+            description="Series: oltsim_onus{state}, oltsim_requests_total{surface,status}, "
+                        "oltsim_indications_sent_total, oltsim_indications_dropped_total, "
+                        "oltsim_omci_messages_total{direction}, oltsim_timers_pending, "
+                        "oltsim_olt_info{serial,olt_id,version}, and with a Kafka sink (--kafka; DMI's message bus) "
+                        "oltsim_kafka_messages_sent_total{sink}, oltsim_kafka_messages_dropped_total{sink}, "
+                        "oltsim_kafka_connected{sink}."))
     return build_document(
         title="oltsim control API v1",
         description=f"BBSim-compatible REST control API, response revision `{revision}` (`extended`: BBSim 1.x "
@@ -164,8 +177,10 @@ class V1Rest:
 
     app = Klein()
 
-    def __init__(self, commands, bus=None, secured: bool = False):
+    def __init__(self, commands, bus=None, secured: bool = False, metrics: bool = False):
         self.bus = bus
+        #: /metrics is served beside these routes (oltsim.metrics.with_metrics): documented too
+        self.metrics = metrics
         self.commands = commands
         self.revision = commands.revision
         self.secured = secured
@@ -175,7 +190,7 @@ class V1Rest:
 
     def openapi(self) -> dict:
         """This server's OpenAPI document."""
-        return openapi_document(self.revision, self.secured, events=self.bus is not None)
+        return openapi_document(self.revision, self.secured, events=self.bus is not None, metrics=self.metrics)
 
     def resource(self):
         """The Klein resource behind a fast path that answers unchanged cached reads directly."""
