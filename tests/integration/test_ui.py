@@ -296,3 +296,41 @@ def test_page_reconnects_and_reads_what_it_missed(tmp_path, chrome):
         assert "reconnecting" in states and states[-1] == "live"
     finally:
         yield stop_oltsim(sim, adapter)
+
+
+@pytest_twisted.inlineCallbacks
+def test_page_reads_the_state_again_when_events_were_dropped(tmp_path, chrome):
+    """When its reader could not keep up (the stream paused by its transport, events dropped and counted), the page
+    sees the count grow on the next event it gets and reads the whole state again: an ONU whose power-off events
+    were all dropped is drawn disabled."""
+    from oltsim.api.v1.rest import EventStream
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "2", "--delay", "0")
+    adapter = ScriptedAdapter(sim.openolt)
+    page = Page(chrome)
+    serial, other = "BBSM00000001", "BBSM00000002"
+    try:
+        yield deferToThread(adapter.bring_up, 2)
+
+        def opened():
+            page.open(sim.rest + "/ui")
+            page.until(lambda p: p.status() == "live" and p.legend().get(ENABLED) == 2, "2 ONUs enabled")
+        yield deferToThread(opened)
+
+        streams = [sub.deliver.__self__ for sub in sim.top.bus.subscriptions
+                   if isinstance(getattr(sub.deliver, "__self__", None), EventStream)]
+        assert len(streams) == 1
+        stream = streams[0]
+        stream.pauseProducing()  # what the transport does while the browser does not read
+        code, _ = yield sim.request("DELETE", f"/v1/olt/onus/{serial}")
+        assert code == 200
+        stream.resumeProducing()
+        assert stream.sub.dropped > 0
+        code, _ = yield sim.request("POST", f"/v1/olt/onus/{other}/alarms/ONU_ALARM_LOS/on")
+        assert code == 200
+
+        def redrawn():
+            page.until(lambda p: p.drawn_states([serial])[serial] == DISABLED, f"{serial} drawn disabled")
+            return page.drawn_states([other])[other]
+        assert (yield deferToThread(redrawn)) == ENABLED
+    finally:
+        yield stop_oltsim(sim, adapter)
