@@ -391,7 +391,8 @@ def makeService(options, reactor=None):
         SinkService(top.kafka_events, "kafka-events").setServiceParent(top)
     if settings.adapter == "builtin":
         # oltsim drives its own OpenOLT side (issue 16): started after the OLT powers on, stopped before it stops.
-        BuiltinAdapter(olt, hub, OpenoltServicer(olt, hub), reactor).setServiceParent(top)
+        BuiltinAdapter(olt, hub, OpenoltServicer(olt, hub), reactor,
+                       reachable=lambda: openolt.serving).setServiceParent(top)
 
     bus = EventBus(olt, reactor)
     commands = V1Commands(olt, openolt=openolt, logs=CONTROL, olt_ip=local_ip(settings.openolt),

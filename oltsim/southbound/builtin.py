@@ -193,8 +193,11 @@ class BuiltinAdapter(service.Service):
 
     name = "builtin-adapter"
 
-    def __init__(self, olt, hub, servicer, clock, rng: random.Random | None = None):
+    def __init__(self, olt, hub, servicer, clock, rng: random.Random | None = None, reachable=None):
         self.olt = olt
+        #: Whether the OpenOLT endpoint serves (an adapter can only reach the OLT then): the daemon passes its gRPC
+        #: server's state, so that StopgRPCServer cuts this adapter off as it cuts VOLTHA off until StartgRPCServer.
+        self.reachable = reachable or (lambda: True)
         self.hub = hub
         self.servicer = servicer
         self.clock = clock
@@ -215,6 +218,7 @@ class BuiltinAdapter(service.Service):
         self._draining = False
         self._unsubscribe = None
         self._all_ready_logged = False
+        self._waiting_for = ""
 
     # ---- service ---------------------------------------------------------------------------------------
 
@@ -279,6 +283,9 @@ class BuiltinAdapter(service.Service):
         self._reconnect_call = None
         if not self.running or self.queue is not None:
             return
+        if not self.reachable():
+            self._retry_connect("the OpenOLT server is stopped")
+            return
         try:
             info = self.servicer.GetDeviceInfo(openolt_pb2.Empty(), None)
             self._learn_pools(info)
@@ -290,16 +297,18 @@ class BuiltinAdapter(service.Service):
         self.queue = queue
         self.connects += 1
         self._all_ready_logged = False
+        self._waiting_for = ""
         log.info("builtin-adapter-connected serial={serial} pons={pons} connection={n}", serial=self.olt.serial,
                  pons=info.pon_ports, n=self.connects)
 
     def _retry_connect(self, why: str) -> None:
-        if not self.olt.openolt_running:
-            # Rebooting: the OpenoltServer event says when the endpoint is back.
+        """Connect again later: when the OLT's endpoint is back from a reboot (its OpenoltServer event), else in
+        RECONNECT_DELAY s. Each new reason is logged once, not each try."""
+        if why != self._waiting_for:
+            self._waiting_for = why
             log.info("builtin-adapter-waiting serial={serial} why={why}", serial=self.olt.serial, why=why)
+        if not self.olt.openolt_running:
             return
-        log.info("builtin-adapter-connect-refused serial={serial} why={why} retry_in={delay}",
-                 serial=self.olt.serial, why=why, delay=RECONNECT_DELAY)
         self._reconnect_call = self._call_later(RECONNECT_DELAY, self._connect)
 
     def _learn_pools(self, info) -> None:

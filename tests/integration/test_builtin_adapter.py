@@ -99,3 +99,19 @@ def test_a_power_cycle_over_rest_is_followed_and_sigterm_stops_cleanly(daemon):
     assert "builtin-adapter-stopped" in process.log
     assert not any(listening(port) for port in process.ports.values())
     assert "Traceback" not in process.log, process.log
+
+
+def test_after_a_reboot_over_rest_the_adapter_reconnects_and_brings_every_onu_back(daemon):
+    """POST /v1/olt/reboot: the ONUs go down at once, the OpenOLT endpoint stops and comes back after the reboot delay,
+    the built-in adapter connects again by itself and every ONU returns to dhcp_ack_received."""
+    process = daemon("--adapter", "builtin", "--pon", "2", "--onu", "2", "--reboot-delay", "1")
+    process.wait_serving()
+    wait_all_up(process, 4)
+    assert rest(process, "POST", "/v1/olt/reboot") == 200
+    assert not any(s == (EAP_OK, DHCP_OK) for states in services(process).values() for s in states)
+    wait_all_up(process, 4)
+    log = process.log
+    assert "builtin-adapter-disconnected serial=BBSIM_OLT_0 status=UNAVAILABLE" in log, log
+    assert "builtin-adapter-connected serial=BBSIM_OLT_0 pons=2 connection=2" in log, log
+    assert log.count("builtin-adapter-all-ready serial=BBSIM_OLT_0 onus=4") == 2, log
+    assert "Traceback" not in log, log

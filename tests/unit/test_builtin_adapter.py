@@ -47,8 +47,9 @@ class Rig:
         self.servicer = OpenoltServicer(self.olt, self.hub)
         self.openolt = on_loop(self.servicer, openolt_pb2_grpc.OpenoltServicer)
         self.commands = V1Commands(self.olt)
+        self.serving = True  # the OpenOLT gRPC server's state, as the daemon tells the adapter
         self.adapter = BuiltinAdapter(self.olt, self.hub, OpenoltServicer(self.olt, self.hub), self.clock,
-                                      random.Random(1))
+                                      random.Random(1), reachable=lambda: self.serving)
         self.olt.start()
         self.adapter.startService()
 
@@ -165,6 +166,23 @@ def test_after_an_olt_reboot_the_adapter_reconnects_and_every_onu_comes_back(rig
     assert r.adapter.connects == 2
     assert {onu.serial: onu.onu_id for onu in r.olt.onus} == ids
     assert all(len(r.olt.flows.for_onu(onu)) == 8 for onu in r.olt.onus)
+
+
+def test_while_the_openolt_server_is_stopped_the_adapter_waits_and_reconnects_when_it_serves_again(rig):
+    """StopgRPCServer ends the adapter's stream (the server's stopping hook) and the adapter cannot reach the OLT
+    until StartgRPCServer: it waits, then connects again within RECONNECT_DELAY; the ONUs, still up, keep their
+    services."""
+    r = rig()
+    r.run_until(r.all_up, 20, "bring-up")
+    r.serving = False
+    r.hub.end_all(details="the OpenOLT server is stopping")
+    r.run(5)
+    assert r.adapter.queue is None and r.hub.current is None and r.adapter.connects == 1
+    r.serving = True
+    r.run(builtin.RECONNECT_DELAY + 0.2)
+    assert r.adapter.connects == 2 and r.hub.current is r.adapter.queue
+    r.run(2)
+    assert r.all_up() and r.olt.adapter_connected
 
 
 def test_disable_and_reenable_olt_bring_the_onus_back(rig):
