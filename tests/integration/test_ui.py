@@ -124,8 +124,9 @@ def serials_of(onus: dict) -> list[str]:
 def test_cells_follow_bring_up_and_a_click_powers_an_onu_off(tmp_path, chrome):
     """Opened before the adapter connects, the page shows every ONU created; as the adapter brings them up the
     cells change colour to enabled (legend and REST agree); clicking a cell selects that ONU (its record in the
-    panel), Power off turns its cell to the disabled colour (REST agrees), an alarm raised from the panel shows in
-    the alarm list, and Power on brings the cell back to enabled."""
+    panel); Power on of an ONU that is on shows the API's refusal, Power off turns its cell to the disabled colour
+    (REST agrees), an alarm raised from the panel shows in the alarm list, and Power on brings the cell back to
+    enabled."""
     sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "4", "--delay", "300")
     adapter = ScriptedAdapter(sim.openolt)
     page = Page(chrome)
@@ -163,13 +164,19 @@ def test_cells_follow_bring_up_and_a_click_powers_an_onu_off(tmp_path, chrome):
             page.until(lambda p: p.js("return window.oltsimUi.selected()") == target, f"{target} selected")
             page.until(lambda p: f'"SerialNumber": "{target}"' in p.js(
                 "return document.getElementById('onu-json').textContent"), f"the record of {target}")
+            page.click("power-on")  # it is on already: the API's refusal is shown
+            page.until(lambda p: p.result()[0] is not None, "the power-on refusal")
+            refused = page.result()
             page.click("power-off")
-            page.until(lambda p: p.result()[0] is not None, "the power-off result")
+            page.until(lambda p: p.result()[0] is not None and p.result() != refused, "the power-off result")
             result = page.result()
             page.until(lambda p: p.drawn_states([target])[target] == DISABLED, f"{target} drawn disabled")
             others = page.drawn_states([s for s in serials if s != target])
-            return result, others, page.legend()
-        result, others, legend = yield deferToThread(power_off)
+            return refused, result, others, page.legend()
+        code, body = yield sim.request("POST", f"/v1/olt/onus/{target}")  # what the API says to powering on an ONU
+        assert code >= 400                                                 # that is on (and changes nothing)
+        refused, result, others, legend = yield deferToThread(power_off)
+        assert refused == ("false", f"power on failed: {code}: {body['message']}")
         assert result == ("true", f"power off: ONU {target} successfully shut down.")
         assert set(others.values()) == {ENABLED}
         assert legend[DISABLED] == 1 and legend[ENABLED] == 7
