@@ -6,3 +6,9 @@ config file), `oltsim.ctl.connection` holds the channel and turns gRPC failures 
 `oltsim.ctl.tables` lays out bbsimctl's tables, `oltsim.ctl.commands` runs bbsimctl's commands and
 `oltsim.ctl.watch` the `events` and `wait` commands. See docs/oltsimctl.md.
 """
+
+import os
+
+# gRPC's core logs connection and TLS failures to stderr on its own; oltsimctl reports each failure as one line
+# (the call's status) instead. Set GRPC_VERBOSITY to see the core's lines again.
+os.environ.setdefault("GRPC_VERBOSITY", "NONE")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import time
 
 import grpc
@@ -141,10 +142,21 @@ class StateCheck:
         return all(s == self.state for s in states), "/".join(sorted(set(states)))
 
 
+def _terminal_size(stream) -> tuple[int, int]:
+    """(columns, lines) of the terminal; 80x24 where it reports none (a fresh pseudo-terminal says 0x0, and tqdm
+    then draws nothing)."""
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return 80, 24
+    return size.columns if size.columns > 0 else 80, size.lines if size.lines > 0 else 24
+
+
 def _progress(args, err, state: str):
     quiet = args.quiet or not (hasattr(err, "isatty") and err.isatty())
+    columns, lines = _terminal_size(err) if not quiet else (None, None)
     return tqdm(total=0, desc=f"ONUs in {state}", file=err, disable=quiet, unit="onu", leave=True,
-                bar_format="{desc}: {n}/{total} |{bar}| {elapsed}")
+                ncols=columns, nrows=lines, bar_format="{desc}: {n}/{total} |{bar}| {elapsed}")
 
 
 def wait(conn, args, out, err) -> int:
