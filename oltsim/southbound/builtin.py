@@ -23,9 +23,10 @@ nothing else running every ONU reaches `eap_response_success_received` and `dhcp
 
 Reactions, as with VOLTHA: OnuInd down, a PON going down and the OLT going down forget where each ONU's bring-up
 was; the next OnuInd up (power-on, re-enable, rediscovery after DeleteOnu and re-activation) redoes OMCI and the
-flows. When the stream ends (OLT reboot, the OpenOLT server restarting), the adapter connects again as soon as the
-OLT's OpenOLT endpoint is back (GetDeviceInfo, EnableIndication), and the OLT's rediscoveries bring every ONU up
-again. RestartEapol and RestartDhcp need nothing: the ONU starts over and the adapter answers. Alarms need nothing.
+flows. When the stream ends (OLT reboot, the OpenOLT server stopped or restarted), the adapter connects again as
+soon as the OLT's OpenOLT endpoint is back (GetDeviceInfo, EnableIndication) and reconciles: an ONU the OLT no
+longer has active is forgotten (after a reboot the OLT's rediscoveries bring every ONU up again), an active one
+whose bring-up was cut short or that came back unseen is brought up again. RestartEapol and RestartDhcp need nothing: the ONU starts over and the adapter answers. Alarms need nothing.
 
 How it talks to the OLT: on the reactor thread, no socket. Every request goes through the same `OpenoltServicer`
 methods the gRPC server serves (FlowAdd's validation, OmciMsgOut's hex decoding, the model's refusals), called
@@ -300,6 +301,24 @@ class BuiltinAdapter(service.Service):
         self._waiting_for = ""
         log.info("builtin-adapter-connected serial={serial} pons={pons} connection={n}", serial=self.olt.serial,
                  pons=info.pon_ports, n=self.connects)
+        self._reconcile()
+
+    def _reconcile(self) -> None:
+        """After a reconnection, as VOLTHA reconciles: an ONU the OLT no longer has active is forgotten (it will be
+        rediscovered); an active one whose bring-up was cut short, that came up while the stream was down, or that
+        lost its flows meanwhile (a power cycle no one saw) is brought up again; a ready one is left alone."""
+        for onu in list(self.onus.values()):
+            try:
+                info = self.servicer.GetOnuInfo(openolt_pb2.Onu(intf_id=onu.pon, onu_id=onu.onu_id), None)
+                model = self.olt.onu_by_serial(onu.serial)
+            except OltsimError:
+                self._down(onu)
+                continue
+            if info.state != openolt_pb2.OnuInfo.ACTIVE or model.onu_id != onu.onu_id:
+                self._down(onu)
+            elif not (onu.up and onu.step == "ready" and self.olt.flows.for_onu(model)):
+                onu.forget()
+                self._bring_up(onu)
 
     def _retry_connect(self, why: str) -> None:
         """Connect again later: when the OLT's endpoint is back from a reboot (its OpenoltServer event), else in
@@ -327,7 +346,10 @@ class BuiltinAdapter(service.Service):
         if queue is not None:
             self.hub.close_stream(queue)
         for onu in self.onus.values():
-            onu.forget()
+            # What the OLT answered meanwhile reached no one: the bring-up under way is redone on reconnection
+            # (`_reconcile`); ONUs that went down told so before the end (their OnuInd down was queued first).
+            onu.pending = None
+            onu.config.clear()
             self._answered(onu)
         self.sessions.clear()
         status = getattr(marker, "status", None)
@@ -447,11 +469,15 @@ class BuiltinAdapter(service.Service):
             return
         if onu.up:
             return  # a repeated OnuInd up (EnablePonIf sends two): the bring-up under way goes on
+        self._bring_up(onu)
+
+    def _bring_up(self, onu: AdapterOnu) -> None:
+        """The ONU is up: OMCI from MIB Reset, then schedulers and flows."""
         onu.up = True
         onu.bring_ups += 1
         onu.pptp_ids = []
-        log.info("builtin-adapter-onu-up serial={serial} pon={pon} onu_id={onu_id}", serial=serial, pon=onu.pon,
-                 onu_id=onu.onu_id)
+        log.info("builtin-adapter-onu-up serial={serial} pon={pon} onu_id={onu_id}", serial=onu.serial,
+                 pon=onu.pon, onu_id=onu.onu_id)
         self._omci(onu, _Request("mib-reset", codec.MIB_RESET, codec.ONU_DATA, 0, b""))
 
     def _down(self, onu: AdapterOnu) -> None:

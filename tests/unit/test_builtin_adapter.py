@@ -170,19 +170,28 @@ def test_after_an_olt_reboot_the_adapter_reconnects_and_every_onu_comes_back(rig
 
 def test_while_the_openolt_server_is_stopped_the_adapter_waits_and_reconnects_when_it_serves_again(rig):
     """StopgRPCServer ends the adapter's stream (the server's stopping hook) and the adapter cannot reach the OLT
-    until StartgRPCServer: it waits, then connects again within RECONNECT_DELAY; the ONUs, still up, keep their
-    services."""
+    until StartgRPCServer: it waits, then connects again within RECONNECT_DELAY and reconciles: an ONU power-cycled
+    meanwhile (its indications reached no one, its flows are gone) is brought up again, the others keep their
+    services and are still answered (RestartEapol)."""
     r = rig()
     r.run_until(r.all_up, 20, "bring-up")
     r.serving = False
     r.hub.end_all(details="the OpenOLT server is stopping")
     r.run(5)
     assert r.adapter.queue is None and r.hub.current is None and r.adapter.connects == 1
+    cycled, other = r.olt.onus[0], r.olt.onus[4]
+    r.olt.shutdown_onu(cycled.serial)
+    r.olt.power_on_onu(cycled.serial)
+    r.run(1)
+    assert not r.all_up(cycled.serial) and not r.olt.flows.for_onu(cycled)
     r.serving = True
     r.run(builtin.RECONNECT_DELAY + 0.2)
     assert r.adapter.connects == 2 and r.hub.current is r.adapter.queue
-    r.run(2)
-    assert r.all_up() and r.olt.adapter_connected
+    r.run_until(r.all_up, 5, "the power-cycled ONU brought back after the reconnection")
+    assert len(r.olt.flows.for_onu(cycled)) == 8 and r.adapter.onus[other.serial].bring_ups == 1
+    r.commands.RestartEapol(bbsim_pb2.UNIRequest(OnuSerialNumber=other.serial, UniID=""))
+    assert not r.all_up(other.serial)
+    r.run_until(lambda: r.all_up(other.serial), 5, "RestartEapol answered after the reconnection")
 
 
 def test_disable_and_reenable_olt_bring_the_onus_back(rig):
