@@ -44,6 +44,9 @@ REQUEST_TIMEOUT_MS = 5000
 #: Back-off between connection attempts: doubled after each failure up to BACKOFF_MAX seconds.
 BACKOFF_INITIAL = 0.5
 BACKOFF_MAX = 30.0
+#: Seconds of silence after which an idle sink asks the broker for its metadata, so that an outage shows (in
+#: ``connected`` and the log) even while nothing is published.
+PROBE_INTERVAL = 10.0
 #: Seconds ``stop`` waits for the buffer to be flushed and the producer closed, then gives up.
 STOP_TIMEOUT = 3.0
 #: Seconds closing a producer may take (it flushes what it holds).
@@ -215,7 +218,10 @@ class KafkaSink:
                         if self._stopping:
                             return
                         self._wake.clear()
-                        await self._wake.wait()
+                        try:
+                            await asyncio.wait_for(self._wake.wait(), PROBE_INTERVAL)
+                        except (asyncio.TimeoutError, TimeoutError):
+                            await self._probe()
                         continue
                     await self._send_batch()
                 except asyncio.CancelledError:
@@ -242,6 +248,15 @@ class KafkaSink:
             raise
         self._producer = producer
         self._reachable()
+
+    async def _probe(self) -> None:
+        """Ask the broker for its metadata (an idle sink's health check); raises when it does not answer."""
+        try:
+            answered = await asyncio.wait_for(self._producer.client.force_metadata_update(), CONNECT_TIMEOUT)
+        except (asyncio.TimeoutError, TimeoutError):
+            answered = False
+        if not answered:
+            raise ConnectionError("the broker does not answer metadata requests")
 
     async def _send_batch(self) -> None:
         """Hand up to BATCH messages to the producer and wait for their acknowledgements (SEND_TIMEOUT at most);

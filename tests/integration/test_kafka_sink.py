@@ -11,6 +11,7 @@ from twisted.internet.task import deferLater
 from twisted.logger import globalLogPublisher
 
 from kafka_broker import free_port, json_values, read_topic, start_broker
+from oltsim import kafka
 from oltsim.kafka import KafkaSink
 
 TOPIC = "oltsim-sink-test"
@@ -112,3 +113,27 @@ def test_broker_stopped_mid_run_then_back_on_the_same_port():
             yield sink.stop()
             broker.stop()
     assert lines.names.count("kafka-unreachable") == 1 and lines.names.count("kafka-reachable") == 1
+
+
+@pytest_twisted.inlineCallbacks
+def test_an_idle_sink_notices_the_outage(monkeypatch):
+    """With nothing to publish the sink still checks the broker (every PROBE_INTERVAL, shortened here): probes of a
+    live broker log nothing, a stopped broker shows as disconnected (one line) and its return as reconnected."""
+    monkeypatch.setattr(kafka, "PROBE_INTERVAL", 0.2)
+    broker = start_broker()
+    sink = KafkaSink(broker.address, reactor=reactor, name="events")
+    with KafkaLines() as lines:
+        try:
+            sink.start()
+            yield wait_for(lambda: sink.connected, "the first connection")
+            yield sleep(1.0)  # several probes answered
+            assert lines.names == ["kafka-connected"] and sink.connected
+            broker.stop()
+            yield wait_for(lambda: not sink.connected, "the outage noticed without publishing")
+            broker.start()
+            yield wait_for(lambda: sink.connected, "the broker back")
+        finally:
+            yield sink.stop()
+            broker.stop()
+    assert lines.names == ["kafka-connected", "kafka-unreachable", "kafka-reachable"]
+    assert (sink.sent, sink.dropped) == (0, 0)
