@@ -4,22 +4,39 @@ and where they go (StreamEvents/StreamMetrics readers and the message bus)."""
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from dmi import hw_events_mgmt_service_pb2 as ev, hw_metrics_mgmt_service_pb2 as mt, hw_pb2
+from dmi import hw_events_mgmt_service_pb2 as ev
+from dmi import hw_metrics_mgmt_service_pb2 as mt
+from dmi import hw_pb2
 from google.protobuf import json_format
 from twisted.application.service import Service
 from twisted.internet import defer, task
 
 from oltsim.dmi import tree
-from oltsim.dmi.events import THRESHOLD_EVENTS, EventsConfig, component_class, event_id_of
+from oltsim.dmi.events import (
+    THRESHOLD_EVENTS,
+    EventsConfig,
+    component_class,
+    event_id_of,
+)
 from oltsim.dmi.metrics import METRICS, MetricsConfig, sample
 from oltsim.logs import logger
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound
 from oltsim.model.software import SoftwareImages
 
-__all__ = ["AlreadyManaged", "DeviceService", "EVENTS_TOPIC", "METRICS_TOPIC", "ManagedDevice", "NotManaged", "UnknownComponent",
-           "UnknownDevice", "to_json"]
+__all__ = [
+    "EVENTS_TOPIC",
+    "METRICS_TOPIC",
+    "AlreadyManaged",
+    "DeviceService",
+    "ManagedDevice",
+    "NotManaged",
+    "UnknownComponent",
+    "UnknownDevice",
+    "to_json",
+]
 
 log = logger("oltsim.dmi")
 

@@ -9,15 +9,16 @@ event once a later sample falls below the low one.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
-from dmi import commons_pb2, hw_events_mgmt_service_pb2 as ev, hw_metrics_mgmt_service_pb2 as mt, hw_pb2
+from dmi import hw_events_mgmt_service_pb2 as ev
+from dmi import hw_metrics_mgmt_service_pb2 as mt
+from dmi import hw_pb2
 
+from oltsim.dmi.answers import answer
 from oltsim.model.errors import InvalidArgument
 from oltsim.onloop import AsyncStreamQueue
 
-__all__ = ["EventsConfig", "EventsServicer", "THRESHOLD_EVENTS", "component_class", "event_id_of"]
+__all__ = ["THRESHOLD_EVENTS", "EventsConfig", "EventsServicer", "component_class", "event_id_of"]
 
 #: threshold event -> (its recovered event, the metric whose samples it watches)
 THRESHOLD_EVENTS = {
@@ -71,7 +72,7 @@ def event_id_of(event: int | str) -> int:
     return value
 
 
-def _watermarks(high: int | float, low: int | float) -> ev.Thresholds:
+def _watermarks(high: float, low: float) -> ev.Thresholds:
     return ev.Thresholds(upper=ev.WaterMarks(high=ev.ValueType(int_val=high), low=ev.ValueType(int_val=low)))
 
 
@@ -153,13 +154,6 @@ class EventsConfig:
             self.items[item.event_id] = item
 
 
-def _status(cls: type, reason: str = "", detail: str = "", **fields: Any) -> Any:
-    """A response of class ``cls``: OK without ``reason``, else ERROR_STATUS with ``reason`` and ``detail``."""
-    if not reason:
-        return cls(status=commons_pb2.OK_STATUS, **fields)
-    return cls(status=commons_pb2.ERROR_STATUS, reason=cls.Reason.Value(reason), reason_detail=detail, **fields)
-
-
 class EventsServicer:
     """dmi.NativeEventsManagementService over one :class:`oltsim.dmi.device.ManagedDevice` (served by on_loop)."""
 
@@ -172,17 +166,17 @@ class EventsServicer:
         """The events configuration (UNKNOWN_DEVICE before StartManagingDevice or for another UUID)."""
         refusal = self.device.refusal(request.uuid.uuid)
         if refusal:
-            return _status(ev.ListEventsResponse, "UNKNOWN_DEVICE", refusal)
-        return _status(ev.ListEventsResponse, events=ev.EventsCfg(items=self.device.events.listed()))
+            return answer(ev.ListEventsResponse, "UNKNOWN_DEVICE", refusal)
+        return answer(ev.ListEventsResponse, events=ev.EventsCfg(items=self.device.events.listed()))
 
     def UpdateEventsConfiguration(self, request, context):
         """Change the configured events (``changes``) or go back to the defaults (``reset_to_default``)."""
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            return _status(ev.EventsConfigurationResponse, "UNKNOWN_DEVICE", refusal)
+            return answer(ev.EventsConfigurationResponse, "UNKNOWN_DEVICE", refusal)
         operation = request.WhichOneof("operation")
         if operation is None or (operation == "reset_to_default" and not request.reset_to_default):
-            return _status(ev.EventsConfigurationResponse, "INVALID_CONFIG",
+            return answer(ev.EventsConfigurationResponse, "INVALID_CONFIG",
                            "the request needs changes or reset_to_default: true")
         if operation == "reset_to_default":
             self.device.events.reset()
@@ -190,9 +184,9 @@ class EventsServicer:
             try:
                 self.device.events.update(list(request.changes.items))
             except InvalidArgument as exc:
-                return _status(ev.EventsConfigurationResponse, "INVALID_CONFIG", exc.message)
+                return answer(ev.EventsConfigurationResponse, "INVALID_CONFIG", exc.message)
         self.device.events_changed()
-        return _status(ev.EventsConfigurationResponse)
+        return answer(ev.EventsConfigurationResponse)
 
     async def StreamEvents(self, request, context):
         """Every event the device raises from now on, until the client leaves or the server stops; a slow reader

@@ -5,10 +5,11 @@ with gRPC OK; the streams (StartManagingDevice, GetPhysicalInventory, GetHWCompo
 """
 from __future__ import annotations
 
-from dmi import commons_pb2, hw_management_service_pb2 as hm, hw_pb2
+from dmi import commons_pb2, hw_pb2
+from dmi import hw_management_service_pb2 as hm
 
+from oltsim.dmi.answers import answer
 from oltsim.dmi.device import AlreadyManaged, UnknownDevice
-from oltsim.dmi.events import _status
 from oltsim.logs import CONTROL, logger
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, OltsimError
 
@@ -36,21 +37,21 @@ class HWManagementServicer:
         try:
             device.start(request.name, request.uri.uri)
         except AlreadyManaged as exc:
-            yield _status(hm.StartManagingDeviceResponse, "DEVICE_ALREADY_MANAGED", exc.message,
+            yield answer(hm.StartManagingDeviceResponse, "DEVICE_ALREADY_MANAGED", exc.message,
                           device_uuid=hw_pb2.Uuid(uuid=device.uuid))
             return
         except InvalidArgument as exc:
-            yield _status(hm.StartManagingDeviceResponse, "INVALID_PARAMS", exc.message)
+            yield answer(hm.StartManagingDeviceResponse, "INVALID_PARAMS", exc.message)
             return
-        yield _status(hm.StartManagingDeviceResponse, device_uuid=hw_pb2.Uuid(uuid=device.uuid))
+        yield answer(hm.StartManagingDeviceResponse, device_uuid=hw_pb2.Uuid(uuid=device.uuid))
 
     def StopManagingDevice(self, request, context):
         """Stop managing the device named ``name`` (the name given to StartManagingDevice, or the device's own)."""
         try:
             self.device.stop_managing(request.name)
         except (InvalidArgument, UnknownDevice) as exc:
-            return _status(hm.StopManagingDeviceResponse, "UNKNOWN_DEVICE", exc.message)
-        return _status(hm.StopManagingDeviceResponse)
+            return answer(hm.StopManagingDeviceResponse, "UNKNOWN_DEVICE", exc.message)
+        return answer(hm.StopManagingDeviceResponse)
 
     def GetManagedDevices(self, request, context):
         """The managed device (none before StartManagingDevice), with the name and URI it was started with."""
@@ -60,7 +61,7 @@ class HWManagementServicer:
                 info=hw_pb2.ModifiableComponent(name=self.device.requested_name,
                                                 uri=hw_pb2.Uri(uri=self.device.uri)),
                 device_uuid=hw_pb2.Uuid(uuid=self.device.uuid)))
-        return _status(hm.ManagedDevicesResponse, devices=devices)
+        return answer(hm.ManagedDevicesResponse, devices=devices)
 
     # ---- inventory ------------------------------------------------------------------------
 
@@ -68,24 +69,24 @@ class HWManagementServicer:
         """The whole component tree, in one answer."""
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            yield _status(hm.PhysicalInventoryResponse, "UNKNOWN_DEVICE", refusal)
+            yield answer(hm.PhysicalInventoryResponse, "UNKNOWN_DEVICE", refusal)
             return
         inventory = hw_pb2.Hardware(root=self.device.root())
         inventory.last_change.FromNanoseconds(int(self.device.clock.seconds() * 1e9))
-        yield _status(hm.PhysicalInventoryResponse, inventory=inventory)
+        yield answer(hm.PhysicalInventoryResponse, inventory=inventory)
 
     async def GetHWComponentInfo(self, request, context):
         """One component (by UUID, else by name), in one answer."""
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            yield _status(hm.HWComponentInfoGetResponse, "UNKNOWN_DEVICE", refusal)
+            yield answer(hm.HWComponentInfoGetResponse, "UNKNOWN_DEVICE", refusal)
             return
         component = self.device.find(request.component_uuid.uuid, request.component_name)
         if component is None:
-            yield _status(hm.HWComponentInfoGetResponse, "UNKNOWN_COMPONENT", self.device.unknown_component(
+            yield answer(hm.HWComponentInfoGetResponse, "UNKNOWN_COMPONENT", self.device.unknown_component(
                 request.component_uuid.uuid, request.component_name))
             return
-        yield _status(hm.HWComponentInfoGetResponse, component=component)
+        yield answer(hm.HWComponentInfoGetResponse, component=component)
 
     def SetHWComponentInfo(self, request, context):
         """Change what DMI lets a manager change: alias, asset_id and admin_state of any component, the URI of the
@@ -94,34 +95,34 @@ class HWManagementServicer:
         response = hm.HWComponentInfoSetResponse
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            return _status(response, "UNKNOWN_DEVICE", refusal)
+            return answer(response, "UNKNOWN_DEVICE", refusal)
         component = self.device.find(request.component_uuid.uuid, request.component_name)
         if component is None:
-            return _status(response, "UNKNOWN_COMPONENT", self.device.unknown_component(
+            return answer(response, "UNKNOWN_COMPONENT", self.device.unknown_component(
                 request.component_uuid.uuid, request.component_name))
         changes = request.changes
         if not request.HasField("changes"):
-            return _status(response, "INVALID_PARAMS", "the request has no changes")
+            return answer(response, "INVALID_PARAMS", "the request has no changes")
         if changes.name and changes.name != component.name:
-            return _status(response, "SET_UNSUPPORTED", f"the name of {component.name} cannot be changed")
+            return answer(response, "SET_UNSUPPORTED", f"the name of {component.name} cannot be changed")
         if getattr(changes, "class") not in (hw_pb2.COMPONENT_TYPE_UNDEFINED, getattr(component, "class")):
-            return _status(response, "SET_UNSUPPORTED", f"the class of {component.name} cannot be changed")
+            return answer(response, "SET_UNSUPPORTED", f"the class of {component.name} cannot be changed")
         if changes.HasField("parent") or changes.parent_rel_pos:
-            return _status(response, "SET_UNSUPPORTED", f"the position of {component.name} in the tree cannot be "
+            return answer(response, "SET_UNSUPPORTED", f"the position of {component.name} in the tree cannot be "
                            "changed")
         is_root = component.uuid.uuid == self.device.uuid
         if changes.uri.uri and not is_root:
-            return _status(response, "SET_UNSUPPORTED", "only the chassis has a URI")
+            return answer(response, "SET_UNSUPPORTED", "only the chassis has a URI")
         specific = changes.WhichOneof("specific")
         if specific == "port_attr" and not (component.HasField("port_attr")
                                             and component.port_attr.protocol in (
                                                 hw_pb2.PortComponentAttributes.GPON,
                                                 hw_pb2.PortComponentAttributes.XGSPON)):
-            return _status(response, "SET_UNSUPPORTED", f"{component.name} is not a PON port")
+            return answer(response, "SET_UNSUPPORTED", f"{component.name} is not a PON port")
         if specific == "trx_attr" and not component.HasField("transceiver_attr"):
-            return _status(response, "SET_UNSUPPORTED", f"{component.name} is not a transceiver")
+            return answer(response, "SET_UNSUPPORTED", f"{component.name} is not a transceiver")
         if changes.admin_state not in hw_pb2.ComponentAdminState.values():
-            return _status(response, "INVALID_PARAMS", f"unknown admin state {changes.admin_state}")
+            return answer(response, "INVALID_PARAMS", f"unknown admin state {changes.admin_state}")
         change = self.device.overrides.change(component.uuid.uuid)
         if changes.alias:
             change.alias = changes.alias
@@ -139,7 +140,7 @@ class HWManagementServicer:
         if specific == "trx_attr":
             change.trans_type = changes.trx_attr.trans_type
         log.info("dmi-component-set component={component}", component=component.name)
-        return _status(response)
+        return answer(response)
 
     # ---- endpoints ------------------------------------------------------------------------
 
@@ -148,22 +149,22 @@ class HWManagementServicer:
         response = hm.SetRemoteEndpointResponse
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            return _status(response, "UNKNOWN_DEVICE", refusal)
+            return answer(response, "UNKNOWN_DEVICE", refusal)
         if not request.logging_endpoint:
-            return _status(response, "LOGGING_ENDPOINT_ERROR", "logging_endpoint is empty")
+            return answer(response, "LOGGING_ENDPOINT_ERROR", "logging_endpoint is empty")
         if request.logging_protocol.lower() not in ("udp", "tcp"):
-            return _status(response, "LOGGING_ENDPOINT_PROTOCOL_ERROR",
+            return answer(response, "LOGGING_ENDPOINT_PROTOCOL_ERROR",
                            f"logging_protocol {request.logging_protocol!r}: udp or tcp")
         self.device.logging_endpoint = request.logging_endpoint
         self.device.logging_protocol = request.logging_protocol
-        return _status(response)
+        return answer(response)
 
     def GetLoggingEndpoint(self, request, context):
         """The logging endpoint and protocol set (empty if none)."""
         refusal = self.device.refusal(request.uuid.uuid)
         if refusal:
-            return _status(hm.GetLoggingEndpointResponse, "UNKNOWN_DEVICE", refusal)
-        return _status(hm.GetLoggingEndpointResponse, logging_endpoint=self.device.logging_endpoint,
+            return answer(hm.GetLoggingEndpointResponse, "UNKNOWN_DEVICE", refusal)
+        return answer(hm.GetLoggingEndpointResponse, logging_endpoint=self.device.logging_endpoint,
                        logging_protocol=self.device.logging_protocol)
 
     def SetMsgBusEndpoint(self, request, context):
@@ -172,15 +173,15 @@ class HWManagementServicer:
         try:
             self.device.set_msgbus(request.msgbus_endpoint)
         except (InvalidArgument, FailedPrecondition) as exc:
-            return _status(hm.SetRemoteEndpointResponse, "MSGBUS_ENDPOINT_ERROR", exc.message)
-        return _status(hm.SetRemoteEndpointResponse)
+            return answer(hm.SetRemoteEndpointResponse, "MSGBUS_ENDPOINT_ERROR", exc.message)
+        return answer(hm.SetRemoteEndpointResponse)
 
     def GetMsgBusEndpoint(self, request, context):
         """The message bus endpoint set; INTERNAL_ERROR (BBSim's answer) when none is."""
         if not self.device.msgbus_endpoint:
-            return _status(hm.GetMsgBusEndpointResponse, "INTERNAL_ERROR", "no message bus endpoint is set "
+            return answer(hm.GetMsgBusEndpointResponse, "INTERNAL_ERROR", "no message bus endpoint is set "
                            "(SetMsgBusEndpoint)")
-        return _status(hm.GetMsgBusEndpointResponse, msgbus_endpoint=self.device.msgbus_endpoint)
+        return answer(hm.GetMsgBusEndpointResponse, msgbus_endpoint=self.device.msgbus_endpoint)
 
     # ---- log levels -----------------------------------------------------------------------
 
@@ -188,8 +189,8 @@ class HWManagementServicer:
         """The entities whose log level can be set, at their current levels."""
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            return _status(hm.GetLogLevelResponse, "UNKNOWN_DEVICE", refusal)
-        return _status(hm.GetLogLevelResponse, device_uuid=hw_pb2.Uuid(uuid=self.device.uuid),
+            return answer(hm.GetLogLevelResponse, "UNKNOWN_DEVICE", refusal)
+        return answer(hm.GetLogLevelResponse, device_uuid=hw_pb2.Uuid(uuid=self.device.uuid),
                        logLevels=self._levels(self.device.log_levels))
 
     def SetLogLevel(self, request, context):
@@ -198,32 +199,32 @@ class HWManagementServicer:
         response = hm.SetLogLevelResponse
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            return _status(response, "UNKNOWN_DEVICE", refusal)
+            return answer(response, "UNKNOWN_DEVICE", refusal)
         levels = dict(self.device.log_levels)
         for entry in request.loglevels:
             if entry.logLevel not in _LEVEL_NAMES:
-                return _status(response, "INTERNAL_ERROR", f"unknown log level {entry.logLevel}")
+                return answer(response, "INTERNAL_ERROR", f"unknown log level {entry.logLevel}")
             names = list(entry.entities) or list(levels)
             for name in names:
                 if name not in levels:
-                    return _status(response, "UNKNOWN_LOG_ENTITY", f"unknown log entity {name!r} (entities: "
+                    return answer(response, "UNKNOWN_LOG_ENTITY", f"unknown log entity {name!r} (entities: "
                                    f"{', '.join(levels)})", device_uuid=hw_pb2.Uuid(uuid=self.device.uuid))
                 levels[name] = entry.logLevel
         self.device.log_levels = levels
-        return _status(response, device_uuid=hw_pb2.Uuid(uuid=self.device.uuid))
+        return answer(response, device_uuid=hw_pb2.Uuid(uuid=self.device.uuid))
 
     def GetLogLevel(self, request, context):
         """The level of the entities named (every entity if none is)."""
         response = hm.GetLogLevelResponse
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            return _status(response, "UNKNOWN_DEVICE", refusal)
+            return answer(response, "UNKNOWN_DEVICE", refusal)
         names = list(request.entities) or list(self.device.log_levels)
         unknown = [name for name in names if name not in self.device.log_levels]
         if unknown:
-            return _status(response, "UNKNOWN_LOG_ENTITY", f"unknown log entity {unknown[0]!r} (entities: "
+            return answer(response, "UNKNOWN_LOG_ENTITY", f"unknown log entity {unknown[0]!r} (entities: "
                            f"{', '.join(self.device.log_levels)})", device_uuid=hw_pb2.Uuid(uuid=self.device.uuid))
-        return _status(response, device_uuid=hw_pb2.Uuid(uuid=self.device.uuid),
+        return answer(response, device_uuid=hw_pb2.Uuid(uuid=self.device.uuid),
                        logLevels=self._levels({name: self.device.log_levels[name] for name in names}))
 
     @staticmethod
@@ -238,15 +239,15 @@ class HWManagementServicer:
         here and dies."""
         name = _LEVEL_NAMES.get(request.level)
         if name is None:
-            return _status(hm.SetDmLogLevelResponse, "UNKNOWN_LOG_LEVEL", f"unknown log level {request.level}")
+            return answer(hm.SetDmLogLevelResponse, "UNKNOWN_LOG_LEVEL", f"unknown log level {request.level}")
         CONTROL.set_level(name)
         log.info("dmi-log-level-set log_level={log_level}", log_level=name)
-        return _status(hm.SetDmLogLevelResponse)
+        return answer(hm.SetDmLogLevelResponse)
 
     def GetDmLogLevel(self, request, context):
         """The device manager's own log level: oltsim's (BBSim panics here and dies)."""
         levels = {name: level for level, name in _LEVEL_NAMES.items()}
-        return _status(hm.GetDmLogLevelResponse, level=levels.get(CONTROL.level, commons_pb2.INFO))
+        return answer(hm.GetDmLogLevelResponse, level=levels.get(CONTROL.level, commons_pb2.INFO))
 
     # ---- device ---------------------------------------------------------------------------
 
@@ -258,13 +259,13 @@ class HWManagementServicer:
         """Reboot the OLT (as the control API's reboot does): DEVICE_IN_WRONG_STATE when it cannot now."""
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            return _status(hm.RebootDeviceResponse, "UNKNOWN_DEVICE", refusal)
+            return answer(hm.RebootDeviceResponse, "UNKNOWN_DEVICE", refusal)
         try:
             self.device.olt.reboot()
         except OltsimError as exc:
-            return _status(hm.RebootDeviceResponse, "DEVICE_IN_WRONG_STATE", exc.message)
+            return answer(hm.RebootDeviceResponse, "DEVICE_IN_WRONG_STATE", exc.message)
         self.device.create_event("EVENT_HW_DEVICE_REBOOT")
-        return _status(hm.RebootDeviceResponse)
+        return answer(hm.RebootDeviceResponse)
 
     def DisableHWComponent(self, request, context):
         """Disable a PON port (its transceiver or cage mean the same port); other components cannot be."""
@@ -284,30 +285,30 @@ class HWManagementServicer:
             try:
                 self.device.olt.reboot()
             except OltsimError as exc:
-                return _status(response, "RESET_UNSUPPORTED", exc.message)
+                return answer(response, "RESET_UNSUPPORTED", exc.message)
             self.device.create_event("EVENT_HW_DEVICE_RESET")
-            return _status(response)
+            return answer(response)
         pon_id = self._pon_of(found)
         if pon_id is None:
-            return _status(response, "RESET_UNSUPPORTED", f"{found.name} cannot be reset (the chassis and PON "
+            return answer(response, "RESET_UNSUPPORTED", f"{found.name} cannot be reset (the chassis and PON "
                            "ports can)")
         try:
             self.device.olt.disable_pon(pon_id)
             self.device.olt.enable_pon(pon_id)
         except OltsimError as exc:
-            return _status(response, "RESET_UNSUPPORTED", exc.message)
-        return _status(response)
+            return answer(response, "RESET_UNSUPPORTED", exc.message)
+        return answer(response)
 
     def _component(self, request, response):
         """The component a Disable/Enable/Reset request names, or the refusal to answer with."""
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            return _status(response, "UNKNOWN_DEVICE", refusal)
+            return answer(response, "UNKNOWN_DEVICE", refusal)
         component = self.device.find(request.component_uuid.uuid, request.component_name)
         if component is None:
             reason = "INVALID_PARAMS" if not (request.component_uuid.uuid or request.component_name) \
                 else "UNKNOWN_COMPONENT"
-            return _status(response, reason, self.device.unknown_component(request.component_uuid.uuid,
+            return answer(response, reason, self.device.unknown_component(request.component_uuid.uuid,
                                                                            request.component_name))
         return component
 
@@ -324,7 +325,7 @@ class HWManagementServicer:
             return found
         pon_id = self._pon_of(found)
         if pon_id is None:
-            return _status(response, unsupported, f"{found.name} cannot be {'enabled' if enable else 'disabled'}"
+            return answer(response, unsupported, f"{found.name} cannot be {'enabled' if enable else 'disabled'}"
                            " (PON ports, their transceivers and cages can)")
         try:
             if enable:
@@ -332,7 +333,7 @@ class HWManagementServicer:
             else:
                 self.device.olt.disable_pon(pon_id)
         except OltsimError as exc:
-            return _status(response, unsupported, exc.message)
+            return answer(response, unsupported, exc.message)
         change = self.device.overrides.change(found.uuid.uuid)
         change.admin_state = hw_pb2.COMP_ADMIN_STATE_UNLOCKED if enable else hw_pb2.COMP_ADMIN_STATE_LOCKED
-        return _status(response)
+        return answer(response)

@@ -12,9 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
-from dmi import hw_metrics_mgmt_service_pb2 as mt, hw_pb2
+from dmi import hw_metrics_mgmt_service_pb2 as mt
+from dmi import hw_pb2
 
-from oltsim.dmi.events import _status
+from oltsim.dmi.answers import answer
 from oltsim.model.errors import InvalidArgument
 from oltsim.onloop import AsyncStreamQueue
 
@@ -106,17 +107,17 @@ class MetricsServicer:
         """The metrics configuration (UNKNOWN_DEVICE before StartManagingDevice or for another UUID)."""
         refusal = self.device.refusal(request.uuid.uuid)
         if refusal:
-            return _status(mt.ListMetricsResponse, "UNKNOWN_DEVICE", refusal)
-        return _status(mt.ListMetricsResponse, metrics=mt.MetricsConfig(metrics=self.device.metrics.listed()))
+            return answer(mt.ListMetricsResponse, "UNKNOWN_DEVICE", refusal)
+        return answer(mt.ListMetricsResponse, metrics=mt.MetricsConfig(metrics=self.device.metrics.listed()))
 
     def UpdateMetricsConfiguration(self, request, context):
         """Change which metrics are reported and how often (``changes``), or go back to the defaults."""
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            return _status(mt.MetricsConfigurationResponse, "UNKNOWN_DEVICE", refusal)
+            return answer(mt.MetricsConfigurationResponse, "UNKNOWN_DEVICE", refusal)
         operation = request.WhichOneof("operation")
         if operation is None or (operation == "reset_to_default" and not request.reset_to_default):
-            return _status(mt.MetricsConfigurationResponse, "INVALID_METRIC",
+            return answer(mt.MetricsConfigurationResponse, "INVALID_METRIC",
                            "the request needs changes or reset_to_default: true")
         if operation == "reset_to_default":
             self.device.metrics.reset()
@@ -124,29 +125,29 @@ class MetricsServicer:
             try:
                 self.device.metrics.update(list(request.changes.metrics))
             except PollIntervalUnsupported as exc:
-                return _status(mt.MetricsConfigurationResponse, "POLL_INTERVAL_UNSUPPORTED", exc.message)
+                return answer(mt.MetricsConfigurationResponse, "POLL_INTERVAL_UNSUPPORTED", exc.message)
             except InvalidArgument as exc:
-                return _status(mt.MetricsConfigurationResponse, "INVALID_METRIC", exc.message)
+                return answer(mt.MetricsConfigurationResponse, "INVALID_METRIC", exc.message)
         self.device.metrics_changed()
-        return _status(mt.MetricsConfigurationResponse)
+        return answer(mt.MetricsConfigurationResponse)
 
     def GetMetric(self, request, context):
         """One reading of a metric of one component (by UUID, else by name)."""
         meta = request.meta_data
         refusal = self.device.refusal(meta.device_uuid.uuid)
         if refusal:
-            return _status(mt.GetMetricResponse, "UNKNOWN_DEVICE", refusal)
+            return answer(mt.GetMetricResponse, "UNKNOWN_DEVICE", refusal)
         component = self.device.find(meta.component_uuid.uuid, meta.component_name)
         if component is None:
-            return _status(mt.GetMetricResponse, "UNKNOWN_COMPONENT", self.device.unknown_component(
+            return answer(mt.GetMetricResponse, "UNKNOWN_COMPONENT", self.device.unknown_component(
                 meta.component_uuid.uuid, meta.component_name))
         if request.metric_id not in METRICS:
-            return _status(mt.GetMetricResponse, "INVALID_METRIC", f"metric {_metric_name(request.metric_id)} is "
+            return answer(mt.GetMetricResponse, "INVALID_METRIC", f"metric {_metric_name(request.metric_id)} is "
                            f"not reported by this device")
         if getattr(component, "class") != METRICS[request.metric_id][0]:
-            return _status(mt.GetMetricResponse, "INVALID_METRIC", f"component {component.name} has no metric "
+            return answer(mt.GetMetricResponse, "INVALID_METRIC", f"component {component.name} has no metric "
                            f"{_metric_name(request.metric_id)}")
-        return _status(mt.GetMetricResponse, metric=self.device.metric(request.metric_id, component))
+        return answer(mt.GetMetricResponse, metric=self.device.metric(request.metric_id, component))
 
     async def StreamMetrics(self, request, context):
         """Every metric the device reports from now on, until the client leaves or the server stops; a slow reader

@@ -11,9 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
-from dmi import commons_pb2, hw_pb2, sw_image_pb2 as si, sw_management_service_pb2 as sm
+from dmi import commons_pb2, hw_pb2
+from dmi import sw_image_pb2 as si
+from dmi import sw_management_service_pb2 as sm
 
-from oltsim.dmi.events import _status
+from oltsim.dmi.answers import answer
 from oltsim.logs import logger
 from oltsim.model.errors import InvalidArgument
 from oltsim.model.software import Image, ImageError, check_url
@@ -28,7 +30,7 @@ _STREAM_BUFFER = 64
 _FINAL = {"UPGRADE_COMPLETE", "UPGRADE_FAILED", "ACTIVATION_COMPLETE", "ACTIVATION_FAILED"}
 
 
-def _image_status(state: str, description: str = "", reason: str = "", detail: str = "") -> si.ImageStatus:
+def _imageanswer(state: str, description: str = "", reason: str = "", detail: str = "") -> si.ImageStatus:
     return si.ImageStatus(status=commons_pb2.ERROR_STATUS if reason else commons_pb2.OK_STATUS,
                           state=si.ImageStatus.ImageState.Value(state), description=description,
                           reason=si.ImageStatus.Reason.Value(reason or "UNDEFINED_REASON"), reason_detail=detail)
@@ -70,7 +72,7 @@ class SoftwareManagementServicer:
 
     def _reporter(self, queue: AsyncStreamQueue):
         def report(state: str, description: str) -> None:
-            queue.put(_image_status(state, description))
+            queue.put(_imageanswer(state, description))
             if state in _FINAL:
                 queue.close()
         return report
@@ -81,13 +83,13 @@ class SoftwareManagementServicer:
         """The running (active) and standby images."""
         refusal = self.device.refusal(request.uuid.uuid)
         if refusal:
-            return _status(sm.GetSoftwareVersionInformationResponse, "UNKNOWN_DEVICE", refusal)
+            return answer(sm.GetSoftwareVersionInformationResponse, "UNKNOWN_DEVICE", refusal)
         software = self.software
         info = sm.SoftwareVersionInformation(
             active_versions=[si.ImageVersion(image_name=software.running.name, version=software.running.version)],
             standby_versions=[si.ImageVersion(image_name=software.standby.name, version=software.standby.version)]
             if software.standby is not None else [])
-        return _status(sm.GetSoftwareVersionInformationResponse, info=info)
+        return answer(sm.GetSoftwareVersionInformationResponse, info=info)
 
     # ---- images ---------------------------------------------------------------------------
 
@@ -97,10 +99,10 @@ class SoftwareManagementServicer:
         UNKNOWN_DEVICE) saying why."""
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            yield _image_status("UPGRADE_FAILED", reason="UNKNOWN_DEVICE", detail=refusal)
+            yield _imageanswer("UPGRADE_FAILED", reason="UNKNOWN_DEVICE", detail=refusal)
             return
         if self.software.busy:
-            yield _image_status("UPGRADE_FAILED", reason="OPERATION_ALREADY_IN_PROGRESS",
+            yield _imageanswer("UPGRADE_FAILED", reason="OPERATION_ALREADY_IN_PROGRESS",
                                 detail=f"an image operation is in progress ({self.software.operation})")
             return
         info = request.image_info
@@ -109,7 +111,7 @@ class SoftwareManagementServicer:
             self.software.download(Image(info.image.image_name, info.image.version, info.image_url),
                                    self._reporter(queue), sha256sum=info.sha256sum)
         except ImageError as exc:
-            yield _image_status("UPGRADE_FAILED", reason=exc.reason, detail=exc.message)
+            yield _imageanswer("UPGRADE_FAILED", reason=exc.reason, detail=exc.message)
             return
         log.info("dmi-image-download name={name} version={version} url={url}", name=info.image.image_name,
                  version=info.image.version, url=info.image_url)
@@ -130,14 +132,14 @@ class SoftwareManagementServicer:
     async def _swap(self, request, context, operation: str):
         refusal = self.device.refusal(request.uuid.uuid)
         if refusal:
-            yield _image_status("ACTIVATION_FAILED", reason="UNKNOWN_DEVICE", detail=refusal)
+            yield _imageanswer("ACTIVATION_FAILED", reason="UNKNOWN_DEVICE", detail=refusal)
             return
         if self.software.busy:
-            yield _image_status("ACTIVATION_FAILED", reason="OPERATION_ALREADY_IN_PROGRESS",
+            yield _imageanswer("ACTIVATION_FAILED", reason="OPERATION_ALREADY_IN_PROGRESS",
                                 detail=f"an image operation is in progress ({self.software.operation})")
             return
         if self.software.standby is None:
-            yield _image_status("ACTIVATION_FAILED", reason="DEVICE_IN_WRONG_STATE",
+            yield _imageanswer("ACTIVATION_FAILED", reason="DEVICE_IN_WRONG_STATE",
                                 detail="there is no standby image to run")
             return
         queue = AsyncStreamQueue(_STREAM_BUFFER)
@@ -153,22 +155,22 @@ class SoftwareManagementServicer:
         one refusal (UNKNOWN_DEVICE, ERROR_FETCHING_CONFIG for a bad URL, OPERATION_ALREADY_IN_PROGRESS)."""
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            yield _status(sm.ConfigResponse, "UNKNOWN_DEVICE", refusal)
+            yield answer(sm.ConfigResponse, "UNKNOWN_DEVICE", refusal)
             return
         if self.software.busy:
-            yield _status(sm.ConfigResponse, "OPERATION_ALREADY_IN_PROGRESS",
+            yield answer(sm.ConfigResponse, "OPERATION_ALREADY_IN_PROGRESS",
                           f"an image operation is in progress ({self.software.operation})")
             return
         queue = AsyncStreamQueue(_STREAM_BUFFER)
 
         def done(state: str, description: str) -> None:
-            queue.put(_status(sm.ConfigResponse))
+            queue.put(answer(sm.ConfigResponse))
             queue.close()
 
         try:
             self.software.update_startup_config(request.config_url, done)
         except InvalidArgument as exc:
-            yield _status(sm.ConfigResponse, "ERROR_FETCHING_CONFIG", exc.message)
+            yield answer(sm.ConfigResponse, "ERROR_FETCHING_CONFIG", exc.message)
             return
         async for item in self._stream(queue, context):
             yield item
@@ -177,8 +179,8 @@ class SoftwareManagementServicer:
         """The startup configuration's URL and version."""
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
-            return _status(sm.StartupConfigInfoResponse, "UNKNOWN_DEVICE", refusal)
-        return _status(sm.StartupConfigInfoResponse, config_url=self.software.startup_config_url,
+            return answer(sm.StartupConfigInfoResponse, "UNKNOWN_DEVICE", refusal)
+        return answer(sm.StartupConfigInfoResponse, config_url=self.software.startup_config_url,
                        version=self.software.startup_config_version)
 
     # ---- debug information ----------------------------------------------------------------

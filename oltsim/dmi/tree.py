@@ -10,8 +10,8 @@ plugged transceivers; what a manager set with SetHWComponentInfo is kept in :cla
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
 
 from dmi import hw_pb2
 

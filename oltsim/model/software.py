@@ -12,8 +12,8 @@ States are reported as DMI's ``ImageStatus.ImageState`` names (plain strings her
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 from urllib.parse import urlsplit
 
 from oltsim.logs import logger
@@ -89,7 +89,7 @@ class SoftwareImages:
         self._call = None
 
     @classmethod
-    def for_firmware(cls, clock, firmware_version: str, **kwargs) -> "SoftwareImages":
+    def for_firmware(cls, clock, firmware_version: str, **kwargs) -> SoftwareImages:
         """The images of an OLT configured with ``firmware_version`` (BBSim's dummy images when it is empty)."""
         running = Image("oltsim", firmware_version) if firmware_version else Image(*DEFAULT_RUNNING)
         return cls(clock, running=running, standby=Image(*DEFAULT_STANDBY), **kwargs)

@@ -5,21 +5,27 @@ from __future__ import annotations
 
 import grpc
 import pytest_twisted
-from dmi import (commons_pb2, hw_events_mgmt_service_pb2 as ev, hw_events_mgmt_service_pb2_grpc as ev_grpc,
-                 hw_management_service_pb2 as hm, hw_management_service_pb2_grpc as hm_grpc,
-                 hw_metrics_mgmt_service_pb2 as mt, hw_metrics_mgmt_service_pb2_grpc as mt_grpc, hw_pb2,
-                 sw_image_pb2 as si, sw_management_service_pb2 as sm, sw_management_service_pb2_grpc as sm_grpc)
+from dmi import commons_pb2, hw_pb2
+from dmi import hw_events_mgmt_service_pb2 as ev
+from dmi import hw_events_mgmt_service_pb2_grpc as ev_grpc
+from dmi import hw_management_service_pb2 as hm
+from dmi import hw_management_service_pb2_grpc as hm_grpc
+from dmi import hw_metrics_mgmt_service_pb2 as mt
+from dmi import hw_metrics_mgmt_service_pb2_grpc as mt_grpc
+from dmi import sw_image_pb2 as si
+from dmi import sw_management_service_pb2 as sm
+from dmi import sw_management_service_pb2_grpc as sm_grpc
+from engines import grpc_engine  # noqa: F401 - the fixture
 from google.protobuf import empty_pb2
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from kafka_broker import json_values, read_topic, start_broker
+from test_adapter import start_oltsim, stop_oltsim
 from twisted.internet import reactor
 from twisted.internet.defer import inlineCallbacks
 from twisted.internet.threads import deferToThread
 
-from engines import grpc_engine  # noqa: F401 - the fixture
-from kafka_broker import json_values, read_topic, start_broker
 from oltsim._proto import bbsim_dmi_pb2, bbsim_dmi_pb2_grpc
 from oltsim.logs import CONTROL
-from test_adapter import start_oltsim, stop_oltsim
 
 TIMEOUT = 15
 OK = commons_pb2.OK_STATUS

@@ -7,12 +7,20 @@ import json
 import random
 
 import pytest
-from dmi import hw_events_mgmt_service_pb2 as ev, hw_metrics_mgmt_service_pb2 as mt, hw_pb2
+from dmi import hw_events_mgmt_service_pb2 as ev
+from dmi import hw_metrics_mgmt_service_pb2 as mt
+from dmi import hw_pb2
 from twisted.internet import defer
 from twisted.internet.task import Clock
 
 from oltsim.config import load_settings
-from oltsim.dmi.device import AlreadyManaged, ManagedDevice, NotManaged, UnknownComponent, UnknownDevice
+from oltsim.dmi.device import (
+    AlreadyManaged,
+    ManagedDevice,
+    NotManaged,
+    UnknownComponent,
+    UnknownDevice,
+)
 from oltsim.model.builder import build_olt
 from oltsim.model.errors import InvalidArgument
 

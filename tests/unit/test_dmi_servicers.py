@@ -9,12 +9,15 @@ import random
 
 import pytest
 import pytest_twisted
-from dmi import (commons_pb2, hw_events_mgmt_service_pb2 as ev, hw_management_service_pb2 as hm,
-                 hw_metrics_mgmt_service_pb2 as mt, hw_pb2, sw_image_pb2 as si, sw_management_service_pb2 as sm)
-
+from conftest import FakeContext, Sim
+from dmi import commons_pb2, hw_pb2
+from dmi import hw_events_mgmt_service_pb2 as ev
+from dmi import hw_management_service_pb2 as hm
+from dmi import hw_metrics_mgmt_service_pb2 as mt
+from dmi import sw_image_pb2 as si
+from dmi import sw_management_service_pb2 as sm
 from twisted.internet.defer import Deferred
 
-from conftest import FakeContext, Sim
 from oltsim.dmi.device import ManagedDevice
 from oltsim.dmi.events import EventsServicer
 from oltsim.dmi.hw import HWManagementServicer

@@ -6,7 +6,13 @@ import pytest
 from twisted.internet.task import Clock
 
 from oltsim.model.errors import FailedPrecondition, InvalidArgument
-from oltsim.model.software import DEFAULT_RUNNING, DEFAULT_STANDBY, Image, ImageError, SoftwareImages
+from oltsim.model.software import (
+    DEFAULT_RUNNING,
+    DEFAULT_STANDBY,
+    Image,
+    ImageError,
+    SoftwareImages,
+)
 
 
 def images(**kwargs):
