@@ -122,7 +122,8 @@ def _config_path(flag: str | None, environ) -> tuple[Path | None, bool]:
         return Path(flag).expanduser(), True
     if environ.get(ENV_CONFIG):
         return Path(environ[ENV_CONFIG]).expanduser(), True
-    return DEFAULT_CONFIG.expanduser(), False
+    home = environ.get("HOME")
+    return (Path(home) / ".oltsim" / "config" if home else DEFAULT_CONFIG.expanduser()), False
 
 
 def read_token_file(path: Path) -> str:

@@ -139,6 +139,8 @@ class StateCheck:
         if self.field is None:
             return onu.InternalState == self.state, onu.InternalState
         states = [getattr(service, self.field) for service in self.services(onu)]
+        if not states:
+            return False, f"no service with {self.flag}"
         return all(s == self.state for s in states), "/".join(sorted(set(states)))
 
 

@@ -1,0 +1,177 @@
+"""oltsimctl's pure parts in memory: settings precedence and parsing, bbsimctl's two table layouts (checked against
+lines bbsimctl 1.16.8 printed), Go's one-line message text, the event line and `wait`'s state rule."""
+from __future__ import annotations
+
+import argparse
+
+import pytest
+from voltha_protos import openolt_pb2
+
+from oltsim._proto import bbsim_pb2, oltsim_pb2
+from oltsim.ctl import settings as ctl_settings
+from oltsim.ctl.cli import build_parser
+from oltsim.ctl.connection import EXIT_USAGE, CtlError
+from oltsim.ctl.settings import SettingsError, parse_duration, resolve
+from oltsim.ctl.tables import box, columns, go_list, go_text
+from oltsim.ctl.watch import StateCheck, event_line
+
+
+# ---- settings -----------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("text, seconds", [("10s", 10.0), ("1m30s", 90.0), ("500ms", 0.5), ("2", 2.0), (3, 3.0),
+                                           ("1h", 3600.0), ("0.25", 0.25)])
+def test_durations_in_go_and_plain_form(text, seconds):
+    """Durations read as bbsimctl's config writes them (Go durations) or as plain seconds."""
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["10x", "s", "", "0", "-1", "1s2", True])
+def test_bad_durations_are_refused(text):
+    """Anything else, and zero or negative durations, are refused with a message naming the value."""
+    with pytest.raises(SettingsError):
+        parse_duration(text)
+
+
+def args(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args([*argv, "olt", "get"])
+
+
+def test_flag_beats_environment_beats_config_file(tmp_path):
+    """--server wins over OLTSIMCTL_SERVER, which wins over the config file, which wins over the default; the
+    config file's grpc.timeout is the call deadline unless --timeout is given."""
+    config = tmp_path / "config"
+    config.write_text("server: from-file:1\ngrpc:\n  timeout: 3s\n")
+    home = {"HOME": str(tmp_path)}
+    assert resolve(args(), home).server == ctl_settings.DEFAULT_SERVER
+    assert resolve(args("-c", str(config)), home).server == "from-file:1"
+    assert resolve(args("-c", str(config)), home).timeout == 3.0
+    assert resolve(args("-c", str(config), "--timeout", "7"), home).timeout == 7.0
+    env = {**home, "OLTSIMCTL_SERVER": "from-env:2", "OLTSIMCTL_CONFIG": str(config)}
+    assert resolve(args(), env).server == "from-env:2"
+    assert resolve(args("-s", "from-flag:3"), env).server == "from-flag:3"
+
+
+def test_options_after_the_command_are_global_too():
+    """A global option given after the command counts; one given only before it is kept."""
+    parsed = build_parser().parse_args(["-s", "a:1", "onu", "list", "-o", "json"])
+    assert (parsed.server, parsed.output) == ("a:1", "json")
+    parsed = build_parser().parse_args(["onu", "list", "--server", "b:2"])
+    assert (parsed.server, parsed.output) == ("b:2", "table")
+
+
+def test_tls_and_token_from_config_file_relative_to_it(tmp_path):
+    """TLS files and the token file of a config file are relative to it; the token is stripped; TLS is implied
+    by a CA file; `describe` names where the token came from, never the token."""
+    (tmp_path / "token").write_text("  secret-token\n")
+    config = tmp_path / "config"
+    config.write_text("tls:\n  ca_cert: ca.pem\n  server_name: olt.example\ntoken_file: token\n")
+    resolved = resolve(args("-c", str(config)), {})
+    assert (resolved.tls, resolved.ca_cert, resolved.server_name) == (True, tmp_path / "ca.pem", "olt.example")
+    assert resolved.token == "secret-token"
+    assert "secret-token" not in repr(resolved) and "secret-token" not in str(resolved.describe())
+
+
+def test_token_sources_in_order(tmp_path):
+    """--token-file, then --token, then OLTSIM_TOKEN; both flags at once, an empty file or half a client
+    certificate are refused."""
+    token_file = tmp_path / "token"
+    token_file.write_text("from-file")
+    assert resolve(args("--token-file", str(token_file)), {"OLTSIM_TOKEN": "env"}).token == "from-file"
+    assert resolve(args("--token", "flag"), {"OLTSIM_TOKEN": "env"}).token == "flag"
+    assert resolve(args(), {"OLTSIM_TOKEN": "env", "HOME": str(tmp_path)}).token == "env"
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    for argv in (("--token-file", str(token_file), "--token", "x"), ("--token-file", str(empty)),
+                 ("--client-cert", "c.pem"), ("-c", str(tmp_path / "missing"))):
+        with pytest.raises(SettingsError):
+            resolve(args(*argv), {"HOME": str(tmp_path)})
+
+
+def test_config_file_with_unknown_keys_is_refused(tmp_path):
+    """A misspelt key in the config file is an error naming it, not silently ignored."""
+    config = tmp_path / "config"
+    config.write_text("sever: x:1\n")
+    with pytest.raises(SettingsError, match="sever"):
+        resolve(args("-c", str(config)), {})
+
+
+# ---- tables -------------------------------------------------------------------------------------------------
+
+def test_tabwriter_table_is_bbsimctls():
+    """`olt get` as bbsimctl 1.16.8 printed it: four spaces after the widest cell, last column unpadded."""
+    olt = bbsim_pb2.Olt(ID=0, SerialNumber="BBSIM_OLT_0", OperState="down", InternalState="initialized",
+                        IP="127.0.0.1")
+    from oltsim.ctl.commands import OLT_COLUMNS, message_table
+    assert message_table(OLT_COLUMNS, [olt]) == (
+        "ID    SERIALNUMBER    OPERSTATE    INTERNALSTATE    IP           NNIDHCPTRAPVID\n"
+        "0     BBSIM_OLT_0     down         initialized      127.0.0.1    0\n")
+    assert columns(["ID", "NAME"], []) == "ID    NAME\n"
+
+
+def test_box_tables_are_bbsimctls():
+    """tablewriter's boxes as bbsimctl 1.16.8 printed them: the alarm list (no row rules) and the traffic
+    scheduler table (a rule under each row, numbers right-aligned, headers centred)."""
+    assert box(["OLT Alarms"], [["OLT_NNI_LOS"], ["OLT_PON_LOS"]], row_lines=False) == (
+        "+-------------+\n"
+        "| OLT ALARMS  |\n"
+        "+-------------+\n"
+        "| OLT_NNI_LOS |\n"
+        "| OLT_PON_LOS |\n"
+        "+-------------+\n")
+    assert box(["InferredAdditionBwIndication", "Cbs", "Cir", "Gir", "Pbs", "Pir"],
+               [["InferredAdditionBWIndication_None", 30, 600, 0, 30, 32000]]) == (
+        "+-----------------------------------+-----+-----+-----+-----+-------+\n"
+        "|   INFERREDADDITIONBWINDICATION    | CBS | CIR | GIR | PBS |  PIR  |\n"
+        "+-----------------------------------+-----+-----+-----+-----+-------+\n"
+        "| InferredAdditionBWIndication_None |  30 | 600 |   0 |  30 | 32000 |\n"
+        "+-----------------------------------+-----+-----+-----+-----+-------+\n")
+
+
+def test_box_wraps_long_cells_at_30_characters():
+    """A wrapped column's cell spans several lines of one row, each at most 30 characters wide."""
+    text = box(["a", "classifier"], [[1, "o_vid:900 o_pbits:255 eth_type:2048 src_port:68 dst_port:67"]], wrap=(1,))
+    rows = [line for line in text.splitlines() if line.startswith("|")][1:]
+    assert len(rows) == 3 and all(len(line.split("|")[2]) <= 32 for line in rows), text
+
+
+def test_go_text_is_field_number_order_with_quoted_strings():
+    """Messages print as Go's String(): set fields only, in field-number order, strings quoted, nested <...>."""
+    classifier = openolt_pb2.Classifier(o_vid=900, eth_type=2048, dst_port=67, pkt_tag_type="single_tag")
+    assert go_text(classifier) == 'o_vid:900 eth_type:2048 dst_port:67 pkt_tag_type:"single_tag"'
+    action = openolt_pb2.Action(cmd=openolt_pb2.ActionCmd())
+    assert go_text(action) == "cmd:<>"
+    allocated = [bbsim_pb2.PonAllocatedResources(SerialNumber="BBSM00000001", Id=1)]
+    assert go_list(allocated) == '[SerialNumber:"BBSM00000001" Id:1]' and go_list([]) == "[]"
+
+
+# ---- events and wait ----------------------------------------------------------------------------------------
+
+def test_event_line_names_only_the_ids_it_has():
+    """An event line: UTC time in ms, type, the ids that are set (not -1), the serial, details sorted by name."""
+    event = oltsim_pb2.Event(type="onu-state-changed", time=1795484411.25, pon_id=1, onu_id=2, uni_id=-1,
+                             onu_serial="BBSM00000102", details={"to": "enabled", "attribute": "InternalState",
+                                                                 "from": "discovered"})
+    assert event_line(event) == ("2026-11-24T01:40:11.250Z onu-state-changed pon=1 onu=2 serial=BBSM00000102 "
+                                 "attribute=InternalState from=discovered to=enabled")
+
+
+def onu(state: str, *services: bbsim_pb2.Service) -> bbsim_pb2.ONU:
+    return bbsim_pb2.ONU(SerialNumber="BBSM00000001", InternalState=state, unis=[bbsim_pb2.UNI(services=services)])
+
+
+def test_wait_state_rule():
+    """ONU states compare the ONU's InternalState; a DHCP state needs every DHCP service of the ONU in it
+    (services without DHCP are not looked at); unknown states are a usage error listing the known ones."""
+    assert StateCheck("enabled").status(onu("enabled")) == (True, "enabled")
+    assert StateCheck("enabled").status(onu("discovered")) == (False, "discovered")
+    dhcp = StateCheck("dhcp_ack_received")
+    done = bbsim_pb2.Service(NeedsDhcp=True, DhcpState="dhcp_ack_received")
+    pending = bbsim_pb2.Service(NeedsDhcp=True, DhcpState="dhcp_request_sent")
+    no_dhcp = bbsim_pb2.Service(NeedsDhcp=False, DhcpState="created")
+    assert dhcp.status(onu("enabled", done, no_dhcp)) == (True, "dhcp_ack_received")
+    assert dhcp.status(onu("enabled", done, pending)) == (False, "dhcp_ack_received/dhcp_request_sent")
+    assert not dhcp.takes_part(onu("enabled", no_dhcp))
+    assert dhcp.status(onu("enabled", no_dhcp))[0] is False
+    with pytest.raises(CtlError) as refused:
+        StateCheck("sleeping")
+    assert refused.value.code == EXIT_USAGE and "dhcp_ack_received" in str(refused.value)
