@@ -154,6 +154,7 @@ class AdapterOnu:
     bring_ups: int = 0
 
     def next_tid(self) -> int:
+        """The next OMCI transaction id, 1..0x7fff."""
         self.tid = self.tid % 0x7FFF + 1
         return self.tid
 
@@ -224,6 +225,7 @@ class BuiltinAdapter(service.Service):
     # ---- service ---------------------------------------------------------------------------------------
 
     def startService(self):
+        """Take the OLT's indication stream (refusing external adapters) and connect."""
         super().startService()
         self.hub.driver = DRIVER
         self._unsubscribe = self.olt.subscribe(self._on_model_event)
@@ -232,6 +234,7 @@ class BuiltinAdapter(service.Service):
         self._connect()
 
     def stopService(self):
+        """Cancel every timer, release the indication stream and let external adapters connect again."""
         super().stopService()
         if self._unsubscribe is not None:
             self._unsubscribe()
@@ -404,11 +407,16 @@ class BuiltinAdapter(service.Service):
                 if ind.type == "pon" and ind.oper_state == "down":
                     self._pon_down(ind.intf_id)
             elif kind == "olt_ind":
+                log.info("builtin-adapter-olt-indication serial={serial} oper_state={state}",
+                         serial=self.olt.serial, state=indication.olt_ind.oper_state)
                 if indication.olt_ind.oper_state == "down":
                     for onu in self.onus.values():
                         self._down(onu)
-                log.info("builtin-adapter-olt-indication serial={serial} oper_state={state}",
-                         serial=self.olt.serial, state=indication.olt_ind.oper_state)
+                elif self.olt.controlled_activation in ("only-pon", "both"):
+                    # These modes leave the PONs to the adapter, which enables its PON ports as VOLTHA does.
+                    for pon in sorted(self.pools):
+                        if self.olt.pon(pon).state == "created":
+                            self._rpc("EnablePonIf", openolt_pb2.Interface(intf_id=pon))
             # IntfInd, NNI IntfOperInd, statistics and alarms: nothing to do.
         except Exception:
             log.failure("builtin-adapter-indication-failed kind={kind} indication={indication}", kind=kind,

@@ -46,6 +46,7 @@ def wait_all_up(process, count: int, timeout: float = BRING_UP_TIMEOUT) -> dict:
 
 
 def rest(process, method: str, path: str) -> int:
+    """The status of one v1 REST request (its body is read and dropped)."""
     connection = http.client.HTTPConnection("127.0.0.1", process.ports["rest-v1"], timeout=5)
     try:
         connection.request(method, path)

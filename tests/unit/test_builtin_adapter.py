@@ -316,3 +316,16 @@ def test_the_reader_handles_at_most_a_batch_per_reactor_turn(rig):
     r.clock.advance(TurnClock.TICK)
     assert r.adapter.handled - before == burst
     assert r.adapter.pending_calls() == 0
+
+
+@pytest.mark.parametrize("mode", ["only-pon", "only-onu", "both"])
+def test_controlled_activation_modes_reach_dhcp_ack_received(rig, mode):
+    """Under --ca only-pon the adapter enables the PONs itself (EnablePonIf, as VOLTHA), under both too; where the
+    mode leaves the ONUs to a power-on (only-onu, both), PoweronONU is all it takes for every ONU to come up."""
+    r = rig(controlled_activation=mode)
+    r.run(2)
+    assert all(pon.state == "enabled" for pon in r.olt.pons)
+    if mode != "only-pon":
+        assert not any(onu.is_active for onu in r.olt.onus)
+        r.olt.power_on_all()
+    r.run_until(r.all_up, 20, f"every service at dhcp_ack_received under --ca {mode}")
