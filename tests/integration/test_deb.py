@@ -268,8 +268,10 @@ def test_package_contents(packages):
     paths = {line.split()[5].removeprefix(".") for line in listing.splitlines()}
     for expected in ("/lib/systemd/system/oltsim.service", "/etc/oltsim/oltsim.yaml", "/opt/oltsim/bin/twistd",
                      "/opt/oltsim/bin/python", "/opt/oltsim/lib/python3.11/site-packages/oltsim_journal.py",
-                     "/opt/oltsim/lib/python3.11/site-packages/twisted/plugins/oltsim_plugin.py"):
+                     "/opt/oltsim/lib/python3.11/site-packages/twisted/plugins/oltsim_plugin.py",
+                     "/opt/oltsim/bin/oltsimctl", "/usr/bin/oltsimctl"):
         assert expected in paths, expected
+    assert "./usr/bin/oltsimctl -> /opt/oltsim/bin/oltsimctl" in listing
     assert not [p for p in paths if "__pycache__" in p or p.endswith((".pyc", "dropin.cache"))]
     assert run("dpkg-deb", "--info", deb, "conffiles", timeout=30).stdout.split() == ["/etc/oltsim/oltsim.yaml"]
     depends = run("dpkg-deb", "--field", deb, "Depends", timeout=30).stdout
@@ -299,6 +301,11 @@ def test_install_upgrade_is_an_olt_reboot_then_purge_leaves_nothing(packages, ma
     before = daemon.identity()
     assert before.serial == olt["SerialNumber"] == "BBSIM_OLT_0"
     assert before.signature != 0
+    # oltsimctl is on the PATH and talks to the installed daemon with the venv's own libraries.
+    assert "usage: oltsimctl" in run("/usr/bin/oltsimctl", "--help", timeout=60).stdout
+    shown = run("/usr/bin/oltsimctl", "--server", f"127.0.0.1:{daemon.ports['grpc-v1']}", "-o", "json", "olt", "get",
+                timeout=60).stdout
+    assert json.loads(shown)["SerialNumber"] == "BBSIM_OLT_0"
     daemon.add_nni_trap_flow()
     assert daemon.flow_count() == 1
     assert daemon.stop() == 0, daemon.log
@@ -325,7 +332,7 @@ def test_install_upgrade_is_an_olt_reboot_then_purge_leaves_nothing(packages, ma
     assert f"oltsim: stopping the daemon running without systemd (pid {daemon.process.pid})" in removed.stderr, \
         removed.stderr
     assert not any(listening(port) for port in daemon.ports.values())
-    assert not PREFIX.exists() and not UNIT_FILE.exists()
+    assert not PREFIX.exists() and not UNIT_FILE.exists() and not Path("/usr/bin/oltsimctl").is_symlink()
     assert CONFFILE.exists() and _user_exists()
 
     run("dpkg", "--purge", PACKAGE, timeout=DPKG_TIMEOUT)
