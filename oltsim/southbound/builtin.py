@@ -298,6 +298,12 @@ class BuiltinAdapter(service.Service):
         except OltsimError as exc:
             self._retry_connect(exc.message)
             return
+        except Exception:
+            why = "connecting failed (the traceback is logged once)"
+            if self._waiting_for != why:
+                log.failure("builtin-adapter-connect-failed serial={serial}", serial=self.olt.serial)
+            self._retry_connect(why)
+            return
         self.queue = queue
         self.connects += 1
         self._all_ready_logged = False
@@ -374,13 +380,15 @@ class BuiltinAdapter(service.Service):
         if queue is None:
             return
         self._draining = True
+        more = True  # the batch ran out before the queue did
         try:
             for _ in range(BATCH):
                 item = queue.get()
                 if item is StreamQueue.EMPTY:
+                    more = False
                     return
                 if not isinstance(item, openolt_pb2.Indication):
-                    self._stream_ended(item)
+                    self._stream_ended(item)  # the close marker: the stream ended
                     return
                 self.handled += 1
                 self._handle(item)
@@ -388,8 +396,8 @@ class BuiltinAdapter(service.Service):
                     return
         finally:
             self._draining = False
-            if self.queue is queue and (queue._items or queue.closed):
-                self._wake()
+            if more and self.queue is queue:
+                self._wake()  # the rest on the next turn
 
     def _handle(self, indication) -> None:
         kind = indication.WhichOneof("data")
