@@ -22,6 +22,7 @@ from oltsim.dmi.events import (
     event_id_of,
 )
 from oltsim.dmi.metrics import METRICS, MetricsConfig, sample
+from oltsim.kafka import parse_address
 from oltsim.logs import logger
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound
 from oltsim.model.software import SoftwareImages
@@ -297,12 +298,14 @@ class ManagedDevice:
     # ---- message bus ----------------------------------------------------------------------
 
     def set_msgbus(self, endpoint: str) -> None:
-        """SetMsgBusEndpoint: events and metrics go to the Kafka broker at ``endpoint`` (HOST:PORT) from now on;
+        """SetMsgBusEndpoint: events and metrics go to the Kafka broker at ``endpoint`` (HOST:PORT, or several
+        separated by commas, as ``--kafka`` takes them) from now on;
         the previous sink is stopped. InvalidArgument for an endpoint that is not HOST:PORT, FailedPrecondition
         when this server has no message bus."""
-        host, _, port = endpoint.rpartition(":")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise InvalidArgument(f"message bus endpoint {endpoint!r} is not HOST:PORT")
+        try:
+            parse_address(endpoint)
+        except ValueError as exc:
+            raise InvalidArgument(f"message bus endpoint {endpoint!r} is not HOST:PORT ({exc})") from None
         if self.sink_factory is None:
             raise FailedPrecondition("this server has no message bus support")
         sink = self.sink_factory(endpoint)

@@ -348,6 +348,74 @@ def test_every_dmi_rpc_over_a_real_channel(tmp_path, grpc_engine):
             "dmi.NativeEventsManagementService", "dmi.NativeMetricsManagementService", "bbsim.BBsim_dmi"} <= got["services"]
 
 
+DMI_MODULES = (hm, sm, ev, mt)
+#: streams that stay open for what comes later: read with a short deadline
+OPEN_STREAMS = {"StreamEvents", "StreamMetrics"}
+
+
+def call_empty(channel, service, method) -> tuple[grpc.StatusCode, list]:
+    """Call ``method`` of ``service`` with an empty request; its gRPC status and answers."""
+    path = f"/{service.full_name}/{method.name}"
+    request = _message_class(method.input_type)()
+    response = _message_class(method.output_type)
+    timeout = 1 if method.name in OPEN_STREAMS else TIMEOUT
+    try:
+        if method.server_streaming:
+            call = channel.unary_stream(path, request_serializer=type(request).SerializeToString,
+                                        response_deserializer=response.FromString)
+            return grpc.StatusCode.OK, list(call(request, timeout=timeout))
+        call = channel.unary_unary(path, request_serializer=type(request).SerializeToString,
+                                   response_deserializer=response.FromString)
+        return grpc.StatusCode.OK, [call(request, timeout=timeout)]
+    except grpc.RpcError as exc:
+        return exc.code(), []
+
+
+def _message_class(descriptor):
+    from google.protobuf import message_factory
+    return message_factory.GetMessageClass(descriptor)
+
+
+@pytest_twisted.inlineCallbacks
+def test_empty_requests_are_answered_never_failed(tmp_path):
+    """Every DMI RPC called with an empty request, before and after StartManagingDevice, answers gRPC OK (the two
+    event and metric streams just wait: DEADLINE_EXCEEDED), never INTERNAL, and every refusal carries DMI's
+    ERROR_STATUS with a reason."""
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1")
+    address = f"127.0.0.1:{sim.top.getServiceNamed('dmi').port}"
+    level = CONTROL.level
+    methods = [(service, method) for module in DMI_MODULES for service in module.DESCRIPTOR.services_by_name.values()
+               for method in service.methods]
+
+    def script():
+        got = {}
+        with grpc.insecure_channel(address) as channel:
+            for phase in ("before", "after"):
+                if phase == "after":
+                    list(Dmi(channel).hw.StartManagingDevice(hw_pb2.ModifiableComponent(name="olt"), timeout=TIMEOUT))
+                for service, method in methods:
+                    if method.name == "StopManagingDevice" and phase == "before":
+                        continue
+                    got[(phase, method.name)] = call_empty(channel, service, method)
+        return got
+
+    try:
+        got = yield deferToThread(script)
+    finally:
+        CONTROL.set_level(level)
+        yield stop_oltsim(sim)
+    assert len(methods) == 34 and len(got) == 2 * 34 - 1
+    refusals = 0
+    for (phase, name), (code, answers) in got.items():
+        expected = grpc.StatusCode.DEADLINE_EXCEEDED if name in OPEN_STREAMS else grpc.StatusCode.OK
+        assert code == expected, (phase, name, code)
+        for answer in answers:
+            fields = {f.name for f, _ in answer.ListFields()}
+            if "reason" in fields and type(answer).DESCRIPTOR.fields_by_name.get("reason_detail") is not None:
+                assert answer.reason_detail, (phase, name, answer)
+                refusals += 1
+    assert refusals > 34  # most calls name no device (or nothing valid), so most are refusals
+
 @pytest_twisted.inlineCallbacks
 def test_dmi_streams_end_when_the_server_stops(tmp_path):
     """A StreamEvents and a StreamMetrics reader still open when oltsim stops end with UNAVAILABLE, and no DMI
