@@ -84,8 +84,10 @@ def _reason(exc: BaseException) -> str:
     """A short text for why the broker could not be used."""
     if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
         return "timed out"
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    text, name = str(exc).strip(), type(exc).__name__
+    if not text:
+        return name
+    return text if text.startswith(name) else f"{name}: {text}"  # aiokafka's errors start with their name
 
 
 def _quiet_aiokafka() -> None:

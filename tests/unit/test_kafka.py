@@ -116,3 +116,14 @@ def test_the_v1_document_lists_the_kafka_series_under_metrics():
                    "oltsim_kafka_connected{sink}"):
         assert series in operation["description"]
     assert "/metrics" not in openapi_document()["paths"]
+
+
+def test_outage_reasons_are_short():
+    """An outage's reason names the error once, whether or not its text already starts with its class name."""
+    from aiokafka.errors import KafkaConnectionError
+
+    assert kafka._reason(KafkaConnectionError("Unable to bootstrap from [...]")) == \
+        "KafkaConnectionError: Unable to bootstrap from [...]"
+    assert kafka._reason(ConnectionRefusedError(111, "Connection refused")) == \
+        "ConnectionRefusedError: [Errno 111] Connection refused"
+    assert kafka._reason(TimeoutError()) == "timed out"
