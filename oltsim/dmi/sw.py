@@ -49,6 +49,7 @@ class SoftwareManagementServicer:
 
     @property
     def software(self):
+        """The OLT's software images (oltsim.model.software.SoftwareImages)."""
         return self.device.software
 
     def close_all(self) -> None:
