@@ -543,3 +543,25 @@ def test_events_ctrl_c_exits_0(daemons, home):
         assert process.returncode == 0 and "Traceback" not in err, err
     finally:
         adapter.close()
+
+
+def test_with_the_builtin_adapter_services_reach_their_states(daemons, home):
+    """With `--adapter builtin` and the TT services (DHCP on voip and vod, IGMP on vod, no EAPOL): `wait` sees
+    every ONU reach dhcp_ack_received, DHCP restarts and comes back, an IGMP join shows as igmp_join_started; a
+    state no service can reach is refused (exit 2) and EAPOL restarts are refused by the server."""
+    services = REPO / "oltsim" / "data" / "tt-services.yaml"
+    daemon = daemons(*SHAPE, "--adapter", "builtin", "--services", str(services))
+    assert ok(ctl(daemon, "wait", "--state", "dhcp_ack_received", "--timeout", "60", home=home)) == \
+        "2 of 2 ONUs in dhcp_ack_received\n"
+    assert "DHCP restarted" in status_line(ctl(daemon, "onu", "restartDhcp", "BBSM00000001", home=home))
+    ok(ctl(daemon, "wait", "--state", "dhcp_ack_received", "--onus", "BBSM00000001", "--timeout", "60", home=home))
+    assert "DHCP restarted" in status_line(ctl(daemon, "uni", "dhcp_restart", "BBSM00000101", "0", home=home))
+    ok(ctl(daemon, "wait", "--state", "dhcp_ack_received", "--timeout", "60", home=home))
+    assert "JOIN" in status_line(ctl(daemon, "onu", "igmp", "BBSM00000101", "0", "join", "224.0.0.22", "-v", "55",
+                                     home=home))
+    ok(ctl(daemon, "wait", "--state", "igmp_join_started", "--onus", "BBSM00000101", "--timeout", "30", home=home))
+    assert "LEAVE" in status_line(ctl(daemon, "onu", "igmp", "BBSM00000101", "0", "leave", "224.0.0.22", home=home))
+    ok(ctl(daemon, "wait", "--state", "igmp_left", "--onus", "BBSM00000101", "--timeout", "30", home=home))
+    line = refused(ctl(daemon, "wait", "--state", "eap_response_success_received", home=home), 2)
+    assert "NeedsEapol" in line, line
+    refused(ctl(daemon, "onu", "auth_restart", "BBSM00000001", home=home), 1)
