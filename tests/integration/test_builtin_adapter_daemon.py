@@ -5,14 +5,17 @@ asked over REST, and stops cleanly on SIGTERM."""
 from __future__ import annotations
 
 import http.client
+import re
+import shutil
 import signal
+import subprocess
 import time
 
 import grpc
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
 from engines import engine_options, grpc_engine  # noqa: F401 - the fixture
-from test_daemon import daemon, listening  # noqa: F401 - the fixture
+from test_daemon import REPO, daemon, listening  # noqa: F401 - the fixture
 
 BRING_UP_TIMEOUT = 60.0
 POLL = 0.2
@@ -82,6 +85,20 @@ def test_the_daemon_brings_every_onu_up_by_itself_and_refuses_an_external_adapte
         assert stub.GetDeviceInfo(openolt_pb2.Empty(), timeout=10).device_serial_number == "BBSIM_OLT_0"
     assert process.engine("openolt") == grpc_engine
     assert "Traceback" not in process.log, process.log
+    if grpc_engine == "native" and shutil.which("jq") and shutil.which("curl"):
+        # docs/builtin-adapter.md's curl | jq recipe, on this daemon's REST port, prints what the doc says.
+        assert run_doc_recipe(process) == [f"{serial} enabled {EAP_OK}/{DHCP_OK}" for serial in sorted(reading)]
+
+
+def run_doc_recipe(process) -> list[str]:
+    """The shell block of docs/builtin-adapter.md that reads the ONUs with jq, run against `process`; its lines."""
+    doc = (REPO / "docs" / "builtin-adapter.md").read_text()
+    block = next(b for b in re.findall(r"^```sh\n(.*?)^```", doc, re.S | re.M) if "jq" in b)
+    script = "\n".join(line for line in block.splitlines() if not line.startswith("#"))
+    script = script.replace("localhost:50071", f"127.0.0.1:{process.ports['rest-v1']}")
+    done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
 
 
 def test_a_power_cycle_over_rest_is_followed_and_sigterm_stops_cleanly(daemon):
