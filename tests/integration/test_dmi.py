@@ -226,10 +226,13 @@ def test_every_dmi_rpc_over_a_real_channel(tmp_path, grpc_engine):
 
     try:
         got = yield deferToThread(script)
+        answered = sim.top.metrics.registry.get_sample_value("oltsim_requests_total",
+                                                             {"surface": "dmi", "status": "OK"})
     finally:
         CONTROL.set_level(level)
         yield stop_oltsim(sim)
     assert device.pending_calls() == 0 and device.software.operation is None
+    assert answered is not None and answered >= 60  # every call above counted at /metrics under surface dmi
 
     before = got["before"]
     assert list(before["managed"].devices) == [] and before["managed"].status == OK
