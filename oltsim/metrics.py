@@ -10,7 +10,7 @@ Series (all prefixed ``oltsim_``):
 
 - ``onus{state}``: ONUs in each ONU state (every state is listed, 0 included)
 - ``requests_total{surface,status}``: requests answered; ``surface`` is rest-v1, rest-v0, grpc-v1, grpc-v0,
-  openolt or sadis; ``status`` the HTTP code for REST and the gRPC status name (OK, NOT_FOUND, ...) for gRPC
+  openolt, sadis or dmi; ``status`` the HTTP code for REST and the gRPC status name (OK, NOT_FOUND, ...) for gRPC
 - ``indications_sent_total`` / ``indications_dropped_total``: OpenOLT indications queued to the adapter's stream,
   and dropped (no adapter, or its stream full)
 - ``omci_messages_total{direction}``: ``request`` (OmciMsgOut accepted from the adapter) and ``indication``
