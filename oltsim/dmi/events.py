@@ -140,12 +140,13 @@ class EventsConfig:
                     raise InvalidArgument(f"{name}: both the high and the low watermark are required")
                 if high < low:
                     raise InvalidArgument(f"{name}: the high watermark {high:g} is below the low one {low:g}")
-            elif change.is_configured and change.event_id in THRESHOLD_EVENTS:
+            elif change.event_id in THRESHOLD_EVENTS:
+                # turned on or off without thresholds: the ones it had are kept (a later re-enable needs none)
                 kept = self.items.get(change.event_id)
                 if kept is not None and kept.HasField("thresholds"):
-                    change = ev.EventCfg(event_id=change.event_id, is_configured=True, thresholds=kept.thresholds,
-                                         component_uuid=change.component_uuid)
-                else:
+                    change = ev.EventCfg(event_id=change.event_id, is_configured=change.is_configured,
+                                         thresholds=kept.thresholds, component_uuid=change.component_uuid)
+                elif change.is_configured:
                     raise InvalidArgument(f"{name} needs thresholds (upper high and low watermarks)")
             checked.append(change)
         for change in checked:

@@ -183,6 +183,16 @@ def test_event_configuration_is_checked():
     assert device.events.listed() == before
 
 
+def test_a_threshold_event_turned_off_and_on_keeps_its_watermarks():
+    """Turning a threshold event off and on again without thresholds keeps the watermarks it had."""
+    _, device, _ = managed()
+    device.events.update([upper(ev.EVENT_CPU_USAGE_ABOVE_THRESHOLD, 70, 60)])
+    device.events.update([ev.EventCfg(event_id=ev.EVENT_CPU_USAGE_ABOVE_THRESHOLD, is_configured=False)])
+    assert device.events.watermarks(ev.EVENT_CPU_USAGE_ABOVE_THRESHOLD) is None
+    device.events.update([ev.EventCfg(event_id=ev.EVENT_CPU_USAGE_ABOVE_THRESHOLD, is_configured=True)])
+    assert device.events.watermarks(ev.EVENT_CPU_USAGE_ABOVE_THRESHOLD) == (70, 60)
+
+
 def test_create_event_picks_the_component_and_checks_its_arguments():
     """An event goes to the first component of its class unless one is named; unknown events and components and
     calls before StartManagingDevice are refused; an unplugged transceiver can still be named."""
