@@ -248,15 +248,27 @@ def test_an_onu_that_never_answers_omci_is_given_up_after_bounded_retries(rig):
 
 
 def test_a_bad_indication_is_logged_and_the_adapter_goes_on(rig):
-    """An indication the adapter cannot use (an undecodable packet, an ONU id it never gave) is logged and skipped;
-    the bring-up carries on."""
-    r = rig(pon=1, onu=2)
-    r.run(0.5)
-    r.adapter.queue.put(openolt_pb2.Indication(pkt_ind=openolt_pb2.PacketIndication(intf_type="nni", pkt=b"\x01")))
-    r.adapter.queue.put(openolt_pb2.Indication(onu_ind=openolt_pb2.OnuIndication(
-        intf_id=0, onu_id=77, oper_state="up", serial_number=openolt_pb2.SerialNumber(vendor_id=b"XXXX",
-                                                                                      vendor_specific=b"\0\0\0\1"))))
-    r.run_until(r.all_up, 20, "bring-up after bad indications")
+    """An indication the adapter cannot use (an undecodable packet, an ONU it never activated, a serial that is not
+    ASCII, which makes its handler raise) is logged with what it was and skipped; the bring-up carries on."""
+    logged: list = []
+    globalLogPublisher.addObserver(logged.append)
+    try:
+        r = rig(pon=1, onu=2)
+        queue = r.adapter.queue  # read from the next turn on: these follow the OLT's first indications
+        queue.put(openolt_pb2.Indication(pkt_ind=openolt_pb2.PacketIndication(intf_type="nni", pkt=b"\x01")))
+        queue.put(openolt_pb2.Indication(onu_ind=openolt_pb2.OnuIndication(
+            intf_id=0, onu_id=77, oper_state="up",
+            serial_number=openolt_pb2.SerialNumber(vendor_id=b"XXXX", vendor_specific=b"\0\0\0\1"))))
+        queue.put(openolt_pb2.Indication(onu_disc_ind=openolt_pb2.OnuDiscIndication(
+            intf_id=0, serial_number=openolt_pb2.SerialNumber(vendor_id=b"\xff\xfe\xfd\xfc"))))
+        r.run_until(r.all_up, 20, "bring-up after bad indications")
+    finally:
+        globalLogPublisher.removeObserver(logged.append)
+    names = [e.get("log_format", "").split(" ", 1)[0] for e in logged if e.get("log_namespace") == "oltsim.adapter"]
+    assert {"builtin-adapter-packet-undecodable", "builtin-adapter-onu-unknown",
+            "builtin-adapter-indication-failed"} <= set(names)
+    failed = next(e for e in logged if e.get("log_format", "").startswith("builtin-adapter-indication-failed"))
+    assert failed["kind"] == "onu_disc_ind" and failed.get("log_failure") is not None
 
 
 def test_an_external_enable_indication_is_refused_while_the_adapter_drives(rig):
