@@ -294,6 +294,7 @@ class BuiltinAdapter(service.Service):
             info = self.servicer.GetDeviceInfo(openolt_pb2.Empty(), None)
             self._learn_pools(info)
             queue = _Stream(QUEUE_SIZE, self._wake)
+            self.olt.emit(events.OpenoltRequest("EnableIndication"))  # what the servicer's EnableIndication emits
             self.hub.open_stream(queue)
         except OltsimError as exc:
             self._retry_connect(exc.message)

@@ -16,6 +16,7 @@ from conftest import Aborted, FakeContext, grpc_call, stream_now
 from oltsim._proto import bbsim_pb2
 from oltsim.api.commands import V1Commands
 from oltsim.config import load_settings
+from oltsim.model import events
 from oltsim.model.builder import build_olt
 from oltsim.omci.responder import OmciResponder
 from oltsim.onloop import on_loop
@@ -102,8 +103,11 @@ def test_every_onu_of_a_2x4_olt_reaches_dhcp_ack_received_with_nothing_else_runn
     UNI goes through EAPOL and DHCP; the OMCI configuration registered one alloc id per UNI and one GEM port per
     service, each UNI got its EAPOL and DHCP trap flows on the UNI's port, and the adapter leaves no timer."""
     r = rig()
+    requests: list = []
+    r.olt.subscribe(lambda e: requests.append(e.rpc) if isinstance(e, events.OpenoltRequest) else None)
     assert not any(s.eapol_state == EAP_OK for s in r.services())
     r.run_until(r.all_up, 20, "every service at dhcp_ack_received")
+    assert requests == ["ActivateOnu"] * 8  # the stream was opened before this subscription (BBSim's events)
     for pon in r.olt.pons:
         assert sorted(pon.onu_ids) == [1, 2, 3, 4]
         assert [pon.onu_ids[i] for i in (1, 2, 3, 4)] == [onu.serial for onu in pon.onus]  # discovery order
@@ -158,12 +162,15 @@ def test_after_an_olt_reboot_the_adapter_reconnects_and_every_onu_comes_back(rig
     r = rig()
     r.run_until(r.all_up, 20, "bring-up")
     ids = {onu.serial: onu.onu_id for onu in r.olt.onus}
+    requests: list = []
+    r.olt.subscribe(lambda e: requests.append(e.rpc) if isinstance(e, events.OpenoltRequest) else None)
     r.olt.reboot()
     r.run(6)  # the 5 s grace: the stream ends, the endpoint stops
     assert r.adapter.queue is None and r.olt.state == "deleted"
     assert not any(s.dhcp_state == DHCP_OK for s in r.services())
     r.run_until(r.all_up, 30, "every service back at dhcp_ack_received after the reboot")
     assert r.adapter.connects == 2
+    assert sorted(requests) == ["ActivateOnu"] * 8 + ["EnableIndication"]  # as the Kafka events report them
     assert {onu.serial: onu.onu_id for onu in r.olt.onus} == ids
     assert all(len(r.olt.flows.for_onu(onu)) == 8 for onu in r.olt.onus)
 
