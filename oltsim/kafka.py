@@ -47,10 +47,13 @@ BACKOFF_MAX = 30.0
 #: Seconds of silence after which an idle sink asks the broker for its metadata, so that an outage shows (in
 #: ``connected`` and the log) even while nothing is published.
 PROBE_INTERVAL = 10.0
-#: Seconds ``stop`` waits for the buffer to be flushed and the producer closed, then gives up.
-STOP_TIMEOUT = 3.0
-#: Seconds closing a producer may take (it flushes what it holds).
-CLOSE_TIMEOUT = 2.0
+#: Seconds ``stop`` waits for the buffer to be flushed and the producer closed, then gives up (and waits at most
+#: CLOSE_TIMEOUT more for the task to end): oltsim stops within 2 s of SIGTERM, broker or not.
+STOP_TIMEOUT = 1.0
+#: Seconds each step of ending a producer that did not close by itself may take.
+CLOSE_TIMEOUT = 0.5
+#: Seconds a producer's own stop gets beyond its request timeout (by then a dead broker's batches have expired).
+CLOSE_GRACE = 2.0
 DEFAULT_PORT = 9092
 
 
@@ -236,7 +239,7 @@ class KafkaSink:
                     await self._pause(backoff)
                     backoff = min(backoff * 2, BACKOFF_MAX)
         finally:
-            await self._close_producer()
+            await self._close_producer(quick=self._stopping)
 
     async def _connect(self) -> None:
         from aiokafka import AIOKafkaProducer
@@ -246,7 +249,7 @@ class KafkaSink:
         try:
             await asyncio.wait_for(producer.start(), CONNECT_TIMEOUT)
         except BaseException:
-            await self._close(producer)
+            await self._close(producer, quick=self._stopping)
             raise
         self._producer = producer
         self._reachable()
@@ -294,17 +297,33 @@ class KafkaSink:
         except (asyncio.TimeoutError, TimeoutError):
             pass
 
-    async def _close_producer(self) -> None:
+    async def _close_producer(self, quick: bool = False) -> None:
         producer, self._producer = self._producer, None
         if producer is not None:
-            await self._close(producer)
+            await self._close(producer, quick)
 
     @staticmethod
-    async def _close(producer) -> None:
+    async def _close(producer, quick: bool = False) -> None:
+        """Close ``producer``: aiokafka's stop waits for the batches it holds, which a dead broker lets expire only
+        after REQUEST_TIMEOUT_MS, so it gets that long (only this task waits; ``publish`` keeps buffering), or
+        CLOSE_TIMEOUT when ``quick`` (the sink is stopping). If it has not closed by then, its sender task and
+        connections are ended at once, so that no outage leaves a task or a socket behind."""
+        closing = asyncio.ensure_future(producer.stop())
         try:
-            await asyncio.wait_for(producer.stop(), CLOSE_TIMEOUT)
+            await asyncio.wait_for(asyncio.shield(closing),
+                                   CLOSE_TIMEOUT if quick else REQUEST_TIMEOUT_MS / 1000 + CLOSE_GRACE)
+            return
         except BaseException:
-            pass  # a producer that cannot even close is abandoned; its connections close with it
+            pass
+        closing.cancel()
+        sender = getattr(producer, "_sender", None)  # aiokafka has no public way to drop what it holds
+        for end in (getattr(sender, "close", None), producer.client.close):
+            if end is None:
+                continue
+            try:
+                await asyncio.wait_for(end(), CLOSE_TIMEOUT)
+            except BaseException:
+                pass
 
     # ---- outage lines ----------------------------------------------------------------------
 

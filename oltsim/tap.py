@@ -383,7 +383,7 @@ def makeService(options, reactor=None):
     OltService(olt, hub, reactor).setServiceParent(top)
     if settings.enable_events:
         # BBSim's Kafka events (issue 15): its records, topic and client id, through a sink that never blocks the OLT
-        # (bounded buffer, drops counted); its stop flushes for a few seconds at most.
+        # (bounded buffer, drops counted); its stop flushes for a second at most.
         top.event_topic = settings.kafka_event_topic or f"BBSim-OLT-{settings.olt_id}-Events"
         top.kafka_events = KafkaSink(settings.kafka_address, reactor=reactor, name="events", metrics=metrics,
                                      client_id=f"BBSim-OLT-{settings.olt_id}")

@@ -3,6 +3,7 @@ start or goes away mid-run never blocks `publish`, drops are counted, an outage 
 resumes when the broker comes back on the same port."""
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest_twisted
@@ -38,6 +39,11 @@ class KafkaLines:
 
     def __exit__(self, *exc):
         globalLogPublisher.removeObserver(self)
+
+
+def sender_tasks() -> int:
+    """aiokafka producer sender tasks running on the loop (one per producer not closed)."""
+    return sum(1 for task in asyncio.all_tasks() if task.get_coro().__name__ == "_sender_routine")
 
 
 @pytest_twisted.inlineCallbacks
@@ -89,7 +95,7 @@ def test_unreachable_broker_drops_beyond_the_buffer_with_one_outage_line():
 @pytest_twisted.inlineCallbacks
 def test_broker_stopped_mid_run_then_back_on_the_same_port():
     """A broker that goes away mid-run is one outage (one line each way, with the drops); messages published after
-    it is back on the same port are delivered."""
+    it is back on the same port are delivered; the producers closed on the way leave no task behind."""
     broker = start_broker()
     sink = KafkaSink(broker.address, reactor=reactor, name="events", buffer=20)
     with KafkaLines() as lines:
@@ -109,10 +115,13 @@ def test_broker_stopped_mid_run_then_back_on_the_same_port():
             records = yield read_topic(broker.address, TOPIC,
                                        until=lambda got: any(b"after" in r[3] for r in got))
             assert "after" in {v["phase"] for v in json_values(records)}
+            # The producers closed during the outage left no sender task behind: only the current one runs.
+            yield wait_for(lambda: sender_tasks() == 1, "one aiokafka sender task", timeout=15)
         finally:
             yield sink.stop()
             broker.stop()
     assert lines.names.count("kafka-unreachable") == 1 and lines.names.count("kafka-reachable") == 1
+    yield wait_for(lambda: sender_tasks() == 0, "no aiokafka sender task after stop", timeout=15)
 
 
 @pytest_twisted.inlineCallbacks
@@ -137,3 +146,29 @@ def test_an_idle_sink_notices_the_outage(monkeypatch):
             broker.stop()
     assert lines.names == ["kafka-connected", "kafka-unreachable", "kafka-reachable"]
     assert (sink.sent, sink.dropped) == (0, 0)
+
+
+@pytest_twisted.inlineCallbacks
+def test_stop_gives_up_flushing_to_a_dead_broker():
+    """Messages in flight to a broker that has just died do not hold up stop: it abandons them after STOP_TIMEOUT
+    (one kafka-flush-abandoned line), counts them as dropped, and its Deferred fires."""
+    broker = start_broker()
+    sink = KafkaSink(broker.address, reactor=reactor, name="events")
+    with KafkaLines() as lines:
+        try:
+            sink.start()
+            sink.publish(TOPIC, b"first")
+            yield wait_for(lambda: sink.sent == 1, "the first message acknowledged")
+            broker.stop()
+            for _ in range(100):
+                sink.publish(TOPIC, b"late")
+            yield sleep(0.1)  # the batch is handed to the producer, which waits for the dead broker
+            stopped = []
+            sink.stop().addBoth(stopped.append)
+            yield wait_for(lambda: stopped, "stop to give up",
+                           timeout=kafka.STOP_TIMEOUT + kafka.CLOSE_TIMEOUT + 5)
+        finally:
+            broker.stop()
+    assert stopped == [None]
+    assert (sink.sent, sink.dropped, sink.pending) == (1, 100, 0)
+    assert "kafka-flush-abandoned" in lines.names
