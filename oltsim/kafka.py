@@ -184,22 +184,25 @@ class KafkaSink:
         return Deferred.fromFuture(self._loop.create_task(self._stop(task)))
 
     async def _stop(self, task: asyncio.Task) -> None:
+        before, abandoned = self.dropped, False
         try:
             await asyncio.wait_for(asyncio.shield(task), STOP_TIMEOUT)
         except (asyncio.TimeoutError, TimeoutError):
+            abandoned = True
             task.cancel()
             try:
                 await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT)
             except BaseException:
                 pass
-            log.warn("kafka-flush-abandoned sink={sink} address={address} left={left} (not delivered within "
-                     "{timeout:g} s of stopping)", sink=self.name, address=self.address, left=len(self._queue),
-                     timeout=STOP_TIMEOUT)
-        except BaseException:
+        except Exception:
             log.failure("kafka-stop-failed sink={sink}", sink=self.name)
         finally:
             self._drop_left()
             self.connected = False
+        if abandoned:
+            log.warn("kafka-flush-abandoned sink={sink} address={address} dropped={dropped} (not delivered within "
+                     "{timeout:g} s of stopping)", sink=self.name, address=self.address,
+                     dropped=self.dropped - before, timeout=STOP_TIMEOUT)
 
     def _drop_left(self) -> None:
         self.dropped += len(self._queue)
