@@ -227,3 +227,20 @@ def test_first_flow_again_after_the_onu_was_disabled():
     olt.activate_onu(0, SERIAL, 1)
     olt.flow_add(Flow(flow_id=1, **base))
     assert scenario.types() == ["Flow-add-received", "ONU-discovery-indication-sent", "Flow-add-received"]
+
+
+def test_the_new_model_events_reach_no_adapter_and_show_on_the_event_bus():
+    """OpenoltRequest and MibUpload become no OpenOLT indication; the event bus shows them as openolt-request and
+    mib-upload records with their ONU (docs/kafka.md)."""
+    from oltsim.api.eventbus import to_record
+    from oltsim.southbound.indications import to_indications
+
+    olt = Scenario().olt
+    request = events.OpenoltRequest("ActivateOnu", 0, 1, SERIAL)
+    upload = events.MibUpload(0, 1, SERIAL, True)
+    assert to_indications(request) == [] and to_indications(upload) == []
+    rec = to_record(olt, request, 1, 0.0)
+    assert (rec["type"], rec["pon_id"], rec["onu_id"], rec["onu_serial"], rec["details"]) == (
+        "openolt-request", 0, 1, SERIAL, {"rpc": "ActivateOnu"})
+    rec = to_record(olt, upload, 2, 0.0)
+    assert (rec["type"], rec["onu_serial"], rec["details"]) == ("mib-upload", SERIAL, {"done": "True"})
