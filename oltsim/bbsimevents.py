@@ -22,9 +22,9 @@ Event types (BBSim's where it publishes them), and the model events they come fr
 - ``ONU-authentication-done`` (a service's EAPOL reached EAP-Success) and ``ONU-DHCP-ACK-received`` (its DHCP got
   the ACK): BBSim documents these two and never publishes them.
 
-Deliberate difference: BBSim publishes ``MIB-upload-done`` only after more than 290 MIB Upload Next requests since
-the MIB Upload, which its MIB (227 MEs with 4 UNIs; fewer with fewer UNIs) never reaches; here it marks the end of
-each upload.
+Deliberate difference: BBSim publishes ``MIB-upload-done`` for each MIB Upload Next after the 290th since the MIB
+Upload, so never with up to 7 UNIs (its MIB has 227 MEs with 4) and several times with more; here it marks the end
+of each upload, once.
 """
 from __future__ import annotations
 
