@@ -33,6 +33,9 @@ log = logger("oltsim.kafka")
 
 #: Messages a sink holds while the broker is away or slow; beyond, new ones are dropped (and counted).
 DEFAULT_BUFFER = 1000
+#: The largest message published (aiokafka's max_request_size, less room for the record's framing); larger ones
+#: are dropped and counted rather than failing a batch, which would look like an outage.
+MAX_MESSAGE_BYTES = 1_000_000
 #: Messages handed to the producer at once (one wait for their acknowledgements).
 BATCH = 200
 #: Seconds a connection attempt (bootstrap: metadata from the broker) may take.
@@ -138,7 +141,14 @@ class KafkaSink:
 
     def publish(self, topic: str, value: bytes, key: bytes | None = None) -> bool:
         """Queue ``value`` for ``topic``; never blocks nor waits for the broker. False: dropped (buffer full, or the
-        sink stopped), and counted in ``dropped``."""
+        sink stopped, or larger than MAX_MESSAGE_BYTES), and counted in ``dropped``. TypeError for a value or key
+        that is not bytes (a caller's bug, not an outage)."""
+        if not isinstance(value, (bytes, bytearray)) or not isinstance(key, (bytes, bytearray, type(None))):
+            raise TypeError(f"Kafka messages are bytes (got value {type(value).__name__}, key {type(key).__name__})")
+        if len(value) > MAX_MESSAGE_BYTES:
+            self.dropped += 1
+            log.debug("kafka-message-too-large sink={sink} size={size}", sink=self.name, size=len(value))
+            return False
         if self._stopping or len(self._queue) >= self.buffer:
             self.dropped += 1
             if not self._full and not self._stopping:

@@ -127,3 +127,20 @@ def test_outage_reasons_are_short():
     assert kafka._reason(ConnectionRefusedError(111, "Connection refused")) == \
         "ConnectionRefusedError: [Errno 111] Connection refused"
     assert kafka._reason(TimeoutError()) == "timed out"
+
+
+def test_what_publish_refuses():
+    """A value that is not bytes is the caller's bug (TypeError, nothing counted); a value above MAX_MESSAGE_BYTES
+    is dropped and counted at once instead of failing a whole batch later."""
+    sink = KafkaSink("127.0.0.1:9", reactor=Clock(), name="events")
+    for value, key in (("text", None), (b"ok", "key")):
+        try:
+            sink.publish(TOPIC, value, key)
+        except TypeError as exc:
+            assert "bytes" in str(exc)
+        else:
+            raise AssertionError(f"{value!r}, {key!r} accepted")
+    assert sink.dropped == 0 and sink.pending == 0
+    assert sink.publish(TOPIC, bytes(kafka.MAX_MESSAGE_BYTES + 1)) is False
+    assert sink.publish(TOPIC, bytes(kafka.MAX_MESSAGE_BYTES), b"k") is True
+    assert (sink.dropped, sink.pending) == (1, 1)
