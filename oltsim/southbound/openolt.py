@@ -155,6 +155,7 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
             raise FailedPrecondition(
                 f"the OLT is driven by oltsim's built-in adapter (oltsim was started with --adapter "
                 f"{self._hub.driver}); start oltsim without --adapter {self._hub.driver} to connect VOLTHA")
+        self._olt.check_enable()  # refused (OLT rebooting) before it is reported as received
         queue = AsyncStreamQueue(STREAM_BUFFER)
         self._olt.emit(events.OpenoltRequest("EnableIndication"))
         self._hub.open_stream(queue)  # a refusal (OLT not up) raises before anything is streamed
@@ -169,18 +170,18 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         return openolt_pb2.Heartbeat(heartbeat_signature=self._olt.heartbeat_signature)
 
     def DisableOlt(self, request, context):
-        self._olt.emit(events.OpenoltRequest("DisableOlt"))
         self._olt.disable()
+        self._olt.emit(events.OpenoltRequest("DisableOlt"))  # accepted: a refused call changes nothing, says nothing
         return openolt_pb2.Empty()
 
     def ReenableOlt(self, request, context):
-        self._olt.emit(events.OpenoltRequest("ReenableOlt"))
         self._olt.reenable()
+        self._olt.emit(events.OpenoltRequest("ReenableOlt"))  # accepted: a refused call changes nothing, says nothing
         return openolt_pb2.Empty()
 
     def Reboot(self, request, context):
-        self._olt.emit(events.OpenoltRequest("Reboot"))
         self._olt.reboot()
+        self._olt.emit(events.OpenoltRequest("Reboot"))  # accepted: a refused call changes nothing, says nothing
         return openolt_pb2.Empty()
 
     def EnablePonIf(self, request, context):
