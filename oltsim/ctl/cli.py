@@ -88,8 +88,8 @@ def add_global_options(parser: argparse.ArgumentParser, leaf: bool, call_timeout
     group.add_argument("--server-name", metavar="NAME", default=default(None),
                        help="the name to expect in the server's certificate (default: the host of --server)")
     group.add_argument("--token-file", metavar="FILE", default=default(None),
-                       help=f"file holding the access token (default: ${ENV_TOKEN}); sent as "
-                            "'authorization: Bearer <token>'")
+                       help=f"file holding the access token, sent as 'authorization: Bearer <token>' "
+                            f"(without it: --token, else ${ENV_TOKEN}, else token_file of the config file)")
     group.add_argument("--token", metavar="TOKEN", default=default(None),
                        help="the access token itself (visible in the process list: prefer --token-file)")
     if call_timeout:
