@@ -112,7 +112,7 @@ class _Tree:
         parser.set_defaults(handler=handler)
         return parser
 
-    def group(self, name: str, help: str) -> "_Tree":
+    def group(self, name: str, help: str) -> _Tree:
         parser = self.subparsers.add_parser(name, help=help, description=help)
         return _Tree(parser.add_subparsers(dest=f"{name}_command", metavar="COMMAND", required=True))
 

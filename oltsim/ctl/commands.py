@@ -399,7 +399,8 @@ def log_level(conn, args, out) -> int:
     if args.output == "json":
         print_json(out, answer)
     else:
-        out.write(f"New log settings:\n\tLevel: {answer.level}\n\tReportCaller: {'true' if answer.caller else 'false'}\n")
+        caller = "true" if answer.caller else "false"
+        out.write(f"New log settings:\n\tLevel: {answer.level}\n\tReportCaller: {caller}\n")
     return EXIT_OK
 
 

@@ -31,7 +31,7 @@ NAMED_ONUS = 10
 
 def event_time(seconds: float) -> str:
     """An event's time as UTC ISO 8601 with milliseconds."""
-    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.timezone.utc)
+    moment = datetime.datetime.fromtimestamp(seconds, tz=datetime.UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
 

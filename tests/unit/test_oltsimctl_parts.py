@@ -3,6 +3,9 @@ lines bbsimctl 1.16.8 printed), Go's one-line message text, the event line and `
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
+from pathlib import Path
 
 import pytest
 from voltha_protos import openolt_pb2
@@ -10,11 +13,11 @@ from voltha_protos import openolt_pb2
 from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.ctl import settings as ctl_settings
 from oltsim.ctl.cli import build_parser
+from oltsim.ctl.commands import OLT_COLUMNS, message_table
 from oltsim.ctl.connection import EXIT_USAGE, CtlError
 from oltsim.ctl.settings import SettingsError, parse_duration, resolve
 from oltsim.ctl.tables import box, columns, go_list, go_text
 from oltsim.ctl.watch import StateCheck, event_line
-
 
 # ---- settings -----------------------------------------------------------------------------------------------
 
@@ -101,7 +104,6 @@ def test_tabwriter_table_is_bbsimctls():
     """`olt get` as bbsimctl 1.16.8 printed it: four spaces after the widest cell, last column unpadded."""
     olt = bbsim_pb2.Olt(ID=0, SerialNumber="BBSIM_OLT_0", OperState="down", InternalState="initialized",
                         IP="127.0.0.1")
-    from oltsim.ctl.commands import OLT_COLUMNS, message_table
     assert message_table(OLT_COLUMNS, [olt]) == (
         "ID    SERIALNUMBER    OPERSTATE    INTERNALSTATE    IP           NNIDHCPTRAPVID\n"
         "0     BBSIM_OLT_0     down         initialized      127.0.0.1    0\n")
@@ -175,3 +177,26 @@ def test_wait_state_rule():
     with pytest.raises(CtlError) as refused:
         StateCheck("sleeping")
     assert refused.value.code == EXIT_USAGE and "dhcp_ack_received" in str(refused.value)
+
+
+def doc_command_lines() -> list[str]:
+    """Every `oltsimctl ...` line of the sh blocks of docs/oltsimctl.md and the README (continuations joined,
+    comments cut)."""
+    repo = Path(__file__).resolve().parents[2]
+    found = []
+    for doc in ("docs/oltsimctl.md", "README.md"):
+        for block in re.findall(r"^```sh\n(.*?)^```", (repo / doc).read_text(), re.DOTALL | re.MULTILINE):
+            for line in block.replace("\\\n", " ").splitlines():
+                words = shlex.split(line, comments=True)
+                if words and words[0] == "oltsimctl":
+                    found.append(" ".join(shlex.quote(w) for w in words))
+    return found
+
+
+def test_every_documented_command_line_parses():
+    """The command lines the docs show are accepted by the parser as written (the docs follow the options)."""
+    lines = doc_command_lines()
+    assert len(lines) >= 8
+    for line in lines:
+        parsed = build_parser().parse_args(shlex.split(line)[1:])
+        assert callable(parsed.handler), line
