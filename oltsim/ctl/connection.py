@@ -34,15 +34,22 @@ def _read(path) -> bytes:
         raise SettingsError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+#: The largest answer accepted: `olt flows` of a lab raised far above the default --max-flows can pass gRPC's
+#: default 4 MiB (README, flows); the CLI reads one answer at a time, so a generous bound costs nothing.
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
+
+
 def make_channel(settings: Settings) -> grpc.Channel:
     """An insecure channel, or a TLS one with the given CA, client certificate and server name."""
+    options = [("grpc.max_receive_message_length", MAX_ANSWER_BYTES)]
     if not settings.tls:
-        return grpc.insecure_channel(settings.server)
+        return grpc.insecure_channel(settings.server, options=options)
     credentials = grpc.ssl_channel_credentials(
         root_certificates=_read(settings.ca_cert) if settings.ca_cert else None,
         private_key=_read(settings.client_key) if settings.client_key else None,
         certificate_chain=_read(settings.client_cert) if settings.client_cert else None)
-    options = [("grpc.ssl_target_name_override", settings.server_name)] if settings.server_name else []
+    if settings.server_name:
+        options.append(("grpc.ssl_target_name_override", settings.server_name))
     return grpc.secure_channel(settings.server, credentials, options=options)
 
 

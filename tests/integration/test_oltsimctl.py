@@ -243,11 +243,15 @@ def test_unknown_onu_is_one_line_with_the_servers_status(olt, home):
 
 
 def test_no_server_is_a_connection_failure(home):
-    """Nothing listening: exit 4 and one line naming the server, for a unary call and for the event stream."""
+    """Nothing listening: exit 4 and one line naming the server, for a unary call and for the event stream; `wait`
+    retries until its timeout (exit 3, saying why)."""
     server = f"127.0.0.1:{free_ports(1)[0]}"
     for command in (("olt", "get"), ("events", "--count", "1")):
         line = refused(ctl(None, "--server", server, "--timeout", "5", *command, home=home), 4)
         assert line.startswith(f"oltsimctl: cannot connect to {server}: UNAVAILABLE"), line
+    # `wait` keeps trying (the daemon may be starting) and reports the connection failure when its time is up.
+    line = refused(ctl(None, "--server", server, "wait", "--state", "enabled", "--timeout", "1", home=home), 3)
+    assert line.startswith(f"oltsimctl: timed out after 1s: cannot connect to {server}: "), line
 
 
 def test_usage_errors_exit_2(olt, home):
