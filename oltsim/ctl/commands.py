@@ -91,6 +91,7 @@ def _enum_name(message, name: str) -> str:
 # ---- olt ----------------------------------------------------------------------------------------------------
 
 def olt_get(conn, args, out) -> int:
+    """`olt get`: the OLT's table row."""
     olt = conn.call("GetOlt", bbsim_pb2.Empty())
     if args.output == "json":
         print_json(out, olt)
@@ -100,6 +101,7 @@ def olt_get(conn, args, out) -> int:
 
 
 def olt_resources(conn, args, out) -> int:
+    """`olt resources TYPE`: the alloc ids or GEM ports the adapter allocated."""
     kind = args.type.upper()
     if kind not in RESOURCE_TYPES:
         raise CtlError(f"resource type must be one of {', '.join(RESOURCE_TYPES)} (got {args.type!r})", EXIT_USAGE)
@@ -124,42 +126,52 @@ def _olt_ports(conn, args, out, title: str, field: str, names) -> int:
 
 
 def olt_nnis(conn, args, out) -> int:
+    """`olt nnis`: the NNI ports."""
     return _olt_ports(conn, args, out, "NNI", "NNIPorts", NNI_COLUMNS)
 
 
 def olt_pons(conn, args, out) -> int:
+    """`olt pons`: the PON ports with their allocated ONU ids, GEM ports and alloc ids."""
     return _olt_ports(conn, args, out, "PON", "PONPorts", PON_COLUMNS)
 
 
 def olt_shutdown(conn, args, out) -> int:
+    """`olt shutdown`."""
     return response(conn, args, out, "ShutdownOlt", bbsim_pb2.Empty())
 
 
 def olt_poweron(conn, args, out) -> int:
+    """`olt poweron`."""
     return response(conn, args, out, "PoweronOlt", bbsim_pb2.Empty())
 
 
 def olt_reboot(conn, args, out) -> int:
+    """`olt reboot`."""
     return response(conn, args, out, "RebootOlt", bbsim_pb2.Empty())
 
 
 def olt_poweron_all(conn, args, out) -> int:
+    """`olt poweronAllONUs`."""
     return response(conn, args, out, "PoweronAllONUs", bbsim_pb2.Empty())
 
 
 def olt_shutdown_all(conn, args, out) -> int:
+    """`olt shutdownAllONUs`."""
     return response(conn, args, out, "ShutdownAllONUs", bbsim_pb2.Empty())
 
 
 def olt_stop_server(conn, args, out) -> int:
+    """`olt stopServer`: stop the OpenOLT gRPC server."""
     return response(conn, args, out, "StopgRPCServer", bbsim_pb2.Empty())
 
 
 def olt_start_server(conn, args, out) -> int:
+    """`olt startServer`: start the OpenOLT gRPC server."""
     return response(conn, args, out, "StartgRPCServer", bbsim_pb2.Empty())
 
 
 def olt_restart_server(conn, args, out) -> int:
+    """`olt restartServer DELAY`."""
     return response(conn, args, out, "RestartgRPCServer", bbsim_pb2.Timeout(delay=args.delay))
 
 
@@ -172,10 +184,12 @@ def _olt_alarm(conn, args, out, status: str) -> int:
 
 
 def olt_alarm_raise(conn, args, out) -> int:
+    """`olt alarms raise NAME INTF_ID`."""
     return _olt_alarm(conn, args, out, "on")
 
 
 def olt_alarm_clear(conn, args, out) -> int:
+    """`olt alarms clear NAME INTF_ID`."""
     return _olt_alarm(conn, args, out, "off")
 
 
@@ -190,6 +204,7 @@ def _alarm_list(args, out, title: str, header: str, names) -> int:
 
 
 def olt_alarm_list(conn, args, out) -> int:
+    """`olt alarms list`: the OLT alarm names (no call)."""
     return _alarm_list(args, out, "OLT", "OLT Alarms", OLT_ALARMS)
 
 
@@ -211,6 +226,7 @@ def _flows(conn, args, out, serial: str) -> int:
 
 
 def olt_flows(conn, args, out) -> int:
+    """`olt flows`: every flow of the OLT."""
     return _flows(conn, args, out, "")
 
 
@@ -221,6 +237,7 @@ def _onu_table(onus, verbose: bool) -> str:
 
 
 def onu_list(conn, args, out) -> int:
+    """`onu list [-v]`."""
     onus = conn.call("GetONUs", bbsim_pb2.Empty())
     if args.output == "json":
         print_json(out, onus)
@@ -230,6 +247,7 @@ def onu_list(conn, args, out) -> int:
 
 
 def onu_get(conn, args, out) -> int:
+    """`onu get ONU_SN [-v]`."""
     onu = conn.call("GetONU", bbsim_pb2.ONURequest(SerialNumber=args.onu_sn))
     if args.output == "json":
         print_json(out, onu)
@@ -239,28 +257,34 @@ def onu_get(conn, args, out) -> int:
 
 
 def onu_shutdown(conn, args, out) -> int:
+    """`onu shutdown ONU_SN`."""
     return response(conn, args, out, "ShutdownONU", bbsim_pb2.ONURequest(SerialNumber=args.onu_sn))
 
 
 def onu_poweron(conn, args, out) -> int:
+    """`onu poweron ONU_SN`."""
     return response(conn, args, out, "PoweronONU", bbsim_pb2.ONURequest(SerialNumber=args.onu_sn))
 
 
 def onu_auth_restart(conn, args, out) -> int:
+    """`onu auth_restart ONU_SN` and `uni auth_restart ONU_SN UNI_ID`."""
     return response(conn, args, out, "RestartEapol",
                     bbsim_pb2.UNIRequest(OnuSerialNumber=args.onu_sn, UniID=getattr(args, "uni_id", "") or ""))
 
 
 def onu_dhcp_restart(conn, args, out) -> int:
+    """`onu dhcp_restart ONU_SN` and `uni dhcp_restart ONU_SN UNI_ID`."""
     return response(conn, args, out, "RestartDhcp",
                     bbsim_pb2.UNIRequest(OnuSerialNumber=args.onu_sn, UniID=getattr(args, "uni_id", "") or ""))
 
 
 def onu_invalidate_mds(conn, args, out) -> int:
+    """`onu invalidate_mds ONU_SN`."""
     return response(conn, args, out, "InvalidateMds", bbsim_pb2.ONURequest(SerialNumber=args.onu_sn))
 
 
 def onu_igmp(conn, args, out) -> int:
+    """`onu igmp ONU_SN UNI_ID join|leave|joinv3 GROUP [-v VLAN]`."""
     action = IGMP_ACTIONS.get(args.sub_action.lower())
     if action is None:
         raise CtlError(f"IGMP action must be one of {', '.join(IGMP_ACTIONS)} (got {args.sub_action!r})",
@@ -271,6 +295,7 @@ def onu_igmp(conn, args, out) -> int:
 
 
 def onu_traffic_schedulers(conn, args, out) -> int:
+    """`onu traffic_schedulers ONU_SN`: the ids, then a scheduler and a shaping box."""
     answer = conn.call("GetOnuTrafficSchedulers", bbsim_pb2.ONURequest(SerialNumber=args.onu_sn))
     if args.output == "json":
         print_json(out, answer)
@@ -314,18 +339,22 @@ def _onu_alarm(conn, args, out, status: str) -> int:
 
 
 def onu_alarm_raise(conn, args, out) -> int:
+    """`onu alarms raise NAME ONU_SN [-p K=V ...]`."""
     return _onu_alarm(conn, args, out, "on")
 
 
 def onu_alarm_clear(conn, args, out) -> int:
+    """`onu alarms clear NAME ONU_SN [-p K=V ...]`."""
     return _onu_alarm(conn, args, out, "off")
 
 
 def onu_alarm_list(conn, args, out) -> int:
+    """`onu alarms list`: the ONU alarm names oltsim knows (no call)."""
     return _alarm_list(args, out, "ONU", "ONU Alarms", ONU_ALARMS)
 
 
 def onu_flows(conn, args, out) -> int:
+    """`onu flows ONU_SN`."""
     return _flows(conn, args, out, args.onu_sn)
 
 
@@ -339,20 +368,24 @@ def _services(conn, args, out, serial: str, uni: str) -> int:
 
 
 def onu_services(conn, args, out) -> int:
+    """`onu services [ONU_SN]`."""
     return _services(conn, args, out, args.onu_sn or "", "")
 
 
 # ---- pon, service, uni --------------------------------------------------------------------------------------
 
 def pon_poweron_all(conn, args, out) -> int:
+    """`pon poweronAllONUs INTF_ID`."""
     return response(conn, args, out, "PoweronONUsOnPON", bbsim_pb2.PONRequest(PonPortId=args.intf_id))
 
 
 def pon_shutdown_all(conn, args, out) -> int:
+    """`pon shutdownAllONUs INTF_ID`."""
     return response(conn, args, out, "ShutdownONUsOnPON", bbsim_pb2.PONRequest(PonPortId=args.intf_id))
 
 
 def service_list(conn, args, out) -> int:
+    """`service list`: every service."""
     return _services(conn, args, out, "", "")
 
 
@@ -361,6 +394,7 @@ def _uni_table(unis, verbose: bool) -> str:
 
 
 def uni_list(conn, args, out) -> int:
+    """`uni list [-v]`: every UNI."""
     unis = conn.call("GetUnis", bbsim_pb2.Empty())
     if args.output == "json":
         print_json(out, unis)
@@ -370,6 +404,7 @@ def uni_list(conn, args, out) -> int:
 
 
 def uni_get(conn, args, out) -> int:
+    """`uni get ONU_SN [-v]`: the UNIs of an ONU."""
     unis = conn.call("GetOnuUnis", bbsim_pb2.ONURequest(SerialNumber=args.onu_sn))
     if args.output == "json":
         print_json(out, unis)
@@ -379,6 +414,7 @@ def uni_get(conn, args, out) -> int:
 
 
 def uni_services(conn, args, out) -> int:
+    """`uni services [ONU_SN [UNI_ID]]`."""
     return _services(conn, args, out, args.onu_sn or "", args.uni_id or "")
 
 
@@ -395,6 +431,7 @@ def parse_bool(text: str) -> bool:
 
 
 def log_level(conn, args, out) -> int:
+    """`log LEVEL CALLER`: set the daemon's log level."""
     answer = conn.call("SetLogLevel", bbsim_pb2.LogLevel(level=args.level, caller=args.caller))
     if args.output == "json":
         print_json(out, answer)

@@ -132,6 +132,7 @@ class StateCheck:
         return [s for s in services if self.flag is None or getattr(s, self.flag)]
 
     def takes_part(self, onu: bbsim_pb2.ONU) -> bool:
+        """Whether `onu` counts at all: always for an ONU state, when it has such a service for a service state."""
         return self.field is None or bool(self.services(onu))
 
     def status(self, onu: bbsim_pb2.ONU) -> tuple[bool, str]:
@@ -140,7 +141,7 @@ class StateCheck:
             return onu.InternalState == self.state, onu.InternalState
         states = [getattr(service, self.field) for service in self.services(onu)]
         if not states:
-            return False, f"no service with {self.flag}"
+            return False, f"no service with {self.flag}" if self.flag else "no service"
         return all(s == self.state for s in states), "/".join(sorted(set(states)))
 
 
@@ -187,8 +188,8 @@ def wait(conn, args, out, err) -> int:
                     raise CtlError(f"no ONU {', '.join(unknown)} on this OLT", EXIT_USAGE)
                 selected = [by_serial[s] for s in wanted] if wanted else [o for o in onus if check.takes_part(o)]
                 if not selected and not wanted and onus:
-                    raise CtlError(f"no ONU has a service with {check.flag} set, none can reach {args.state}",
-                                   EXIT_USAGE)
+                    needed = f"a service with {check.flag} set" if check.flag else "a service"
+                    raise CtlError(f"no ONU has {needed}, none can reach {args.state}", EXIT_USAGE)
                 statuses = {onu.SerialNumber: check.status(onu) for onu in selected}
                 done = sum(1 for ok, _ in statuses.values() if ok)
                 bar.total, bar.n = len(statuses), done
