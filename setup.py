@@ -23,6 +23,7 @@ setup(
         "oltsim._proto",
         "oltsim.platform",
         "oltsim.ctl",
+        "oltsim.dmi",
         # Twisted discovers plugins in twisted.plugins; named explicitly because
         # twisted/ and twisted/plugins/ deliberately have no __init__.py.
         "twisted.plugins",
