@@ -65,7 +65,7 @@ def field_text(message, name: str) -> str:
     if field.type == FieldDescriptor.TYPE_BOOL:
         return "true" if value else "false"
     if field.type == FieldDescriptor.TYPE_MESSAGE:
-        return go_text(value)
+        return go_text(value).strip()
     return str(value)
 
 
@@ -218,7 +218,7 @@ def _flows(conn, args, out, serial: str) -> int:
         return EXIT_OK
     rows = [[flow.access_intf_id, flow.onu_id, flow.uni_id, flow.flow_id, flow.flow_type,
              f"{flow.classifier.eth_type:x}", flow.alloc_id, flow.network_intf_id, flow.gemport_id,
-             go_text(flow.classifier), go_text(flow.action), flow.priority, flow.cookie, flow.port_no]
+             go_text(flow.classifier).strip(), go_text(flow.action).strip(), flow.priority, flow.cookie, flow.port_no]
             for flow in answer.flows]
     out.write("ONU Flows:\n" if serial else "OLT Flows:\n")
     out.write(box(list(FLOW_HEADER), rows, wrap=(9, 10)))

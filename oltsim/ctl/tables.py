@@ -69,17 +69,20 @@ def cell_text(value) -> str:
 
 
 def go_text(message) -> str:
-    """A protobuf message on one line as Go's `String()` shows it: `Name:value` for every set field, strings
-    quoted, nested messages as `Name:<...>`."""
+    """A protobuf message on one line as Go's `String()` shows it (the compact text format of the protobuf version
+    BBSim uses): every set field in declaration order as `name:value` followed by a space, strings quoted, nested
+    messages as `name:<...>`."""
+    values = {field.number: value for field, value in message.ListFields()}
     parts = []
-    for field, value in message.ListFields():
-        values = value if field.is_repeated else [value]
-        parts.extend(_go_field(field, item) for item in values)
-    return " ".join(parts)
+    for field in message.DESCRIPTOR.fields:
+        if field.number in values:
+            items = values[field.number] if field.is_repeated else [values[field.number]]
+            parts.extend(_go_field(field, item) + " " for item in items)
+    return "".join(parts)
 
 
 def go_list(messages) -> str:
-    """A repeated message field as Go's template prints a slice: `[a b]`."""
+    """A repeated message field as Go's template prints a slice: `[a b]` (each element ending in its space)."""
     return "[" + " ".join(go_text(message) for message in messages) + "]"
 
 

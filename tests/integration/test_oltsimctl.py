@@ -14,6 +14,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from scripted_adapter import ScriptedAdapter, free_ports
-from test_daemon import LISTENERS, START_TIMEOUT, TWISTD, Daemon, environment
+from test_daemon import LISTENERS, START_TIMEOUT, TWISTD, Daemon, environment, listening
 from test_tls import pki  # noqa: F401 - the fixture
 
 REPO = Path(__file__).resolve().parents[2]
@@ -34,6 +35,10 @@ CTL_TIMEOUT = 30.0
 SHAPE = ("--pon", "2", "--onu", "1", "--uni", "1", "--delay", "0")
 SERIALS = ("BBSM00000001", "BBSM00000101")
 TOKEN = "oltsimctl-test-token"
+#: BBSim's own client, to compare tables with: OLTSIM_BBSIMCTL names it, else PATH has it (else those tests skip).
+BBSIMCTL = (os.environ.get("OLTSIM_BBSIMCTL") if os.access(os.environ.get("OLTSIM_BBSIMCTL") or "", os.X_OK)
+            else shutil.which("bbsimctl"))
+BBSIMCTL_PORT = 50070  # bbsimctl 1.16.8 talks to localhost:50070 whatever its options say
 
 
 class CtlDaemon(Daemon):
@@ -42,9 +47,11 @@ class CtlDaemon(Daemon):
 
     def __init__(self, tmp_path: Path, *arguments: str, endpoints: dict | None = None):
         self.ports = dict(zip(LISTENERS, free_ports(len(LISTENERS))))
-        endpoints = endpoints or {}
-        listen = [arg for name, port in self.ports.items()
-                  for arg in (f"--{name}", endpoints.get(name, "tcp:{port}:interface=127.0.0.1").format(port=port))]
+        listen = []
+        for name, port in self.ports.items():
+            endpoint = (endpoints or {}).get(name, "tcp:{port}:interface=127.0.0.1").format(port=port)
+            self.ports[name] = int(re.match(r"\w+:(\d+)", endpoint).group(1))  # a fixed port given instead
+            listen += [f"--{name}", endpoint]
         self.log_path = tmp_path / "oltsim.log"
         self._log = open(self.log_path, "w")
         self.process = subprocess.Popen([*TWISTD, "-n", "--pidfile=", "oltsim", *listen, *arguments],
@@ -569,3 +576,31 @@ def test_with_the_builtin_adapter_services_reach_their_states(daemons, home):
     line = refused(ctl(daemon, "wait", "--state", "eap_response_success_received", home=home), 2)
     assert "NeedsEapol" in line, line
     refused(ctl(daemon, "onu", "auth_restart", "BBSM00000001", home=home), 1)
+
+
+# Commands whose output is bbsimctl's, byte for byte (alarm lists: bbsimctl prints a Go map in random order;
+# `olt nnis`: bbsimctl's rows stop short, see docs/oltsimctl.md).
+SAME_AS_BBSIMCTL = [("olt", "get"), ("olt", "pons"), ("olt", "resources", "GEM_PORT"), ("olt", "resources", "ALLOC_ID"),
+                    ("onu", "list"), ("onu", "list", "-v"), ("onu", "get", "BBSM00000101", "-v"), ("uni", "list", "-v"),
+                    ("onu", "get", "BBSM00000101"), ("onu", "services", "BBSM00000001"),
+                    ("onu", "traffic_schedulers", "BBSM00000001"), ("service", "list"), ("uni", "list"),
+                    ("uni", "get", "BBSM00000101"), ("uni", "services", "BBSM00000101", "0"), ("log", "info", "false")]
+
+
+@pytest.mark.skipif(BBSIMCTL is None, reason="bbsimctl is not installed (BBSim's Go CLI); set OLTSIM_BBSIMCTL to "
+                                             "compare with it")
+def test_tables_are_what_bbsimctl_prints(daemons, home):
+    """Against the same daemon (v1 gRPC on localhost:50070, which bbsimctl 1.16.8 insists on; skipped when taken),
+    oltsimctl prints exactly what bbsimctl prints for the read commands and `log`."""
+    if listening(BBSIMCTL_PORT):
+        pytest.skip(f"port {BBSIMCTL_PORT} is in use, and bbsimctl 1.16.8 talks to no other")
+    daemon = daemons(*SHAPE, endpoints={"grpc-v1": f"tcp:{BBSIMCTL_PORT}:interface=127.0.0.1"})
+    adapter = provisioned(daemon, 2)
+    try:
+        for command in SAME_AS_BBSIMCTL:
+            theirs = subprocess.run([BBSIMCTL, *command], capture_output=True, text=True, timeout=CTL_TIMEOUT,
+                                    env=ctl_environment(home), check=False)
+            assert theirs.returncode == 0, (command, theirs.stderr)
+            assert ok(ctl(daemon, *command, home=home)) == theirs.stdout, command
+    finally:
+        adapter.close()

@@ -136,14 +136,18 @@ def test_box_wraps_long_cells_at_30_characters():
     assert len(rows) == 3 and all(len(line.split("|")[2]) <= 32 for line in rows), text
 
 
-def test_go_text_is_field_number_order_with_quoted_strings():
-    """Messages print as Go's String(): set fields only, in field-number order, strings quoted, nested <...>."""
+def test_go_text_is_gos_compact_text():
+    """Messages print as Go's String() in BBSim: set fields only, in declaration order (the Olt's IP, field 7, comes
+    before its NNIPorts, field 5), each followed by a space, strings quoted, nested messages in <...>."""
     classifier = openolt_pb2.Classifier(o_vid=900, eth_type=2048, dst_port=67, pkt_tag_type="single_tag")
-    assert go_text(classifier) == 'o_vid:900 eth_type:2048 dst_port:67 pkt_tag_type:"single_tag"'
-    action = openolt_pb2.Action(cmd=openolt_pb2.ActionCmd())
-    assert go_text(action) == "cmd:<>"
-    allocated = [bbsim_pb2.PonAllocatedResources(SerialNumber="BBSM00000001", Id=1)]
-    assert go_list(allocated) == '[SerialNumber:"BBSM00000001" Id:1]' and go_list([]) == "[]"
+    assert go_text(classifier) == 'o_vid:900 eth_type:2048 dst_port:67 pkt_tag_type:"single_tag" '
+    assert go_text(openolt_pb2.Action(cmd=openolt_pb2.ActionCmd())) == "cmd:<> "
+    olt = bbsim_pb2.Olt(SerialNumber="S", IP="10.0.0.1", NNIPorts=[bbsim_pb2.NNIPort(OperState="up")])
+    assert go_text(olt) == 'SerialNumber:"S" IP:"10.0.0.1" NNIPorts:<OperState:"up" > '
+    allocated = [bbsim_pb2.PonAllocatedResources(SerialNumber="BBSM00000001", Id=1),
+                 bbsim_pb2.PonAllocatedResources(SerialNumber="BBSM00000002", Id=2)]
+    assert go_list(allocated) == '[SerialNumber:"BBSM00000001" Id:1  SerialNumber:"BBSM00000002" Id:2 ]'
+    assert go_list([]) == "[]"
 
 
 # ---- events and wait ----------------------------------------------------------------------------------------
