@@ -218,10 +218,10 @@ def _flows(conn, args, out, serial: str) -> int:
         return EXIT_OK
     rows = [[flow.access_intf_id, flow.onu_id, flow.uni_id, flow.flow_id, flow.flow_type,
              f"{flow.classifier.eth_type:x}", flow.alloc_id, flow.network_intf_id, flow.gemport_id,
-             go_text(flow.classifier).strip(), go_text(flow.action).strip(), flow.priority, flow.cookie, flow.port_no]
+             go_text(flow.classifier), go_text(flow.action), flow.priority, flow.cookie, flow.port_no]
             for flow in answer.flows]
     out.write("ONU Flows:\n" if serial else "OLT Flows:\n")
-    out.write(box(list(FLOW_HEADER), rows, wrap=(9, 10)))
+    out.write(box(list(FLOW_HEADER), rows))
     return EXIT_OK
 
 

@@ -19,7 +19,10 @@ _TABWRITER = TableFormat(lineabove=None, linebelowheader=None, linebetweenrows=N
                          with_header_hide=None)
 #: tablewriter's default column width before it wraps a cell.
 WRAP_WIDTH = 30
-_NUMBER = re.compile(r"-?\d+")
+#: What tablewriter aligns to the right: a decimal number, with optional thousands separators and fraction.
+_DECIMAL = re.compile(r"-?(?:\d{1,3}(?:,\d{3})*|\d+)(?:\.\d+)?")
+_NO_COST = 2**31 - 1
+_LONG_LINE_PENALTY = 100000
 _RULE = re.compile(r"^\+(-+\+)+$")
 
 
@@ -32,27 +35,88 @@ def columns(headers: list[str], rows: list[list]) -> str:
 
 
 def box_header(name: str) -> str:
-    """tablewriter's header: upper case, `_` and `.` shown as spaces."""
-    return re.sub(r"[_.]", " ", name).upper()
+    """tablewriter's header: upper case, `_` (and a `.` not inside a number) shown as a space."""
+    chars = list(name)
+    for i, char in enumerate(chars):
+        if char == "_":
+            chars[i] = " "
+        elif char == "." and ((i > 0 and not _num_or_space(chars[i - 1]))
+                              or (i < len(chars) - 1 and not _num_or_space(chars[i + 1]))):
+            chars[i] = " "
+    return ("".join(chars).strip() or " ").upper()
 
 
-def box(headers: list[str], rows: list[list], row_lines: bool = True, wrap: tuple[int, ...] = ()) -> str:
-    """A tablewriter box; `row_lines` draws a rule between rows, `wrap` lists the columns wrapped at 30."""
-    texts = [[cell_text(cell) for cell in row] for row in rows]
-    align = ["right" if texts and all(_NUMBER.fullmatch(row[i]) for row in texts) else "left"
-             for i in range(len(headers))]
-    titles = [box_header(h) for h in headers]
-    # The headers go in as the first row (tabulate widens header columns by two spaces, tablewriter does not),
-    # then their line is drawn again centred, and without `row_lines` only the rules around the headers and
-    # the last one are kept.
-    lines = tabulate([titles, *texts], tablefmt="grid", disable_numparse=True, colalign=align,
-                     maxcolwidths=[WRAP_WIDTH if i in wrap else None for i in range(len(headers))]).splitlines()
-    widths = [len(part) - 2 for part in lines[0].split("+")[1:-1]]
-    lines[1] = "|" + "|".join(f" {_centre(title, width)} " for title, width in zip(titles, widths)) + "|"
+def _num_or_space(char: str) -> bool:
+    return char.isdigit() or char == " "
+
+
+def wrap_words(text: str, limit: int) -> tuple[list[str], int]:
+    """tablewriter's WrapString: the text split on single spaces (empty words kept, so a trailing space stays),
+    broken into lines of least raggedness (squared slack, lines over the limit penalised); returns the lines and
+    the limit, raised to the longest word."""
+    words = text.replace("\n", " ").split(" ")
+    limit = max(limit, *(len(word) for word in words))
+    count = len(words)
+    span = [[0] * count for _ in range(count)]  # span[i][j]: width of words i..j on one line
+    for i in range(count):
+        span[i][i] = len(words[i])
+        for j in range(i + 1, count):
+            span[i][j] = span[i][j - 1] + 1 + len(words[j])
+    cost, breaks = [_NO_COST] * count, [0] * count
+    for i in range(count - 1, -1, -1):
+        if span[i][count - 1] <= limit:
+            cost[i], breaks[i] = 0, count
+            continue
+        for j in range(i + 1, count):
+            slack = limit - span[i][j - 1]
+            candidate = slack * slack + cost[j] + (_LONG_LINE_PENALTY if span[i][j - 1] > limit else 0)
+            if candidate < cost[i]:
+                cost[i], breaks[i] = candidate, j
+    lines, i = [], 0
+    while i < count:
+        lines.append(" ".join(words[i:breaks[i]]))
+        i = breaks[i]
+    return lines, limit
+
+
+def _cell_lines(text: str) -> tuple[list[str], int]:
+    """tablewriter's parseDimension: a cell's lines, each paragraph wrapped at its width capped to 30, and the
+    width the cell asks of its column."""
+    paragraphs = text.split("\n")
+    width = min(max(len(p) for p in paragraphs), WRAP_WIDTH)
+    lines, wanted = [], width
+    for index, paragraph in enumerate(paragraphs):
+        wrapped, _ = wrap_words(paragraph, width)
+        wanted = max([wanted, *(len(line) for line in wrapped)])
+        lines += ([" "] if index else []) + wrapped
+    return lines, wanted
+
+
+def box(headers: list[str], rows: list[list], row_lines: bool = True) -> str:
+    """A tablewriter box as bbsimctl draws it: headers centred, every cell wrapped at 30 characters, each line of
+    a cell right-aligned when it is a number and left-aligned otherwise; `row_lines` draws a rule under every
+    row, else only under the headers. tabulate draws the rules around the cells laid out here."""
+    titles = [_cell_lines(box_header(h)) for h in headers]
+    cells = [[_cell_lines(cell_text(cell)) for cell in row] for row in rows]
+    widths = [max([titles[i][1], *(row[i][1] for row in cells)]) for i in range(len(headers))]
+
+    def block(column_cells, align) -> list[str]:
+        height = max(len(lines) for lines, _ in column_cells)
+        return ["\n".join(align(line, widths[i]) for line in lines + [""] * (height - len(lines)))
+                for i, (lines, _) in enumerate(column_cells)]
+
+    table = [block(titles, _centre)] + [block(row, _aligned) for row in cells]
+    lines = tabulate(table, tablefmt="grid", disable_numparse=True, stralign="left",
+                     preserve_whitespace=True).splitlines()
     if not row_lines:
         lines = [line for index, line in enumerate(lines)
                  if index <= 2 or index == len(lines) - 1 or not _RULE.match(line)]
     return "\n".join(lines) + "\n"
+
+
+def _aligned(text: str, width: int) -> str:
+    """tablewriter's default alignment: numbers to the right, the rest to the left."""
+    return text.rjust(width) if _DECIMAL.fullmatch(text.strip()) else text.ljust(width)
 
 
 def _centre(text: str, width: int) -> str:

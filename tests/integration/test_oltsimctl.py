@@ -578,12 +578,13 @@ def test_with_the_builtin_adapter_services_reach_their_states(daemons, home):
     refused(ctl(daemon, "onu", "auth_restart", "BBSM00000001", home=home), 1)
 
 
-# Commands whose output is bbsimctl's, byte for byte (alarm lists: bbsimctl prints a Go map in random order;
-# `olt nnis`: bbsimctl's rows stop short, see docs/oltsimctl.md).
+# Commands whose output is bbsimctl's, byte for byte (not the alarm lists: bbsimctl prints a Go map in random
+# order; nor `olt nnis`: bbsimctl's rows stop short, see docs/oltsimctl.md).
 SAME_AS_BBSIMCTL = [("olt", "get"), ("olt", "pons"), ("olt", "resources", "GEM_PORT"), ("olt", "resources", "ALLOC_ID"),
                     ("onu", "list"), ("onu", "list", "-v"), ("onu", "get", "BBSM00000101", "-v"), ("uni", "list", "-v"),
                     ("onu", "get", "BBSM00000101"), ("onu", "services", "BBSM00000001"),
-                    ("onu", "traffic_schedulers", "BBSM00000001"), ("service", "list"), ("uni", "list"),
+                    ("onu", "traffic_schedulers", "BBSM00000001"), ("onu", "flows", "BBSM00000101"),
+                    ("olt", "flows"), ("service", "list"), ("uni", "list"),
                     ("uni", "get", "BBSM00000101"), ("uni", "services", "BBSM00000101", "0"), ("log", "info", "false")]
 
 
@@ -591,7 +592,8 @@ SAME_AS_BBSIMCTL = [("olt", "get"), ("olt", "pons"), ("olt", "resources", "GEM_P
                                              "compare with it")
 def test_tables_are_what_bbsimctl_prints(daemons, home):
     """Against the same daemon (v1 gRPC on localhost:50070, which bbsimctl 1.16.8 insists on; skipped when taken),
-    oltsimctl prints exactly what bbsimctl prints for the read commands and `log`."""
+    oltsimctl prints exactly what bbsimctl prints for the read commands and `log`, and the OLT alarm box with the
+    same rows."""
     if listening(BBSIMCTL_PORT):
         pytest.skip(f"port {BBSIMCTL_PORT} is in use, and bbsimctl 1.16.8 talks to no other")
     daemon = daemons(*SHAPE, endpoints={"grpc-v1": f"tcp:{BBSIMCTL_PORT}:interface=127.0.0.1"})
@@ -602,5 +604,9 @@ def test_tables_are_what_bbsimctl_prints(daemons, home):
                                     env=ctl_environment(home), check=False)
             assert theirs.returncode == 0, (command, theirs.stderr)
             assert ok(ctl(daemon, *command, home=home)) == theirs.stdout, command
+        theirs = subprocess.run([BBSIMCTL, "olt", "alarms", "list"], capture_output=True, text=True,
+                                timeout=CTL_TIMEOUT, env=ctl_environment(home), check=False)
+        ours = ok(ctl(daemon, "olt", "alarms", "list", home=home))
+        assert sorted(ours.splitlines()) == sorted(theirs.stdout.splitlines())  # the same box, rows sorted
     finally:
         adapter.close()

@@ -16,7 +16,7 @@ from oltsim.ctl.cli import build_parser
 from oltsim.ctl.commands import OLT_COLUMNS, message_table
 from oltsim.ctl.connection import EXIT_USAGE, CtlError
 from oltsim.ctl.settings import SettingsError, parse_duration, resolve
-from oltsim.ctl.tables import box, columns, go_list, go_text
+from oltsim.ctl.tables import box, columns, go_list, go_text, wrap_words
 from oltsim.ctl.watch import StateCheck, event_line
 
 # ---- settings -----------------------------------------------------------------------------------------------
@@ -129,11 +129,22 @@ def test_box_tables_are_bbsimctls():
         "+-----------------------------------+-----+-----+-----+-----+-------+\n")
 
 
-def test_box_wraps_long_cells_at_30_characters():
-    """A wrapped column's cell spans several lines of one row, each at most 30 characters wide."""
-    text = box(["a", "classifier"], [[1, "o_vid:900 o_pbits:255 eth_type:2048 src_port:68 dst_port:67"]], wrap=(1,))
-    rows = [line for line in text.splitlines() if line.startswith("|")][1:]
-    assert len(rows) == 3 and all(len(line.split("|")[2]) <= 32 for line in rows), text
+def test_box_wraps_long_cells_at_30_characters_as_tablewriter():
+    """A cell over 30 characters spans several lines of least raggedness (not greedy), its column 30 wide; a
+    trailing space is kept; numbers are right-aligned line by line."""
+    text = box(["a", "classifier"], [["800", "o_vid:900 o_pbits:255 eth_type:2048 src_port:68 dst_port:67 "],
+                                     ["888e", "cmd:<> "]])
+    assert text == (
+        "+------+--------------------------------+\n"
+        "|  A   |           CLASSIFIER           |\n"
+        "+------+--------------------------------+\n"
+        "|  800 | o_vid:900 o_pbits:255          |\n"
+        "|      | eth_type:2048 src_port:68      |\n"
+        "|      | dst_port:67                    |\n"
+        "+------+--------------------------------+\n"
+        "| 888e | cmd:<>                         |\n"
+        "+------+--------------------------------+\n")
+    assert wrap_words("aaa bb cc ddddd", 6) == (["aaa", "bb cc", "ddddd"], 6)  # greedy: "aaa bb", "cc", ...
 
 
 def test_go_text_is_gos_compact_text():
