@@ -59,6 +59,7 @@ def events(conn, args, out, err) -> int:
     deadline = None if args.duration is None else time.monotonic() + args.duration
     printed = 0
     call = None
+    outage = False  # a reconnection is being tried: say so once, not every second
     try:
         while True:
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -67,6 +68,7 @@ def events(conn, args, out, err) -> int:
             call = conn.stream("StreamEvents", request, timeout=remaining)
             try:
                 for event in call:
+                    outage = False
                     if event.dropped:
                         err.write(f"oltsimctl: {event.dropped} events dropped before this one (reading too slowly)\n")
                     out.write((event_json(event) if args.output == "json" else event_line(event)) + "\n")
@@ -76,7 +78,9 @@ def events(conn, args, out, err) -> int:
                         return EXIT_OK
                 if not args.follow:
                     return EXIT_OK  # the server ended the stream
-                err.write("oltsimctl: the event stream ended; reconnecting\n")
+                if not outage:
+                    err.write("oltsimctl: the event stream ended; reconnecting\n")
+                outage = True
             except grpc.RpcError as exc:
                 if deadline is not None and time.monotonic() >= deadline - 0.05 \
                         and exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
@@ -84,7 +88,9 @@ def events(conn, args, out, err) -> int:
                 failure = conn.error(exc)
                 if not args.follow or failure.code != EXIT_CONNECT and exc.code() != grpc.StatusCode.UNAVAILABLE:
                     raise failure from None
-                err.write(f"oltsimctl: {failure}; reconnecting\n")
+                if not outage:
+                    err.write(f"oltsimctl: {failure}; reconnecting every {RECONNECT_DELAY:g}s\n")
+                outage = True
             finally:
                 call.cancel()
             pause = RECONNECT_DELAY if deadline is None else min(RECONNECT_DELAY, deadline - time.monotonic())

@@ -611,3 +611,79 @@ def test_tables_are_what_bbsimctl_prints(daemons, home):
         assert sorted(ours.splitlines()) == sorted(theirs.stdout.splitlines())  # the same box, rows sorted
     finally:
         adapter.close()
+
+
+class Lines:
+    """The lines a subprocess writes to one pipe, read from its file descriptor (select on a buffered reader would
+    miss lines already in the reader's buffer); every wait is bounded."""
+
+    def __init__(self, pipe):
+        self.fd = pipe.fileno()
+        self.lines: list[str] = []
+        self._partial = b""
+
+    def _read(self, timeout: float) -> None:
+        if select.select([self.fd], [], [], timeout)[0]:
+            data = os.read(self.fd, 65536)
+            assert data, f"the pipe closed; lines so far: {self.lines}"
+            *complete, self._partial = (self._partial + data).split(b"\n")
+            self.lines += [line.decode() for line in complete]
+
+    def drain(self, rounds: int = 50) -> list[str]:
+        """Read what the pipe already holds (until it has nothing for 0.2 s; bounded)."""
+        for _ in range(rounds):
+            before = (len(self.lines), self._partial)
+            self._read(0.2)
+            if (len(self.lines), self._partial) == before:
+                break
+        return self.lines
+
+    def wait_for(self, predicate, timeout: float = CTL_TIMEOUT, poke=None) -> list[str]:
+        """Read until `predicate(lines)`; `poke()` (if given) runs before each second of waiting."""
+        deadline = time.monotonic() + timeout
+        while not predicate(self.lines):
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"gave up waiting; lines so far: {self.lines}"
+            if poke is not None:
+                poke()
+            self._read(min(remaining, 1.0))
+        return self.lines
+
+
+def test_events_follow_reconnects_to_a_restarted_daemon(daemons, home):
+    """`events --follow` outlives its daemon: when the daemon stops it says once that it is reconnecting, and the
+    events of a new daemon on the same port follow on stdout; Ctrl-C then ends it with 0."""
+    first = daemons(*SHAPE)
+    adapter = provisioned(first, 2)
+    process = start_events(first, home, "--follow", "--type", "onu-state-changed", "-o", "json")
+    out, err = Lines(process.stdout), Lines(process.stderr)
+
+    def power_cycle(daemon):
+        return lambda: (ok(ctl(daemon, "onu", "shutdown", "BBSM00000001", home=home)),
+                        ok(ctl(daemon, "onu", "poweron", "BBSM00000001", home=home)))
+
+    try:
+        try:
+            out.wait_for(lambda lines: len(lines) >= 1, poke=power_cycle(first))  # the stream is open
+        finally:
+            adapter.close()
+        first.close()
+        err.wait_for(lambda lines: any("reconnecting every 1s" in line for line in lines))
+        seen = len(out.drain())  # the first daemon's lines were all written before its stream ended
+        second = daemons(*SHAPE, endpoints={name: f"tcp:{port}:interface=127.0.0.1"
+                                            for name, port in first.ports.items()})
+        adapter = provisioned(second, 2)
+        try:
+            new = out.wait_for(lambda lines: len(lines) > seen, poke=power_cycle(second))[seen:]
+        finally:
+            adapter.close()
+        assert json.loads(new[0])["type"] == "onu-state-changed"
+        process.send_signal(signal.SIGINT)
+        _, rest = process.communicate(timeout=CTL_TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=CTL_TIMEOUT)
+    assert process.returncode == 0, rest
+    stderr = "\n".join(err.lines) + rest
+    assert stderr.count("reconnecting") == 1 and "Traceback" not in stderr, stderr
