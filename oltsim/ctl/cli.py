@@ -1,9 +1,10 @@
 """`oltsimctl`: the command line. bbsimctl's command tree, names, aliases and positional arguments, plus `events`
 and `wait`; global options (connection, token, output) go before the command or after it.
 
-Exit codes: 0 done, 1 the server refused the call (its status and message on stderr), 2 a bad command line or
-setting, 3 `wait` timed out, 4 no connection to the server, 130 interrupted (except `events`, where Ctrl-C is the
-normal end: 0). See docs/oltsimctl.md.
+Exit codes: 0 done, 1 the server refused the call (its status and message on stderr; also an unexpected error of
+oltsimctl itself, one line too, with the traceback when OLTSIMCTL_DEBUG is set), 2 a bad command line or setting,
+3 `wait` timed out, 4 no connection to the server, 130 interrupted (except `events`, where Ctrl-C is the normal
+end: 0). See docs/oltsimctl.md.
 """
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ import sys
 
 from oltsim.ctl import commands as c
 from oltsim.ctl import watch
-from oltsim.ctl.connection import EXIT_USAGE, Connection, CtlError
+from oltsim.ctl.connection import EXIT_REFUSED, EXIT_USAGE, Connection, CtlError
 from oltsim.ctl.settings import DEFAULT_SERVER, ENV_CONFIG, ENV_SERVER, ENV_TOKEN, SettingsError, parse_duration
 from oltsim.ctl.settings import resolve as resolve_settings
 
 PROG = "oltsimctl"
 EXIT_INTERRUPTED = 130
+ENV_DEBUG = "OLTSIMCTL_DEBUG"
 
 
 def _die(message: str, code: int) -> int:
@@ -270,6 +272,11 @@ def main(argv: list[str] | None = None) -> int:
         # The reader went away (`| head`): say nothing more, and keep Python from complaining at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except Exception as exc:  # a bug of oltsimctl: still one line; the traceback on request
+        if os.environ.get(ENV_DEBUG):
+            raise
+        return _die(f"unexpected error: {type(exc).__name__}: {exc} (set {ENV_DEBUG}=1 for the traceback)",
+                    EXIT_REFUSED)
 
 
 if __name__ == "__main__":

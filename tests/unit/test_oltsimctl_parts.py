@@ -215,3 +215,22 @@ def test_every_documented_command_line_parses():
     for line in lines:
         parsed = build_parser().parse_args(shlex.split(line)[1:])
         assert callable(parsed.handler), line
+
+
+def test_an_unexpected_error_is_one_line_unless_debugging(monkeypatch, capsys, tmp_path):
+    """A failure oltsimctl does not expect (a bug) is still one stderr line and exit 1; OLTSIMCTL_DEBUG lets the
+    exception (and its traceback) through."""
+    from oltsim.ctl import cli, commands
+
+    def broken(*_):
+        raise RuntimeError("boom")
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("OLTSIMCTL_DEBUG", raising=False)
+    monkeypatch.setattr(commands, "show_config", broken)
+    assert cli.main(["config"]) == 1
+    assert capsys.readouterr().err == ("oltsimctl: unexpected error: RuntimeError: boom "
+                                       "(set OLTSIMCTL_DEBUG=1 for the traceback)\n")
+    monkeypatch.setenv("OLTSIMCTL_DEBUG", "1")
+    with pytest.raises(RuntimeError):
+        cli.main(["config"])
