@@ -687,3 +687,31 @@ def test_events_follow_reconnects_to_a_restarted_daemon(daemons, home):
     assert process.returncode == 0, rest
     stderr = "\n".join(err.lines) + rest
     assert stderr.count("reconnecting") == 1 and "Traceback" not in stderr, stderr
+
+
+def test_the_wheel_installs_an_oltsimctl_command(tmp_path, olt):
+    """The wheel built from setup.py carries oltsim.ctl and an `oltsimctl` console script; installed on its own
+    (not the source tree) it answers --help and reads the daemon."""
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("setup.py", "README.md"):
+        shutil.copy(REPO / name, source / name)
+    for name in ("oltsim", "twisted"):
+        shutil.copytree(REPO / name, source / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc",
+                                                                                   "dropin.cache"))
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+    subprocess.run([*pip, "wheel", "--quiet", "--no-deps", "--no-build-isolation", "--no-index", str(source), "-w",
+                    str(tmp_path / "dist")], cwd=tmp_path, check=True, timeout=300, capture_output=True)
+    wheel = next((tmp_path / "dist").glob("oltsim-*.whl"))
+    site = tmp_path / "site"
+    subprocess.run([*pip, "install", "--quiet", "--no-deps", "--no-index", "--target", str(site), str(wheel)],
+                   cwd=tmp_path, check=True, timeout=300, capture_output=True)
+    env = {**ctl_environment(tmp_path), "PYTHONPATH": str(site)}
+    command = site / "bin" / "oltsimctl"
+    shown = subprocess.run([str(command), "--help"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           timeout=CTL_TIMEOUT, check=False)
+    assert shown.returncode == 0 and shown.stdout.startswith("usage: oltsimctl"), shown.stderr
+    listed = subprocess.run([str(command), "--server", olt.server, "-o", "json", "onu", "list"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=CTL_TIMEOUT, check=False)
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(onu["SerialNumber"] for onu in json.loads(listed.stdout)["items"]) == list(SERIALS)
