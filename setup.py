@@ -68,5 +68,5 @@ setup(
         ],
     },
     entry_points={"console_scripts": ["oltsim-platform = oltsim.platform.cli:main",
-                                      "oltsimctl = oltsim.ctl.cli:main"]},
+                                      "oltsimctl = oltsim.ctl.cli:run"]},
 )

@@ -11,4 +11,6 @@ import os
 
 # gRPC's core logs connection and TLS failures to stderr on its own; oltsimctl reports each failure as one line
 # (the call's status) instead. Set GRPC_VERBOSITY to see the core's lines again.
+#: whether the user asked for gRPC's core lines (then oltsimctl leaves file descriptor 2 alone, see cli.run)
+USER_GRPC_VERBOSITY = "GRPC_VERBOSITY" in os.environ
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")

@@ -13,7 +13,7 @@ import os
 import sys
 
 from oltsim.ctl import commands as c
-from oltsim.ctl import watch
+from oltsim.ctl import USER_GRPC_VERBOSITY, watch
 from oltsim.ctl.connection import EXIT_REFUSED, EXIT_USAGE, Connection, CtlError
 from oltsim.ctl.settings import DEFAULT_SERVER, ENV_CONFIG, ENV_SERVER, ENV_TOKEN, SettingsError, parse_duration
 from oltsim.ctl.settings import resolve as resolve_settings
@@ -279,5 +279,23 @@ def main(argv: list[str] | None = None) -> int:
                     EXIT_REFUSED)
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The console script: :func:`main` with gRPC's core kept off the terminal, then exit with its code.
+
+    gRPC's core writes some TLS failures to file descriptor 2 itself (absl ``E...`` lines, whatever
+    GRPC_VERBOSITY says, depending on how far the handshake got), which would break the one-line error. Unless the
+    user set GRPC_VERBOSITY, descriptor 2 goes to /dev/null and oltsimctl's own stderr to a copy of the original."""
+    if not USER_GRPC_VERBOSITY:
+        try:
+            own = os.dup(2)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, 2)
+            os.close(null)
+            sys.stderr = os.fdopen(own, "w", buffering=1, encoding=sys.stderr.encoding, errors="backslashreplace")
+        except (OSError, ValueError):
+            pass  # no usable stderr to begin with: nothing to protect
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -167,7 +167,7 @@ def test_sigterm_soon_after_undecodable_reflection_messages_stops_at_once(daemon
         connection.close()
     assert took < 3.0, (took, process.log[-3000:])
     stopped = re.findall(r"grpc-server-stopped name=(\S+) .* clean=(\w+)", process.log)
-    assert sorted(stopped) == [("grpc-v0", "True"), ("grpc-v1", "True"), ("openolt", "True")], stopped
+    assert sorted(stopped) == [("dmi", "True"), ("grpc-v0", "True"), ("grpc-v1", "True"), ("openolt", "True")], stopped
 
 
 def _rss_mib(pid: int) -> float:

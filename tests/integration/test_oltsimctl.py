@@ -80,7 +80,7 @@ class CtlDaemon(Daemon):
 def ctl_environment(home: Path, **extra: str) -> dict:
     """The test environment without the caller's oltsimctl settings: HOME is the test's (no ~/.oltsim/config)."""
     env = {key: value for key, value in environment().items()
-           if not key.startswith("OLTSIMCTL_") and key != "OLTSIM_TOKEN"}
+           if not key.startswith("OLTSIMCTL_") and key not in ("OLTSIM_TOKEN", "GRPC_VERBOSITY")}
     env["HOME"] = str(home)
     env.update(extra)
     return env
