@@ -98,7 +98,12 @@ def openapi_document(revision: str = "extended", secured: bool = False, events: 
         title="oltsim control API v1",
         description=f"BBSim-compatible REST control API, response revision `{revision}` (`extended`: BBSim 1.x "
                     "shapes; `base`: without the extended fields, see --api-revision). "
-                    "Generated from the route table the server routes with and the bbsim protobuf messages.",
+                    "Generated from the route table the server routes with and the bbsim protobuf messages. "
+                    "Beside this API the same oltsim serves the Device Management Interface over gRPC (--dmi, "
+                    "default port 50075: dmi.NativeHWManagementService, NativeSoftwareManagementService, "
+                    "NativeEventsManagementService, NativeMetricsManagementService and bbsim.BBsim_dmi) and, with "
+                    "--kafka, publishes BBSim's events to Kafka (topic BBSim-OLT-<id>-Events); GET /ui is a live "
+                    "view of this API for a browser.",
         routes=routes_for(revision), service=_SERVICE, revision=revision, secured=secured, extra=extra)
 
 
