@@ -907,7 +907,10 @@ class Olt(StateHolder):
             raise FailedPrecondition(f"PON {onu.pon.id} is {onu.pon.state}; enable it before powering on ONUs")
         if onu.state in ACTIVE_STATES or onu.state == "pon_disabled":
             raise FailedPrecondition(f"ONU {onu.serial} is already enabled")
-        if onu.state in ("initialized", "discovered"):
+        # In modes only-onu and both, re-enabling a PON leaves its ONUs `initialized` (BBSim's table) with nothing to
+        # announce them: a power-on is what brings them back there, as from `created`.
+        waiting = onu.state == "initialized" and self.controlled_activation in ("only-onu", "both")
+        if onu.state in ("initialized", "discovered") and not waiting:
             raise FailedPrecondition(f"ONU {onu.serial} is already powered on ({onu.state})")
 
     def _check_shutdown(self, onu: Onu) -> None:

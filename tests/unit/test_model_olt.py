@@ -446,6 +446,31 @@ def test_controlled_activation_only_onu():
     assert sim.southbound() == [onu_ind(1, 2, "up", "up", ON1[1])]
 
 
+@pytest.mark.parametrize("mode", ["only-onu", "both"])
+def test_controlled_activation_onus_come_back_after_a_pon_is_re_enabled(mode):
+    """Modes only-onu and both: an enabled ONU whose PON is disabled and enabled again is left initialized with
+    nothing announcing it (BBSim's table); PoweronONU then discovers it again and the adapter re-activates it."""
+    sim = Sim(controlled_activation=mode)
+    sim.connect()
+    grpc_call(sim.openolt, "EnablePonIf", interface(0))  # in only-onu already enabled: accepted, nothing changes
+    grpc_call(sim.bbsim, "PoweronONU", bbsim_pb2.ONURequest(SerialNumber=ON0[0]))
+    sim.clock.advance(0)
+    sim.activate(ON0[0])
+    onu = sim.olt.onu_by_serial(ON0[0])
+    assert onu.state == "enabled"
+    grpc_call(sim.openolt, "DisablePonIf", interface(0))
+    grpc_call(sim.openolt, "EnablePonIf", interface(0))
+    sim.clock.advance(120)
+    assert onu.state == "initialized"
+    sim.southbound()
+    grpc_call(sim.bbsim, "PoweronONU", bbsim_pb2.ONURequest(SerialNumber=ON0[0]))
+    sim.clock.advance(0)
+    assert discoveries(sim) == [(0, ON0[0])]
+    assert onu.state == "discovered"
+    sim.activate(ON0[0])
+    assert onu.state == "enabled"
+
+
 def test_controlled_activation_only_pon():
     """Mode only-pon: only OltInd and the NNI; EnablePonIf brings a PON up and discovers its ONUs."""
     sim = Sim(controlled_activation="only-pon")
