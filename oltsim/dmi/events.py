@@ -14,7 +14,7 @@ from dmi import hw_events_mgmt_service_pb2 as ev
 from dmi import hw_metrics_mgmt_service_pb2 as mt
 from dmi import hw_pb2
 
-from oltsim.dmi.answers import answer
+from oltsim.dmi.answers import answer, reconfigure
 from oltsim.model.errors import InvalidArgument
 from oltsim.onloop import AsyncStreamQueue
 
@@ -175,19 +175,8 @@ class EventsServicer:
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
             return answer(ev.EventsConfigurationResponse, "UNKNOWN_DEVICE", refusal)
-        operation = request.WhichOneof("operation")
-        if operation is None or (operation == "reset_to_default" and not request.reset_to_default):
-            return answer(ev.EventsConfigurationResponse, "INVALID_CONFIG",
-                           "the request needs changes or reset_to_default: true")
-        if operation == "reset_to_default":
-            self.device.events.reset()
-        else:
-            try:
-                self.device.events.update(list(request.changes.items))
-            except InvalidArgument as exc:
-                return answer(ev.EventsConfigurationResponse, "INVALID_CONFIG", exc.message)
-        self.device.events_changed()
-        return answer(ev.EventsConfigurationResponse)
+        return reconfigure(ev.EventsConfigurationResponse, request, self.device.events, request.changes.items,
+                           self.device.events_changed, "INVALID_CONFIG")
 
     async def StreamEvents(self, request, context):
         """Every event the device raises from now on, until the client leaves or the server stops; a slow reader

@@ -15,7 +15,7 @@ import grpc
 from dmi import hw_metrics_mgmt_service_pb2 as mt
 from dmi import hw_pb2
 
-from oltsim.dmi.answers import answer
+from oltsim.dmi.answers import answer, reconfigure
 from oltsim.model.errors import InvalidArgument
 from oltsim.onloop import AsyncStreamQueue
 
@@ -36,6 +36,9 @@ MAX_POLL_INTERVAL = 86400
 
 class PollIntervalUnsupported(InvalidArgument):
     """A poll interval outside 1..86400 s."""
+
+    #: the DMI reason it is answered with (oltsim.dmi.answers.reconfigure)
+    reason = "POLL_INTERVAL_UNSUPPORTED"
 
 
 def default_metrics() -> dict[int, mt.MetricConfig]:
@@ -115,21 +118,8 @@ class MetricsServicer:
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
             return answer(mt.MetricsConfigurationResponse, "UNKNOWN_DEVICE", refusal)
-        operation = request.WhichOneof("operation")
-        if operation is None or (operation == "reset_to_default" and not request.reset_to_default):
-            return answer(mt.MetricsConfigurationResponse, "INVALID_METRIC",
-                           "the request needs changes or reset_to_default: true")
-        if operation == "reset_to_default":
-            self.device.metrics.reset()
-        else:
-            try:
-                self.device.metrics.update(list(request.changes.metrics))
-            except PollIntervalUnsupported as exc:
-                return answer(mt.MetricsConfigurationResponse, "POLL_INTERVAL_UNSUPPORTED", exc.message)
-            except InvalidArgument as exc:
-                return answer(mt.MetricsConfigurationResponse, "INVALID_METRIC", exc.message)
-        self.device.metrics_changed()
-        return answer(mt.MetricsConfigurationResponse)
+        return reconfigure(mt.MetricsConfigurationResponse, request, self.device.metrics, request.changes.metrics,
+                           self.device.metrics_changed, "INVALID_METRIC")
 
     def GetMetric(self, request, context):
         """One reading of a metric of one component (by UUID, else by name)."""
