@@ -23,7 +23,11 @@ import tempfile
 import time
 
 import pytest
+import pytest_twisted
+from twisted.internet import reactor
 from twisted.internet.defer import Deferred
+from twisted.internet.task import deferLater
+from twisted.logger import globalLogPublisher
 
 START_TIMEOUT = 15.0
 STOP_TIMEOUT = 5.0
@@ -148,3 +152,35 @@ def read_topic(address: str, topic: str, *, until=None, timeout: float = 20.0) -
 def json_values(records) -> list[dict]:
     """The records' values decoded as JSON objects."""
     return [json.loads(value) for _, _, _, value in records]
+
+
+def sleep(seconds: float) -> Deferred:
+    """A Deferred that fires after `seconds` on the reactor."""
+    return deferLater(reactor, seconds, lambda: None)
+
+
+@pytest_twisted.inlineCallbacks
+def wait_for(condition, what: str, timeout: float = 30.0):
+    """Poll `condition()` on the reactor until true; AssertionError naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        yield sleep(0.05)
+
+
+class KafkaLines:
+    """The oltsim.kafka log events emitted while it is installed (by event name, the first word of the format)."""
+
+    def __init__(self):
+        self.names: list[str] = []
+
+    def __call__(self, event):
+        if event.get("log_namespace") == "oltsim.kafka":
+            self.names.append((event.get("log_format") or "").split(" ", 1)[0])
+
+    def __enter__(self):
+        globalLogPublisher.addObserver(self)
+        return self
+
+    def __exit__(self, *exc):
+        globalLogPublisher.removeObserver(self)

@@ -6,57 +6,27 @@ back on the same port."""
 from __future__ import annotations
 
 import json
-import time
 from datetime import datetime
 
 import pytest_twisted
 import treq
 from prometheus_client.parser import text_string_to_metric_families
 from twisted.internet import reactor
-from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
-from twisted.logger import globalLogPublisher
 
 from bbr_adapter import BbrAdapter
-from kafka_broker import free_port, json_values, read_topic, start_broker
+from kafka_broker import KafkaLines, free_port, json_values, read_topic, start_broker, wait_for
 from scripted_adapter import ScriptedAdapter
 from test_adapter import start_oltsim, stop_oltsim
 
-WAIT = 30.0
 REFERENCE_KEYS = ["EventType", "OnuSerial", "OltID", "IntfID", "OnuID", "EpochTime", "Timestamp"]
 PER_ONU = ["ONU-discovery-indication-sent", "ONU-activate-indication-received", "MIB-upload-received",
            "MIB-upload-done", "Flow-add-received", "ONU-authentication-done", "ONU-DHCP-ACK-received"]
 
 
-def sleep(seconds: float):
-    return deferLater(reactor, seconds, lambda: None)
 
 
-@pytest_twisted.inlineCallbacks
-def wait_for(condition, what: str, timeout: float = WAIT):
-    """Poll `condition()` on the reactor until true; AssertionError naming `what` after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        yield sleep(0.05)
 
-
-class KafkaLines:
-    """The names of the oltsim.kafka log events emitted while installed."""
-
-    def __init__(self):
-        self.names: list[str] = []
-
-    def __call__(self, event):
-        if event.get("log_namespace") == "oltsim.kafka":
-            self.names.append((event.get("log_format") or "").split(" ", 1)[0])
-
-    def __enter__(self):
-        globalLogPublisher.addObserver(self)
-        return self
-
-    def __exit__(self, *exc):
-        globalLogPublisher.removeObserver(self)
 
 
 @pytest_twisted.inlineCallbacks

@@ -4,41 +4,18 @@ resumes when the broker comes back on the same port."""
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest_twisted
 from twisted.internet import reactor
-from twisted.internet.task import deferLater
-from twisted.logger import globalLogPublisher
 
-from kafka_broker import free_port, json_values, read_topic, start_broker
+from kafka_broker import KafkaLines, free_port, json_values, read_topic, sleep, start_broker, wait_for
 from oltsim import kafka
 from oltsim.kafka import KafkaSink
 
 TOPIC = "oltsim-sink-test"
-WAIT = 30.0
 
 
-def sleep(seconds: float):
-    return deferLater(reactor, seconds, lambda: None)
 
-
-class KafkaLines:
-    """The oltsim.kafka log events emitted while it is installed (by event name, the first word of the format)."""
-
-    def __init__(self):
-        self.names: list[str] = []
-
-    def __call__(self, event):
-        if event.get("log_namespace") == "oltsim.kafka":
-            self.names.append((event.get("log_format") or "").split(" ", 1)[0])
-
-    def __enter__(self):
-        globalLogPublisher.addObserver(self)
-        return self
-
-    def __exit__(self, *exc):
-        globalLogPublisher.removeObserver(self)
 
 
 def sender_tasks() -> int:
@@ -46,13 +23,6 @@ def sender_tasks() -> int:
     return sum(1 for task in asyncio.all_tasks() if task.get_coro().__name__ == "_sender_routine")
 
 
-@pytest_twisted.inlineCallbacks
-def wait_for(condition, what: str, timeout: float = WAIT):
-    """Poll `condition()` on the reactor until true; AssertionError naming `what` after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        yield sleep(0.05)
 
 
 @pytest_twisted.inlineCallbacks
