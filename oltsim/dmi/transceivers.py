@@ -102,37 +102,30 @@ class TransceiverServicer:
 
     def PlugOutTransceiver(self, request, context) -> bbsim_dmi_pb2.DmiResponse:
         """Plug out transceiver ``TransceiverId`` (see the module docstring for the answers)."""
-        tid = request.TransceiverId
-        refused = self._refusal("out", tid)
-        if refused is not None:
-            return refused
-        if not self.olt.transceiver_plugged(tid):
-            return _answer(ABORTED, f"cannot plug out transceiver with ID {tid} since it's not plugged in")
-        try:
-            self.olt.plug_out_transceiver(tid)
-        except OltsimError as exc:
-            return _answer(self._code_of(exc), f"cannot plug out transceiver with ID {tid}: {exc.message}")
-        log.info("dmi-transceiver-plugged-out transceiver={transceiver} olt_state={state}", transceiver=tid,
-                 state=self.olt.state)
-        self._raise_event(ev.EVENT_TRANSCEIVER_PLUG_OUT, tid)
-        return _answer(OK, f"Plugged out transceiver {tid}")
+        return self._plug(request.TransceiverId, "out")
 
     def PlugInTransceiver(self, request, context) -> bbsim_dmi_pb2.DmiResponse:
         """Plug transceiver ``TransceiverId`` back in (see the module docstring for the answers)."""
-        tid = request.TransceiverId
-        refused = self._refusal("in", tid)
+        return self._plug(request.TransceiverId, "in")
+
+    def _plug(self, tid: int, way: str) -> bbsim_dmi_pb2.DmiResponse:
+        """Plug transceiver ``tid`` ``way`` ("out" or "in"): refused as a repeat (ABORTED) when it already is, else
+        the model's plug, its log line and DMI event."""
+        refused = self._refusal(way, tid)
         if refused is not None:
             return refused
-        if self.olt.transceiver_plugged(tid):
-            return _answer(ABORTED, f"cannot plug in transceiver with ID {tid} since it's already plugged in")
+        out = way == "out"
+        if self.olt.transceiver_plugged(tid) != out:
+            state = "not plugged in" if out else "already plugged in"
+            return _answer(ABORTED, f"cannot plug {way} transceiver with ID {tid} since it's {state}")
         try:
-            self.olt.plug_in_transceiver(tid)
+            (self.olt.plug_out_transceiver if out else self.olt.plug_in_transceiver)(tid)
         except OltsimError as exc:
-            return _answer(self._code_of(exc), f"cannot plug in transceiver with ID {tid}: {exc.message}")
-        log.info("dmi-transceiver-plugged-in transceiver={transceiver} olt_state={state}", transceiver=tid,
+            return _answer(self._code_of(exc), f"cannot plug {way} transceiver with ID {tid}: {exc.message}")
+        log.info(f"dmi-transceiver-plugged-{way} transceiver={{transceiver}} olt_state={{state}}", transceiver=tid,
                  state=self.olt.state)
-        self._raise_event(ev.EVENT_TRANSCEIVER_PLUG_IN, tid)
-        return _answer(OK, f"Plugged in transceiver {tid}")
+        self._raise_event(ev.EVENT_TRANSCEIVER_PLUG_OUT if out else ev.EVENT_TRANSCEIVER_PLUG_IN, tid)
+        return _answer(OK, f"Plugged {way} transceiver {tid}")
 
     def CreateEvent(self, request, context) -> bbsim_dmi_pb2.DmiResponse:
         """Raise the DMI event named ``event_name`` (a dmi.EventIds name) on the first component of its class,
