@@ -27,6 +27,7 @@ from oltsim.api.v1.rest import V1Rest  # noqa: E402
 from oltsim.config import load_settings  # noqa: E402
 from oltsim.model import events  # noqa: E402
 from oltsim.model.builder import build_olt  # noqa: E402
+from oltsim.model.onu import serial_key  # noqa: E402
 from oltsim.onloop import StreamQueue, on_loop  # noqa: E402
 from oltsim._proto import bbsim_pb2_grpc  # noqa: E402
 from oltsim.southbound.indications import to_indications  # noqa: E402
@@ -345,7 +346,7 @@ def model_invariants(olt) -> list[str]:
     for serial, count in seen.items():
         if count != 1:
             bad.append(f"ONU {serial} is listed {count} times")
-    if set(seen) != set(olt._serials):
+    if {serial_key(s) for s in seen} != set(olt._serials):
         bad.append("the OLT's serial index does not match its PONs' ONUs")
     store = olt.flows
     for key, flow in store._flows.items():

@@ -231,7 +231,8 @@ class V1Commands:
 
     def InvalidateMds(self, request) -> bbsim_pb2.Response:
         old, new = self.olt.invalidate_mds(request.SerialNumber)
-        return _ok(f"MDS counter of ONU {request.SerialNumber} was {old}, set to {new}.")
+        serial = self.olt.onu_by_serial(request.SerialNumber).serial  # as the OLT writes it, whatever case was typed
+        return _ok(f"MDS counter of ONU {serial} was {old}, set to {new}.")
 
     # ---- alarms ----------------------------------------------------------------------------
 

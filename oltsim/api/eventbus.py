@@ -11,6 +11,7 @@ from dataclasses import fields, is_dataclass
 
 from oltsim.logs import Summary, logger
 from oltsim.model import events
+from oltsim.model.onu import serial_key
 
 log = logger("oltsim.events")
 
@@ -73,12 +74,13 @@ class Subscription:
         self.on_close = on_close
         self.types = frozenset(types)
         self.onu_serial = onu_serial
+        self._serial_key = serial_key(onu_serial)  # a serial's hex in either case names the same ONU
         self.dropped = 0
 
     def wants(self, record: dict) -> bool:
         if self.types and record["type"] not in self.types:
             return False
-        return not self.onu_serial or record["onu_serial"] == self.onu_serial
+        return not self.onu_serial or serial_key(record["onu_serial"]) == self._serial_key
 
 
 class EventBus:

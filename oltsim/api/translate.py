@@ -245,12 +245,13 @@ def _check_numbers(enum, name: str, numbers) -> None:
 
 
 def serial_from_pb(sn: openolt_pb2.SerialNumber) -> str:
-    """vendor id (4 ASCII bytes) + vendor specific as upper-case hex: BBSM00000001."""
+    """vendor id (4 ASCII bytes) + vendor specific as lower-case hex, `BBSM000a010b`, as BBSim's OnuSnToString and
+    VOLTHA's openolt adapter write it."""
     try:
         vendor = bytes(sn.vendor_id).decode("ascii")
     except UnicodeDecodeError:
         raise InvalidArgument("serial_number.vendor_id must be 4 ASCII characters") from None
-    return vendor + bytes(sn.vendor_specific).hex().upper()
+    return vendor + bytes(sn.vendor_specific).hex()
 
 
 def serial_to_pb(serial: str) -> openolt_pb2.SerialNumber:

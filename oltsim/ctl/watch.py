@@ -188,11 +188,13 @@ def wait(conn, args, out, err) -> int:
                 last_failure, onus = failure, None
             if onus is not None:
                 last_failure = None
-                by_serial = {onu.SerialNumber: onu for onu in onus}
-                unknown = [serial for serial in wanted if serial not in by_serial]
+                # A serial's hex may be typed in either case (BBSM000A010B names BBSM000a010b).
+                by_serial = {onu.SerialNumber.lower(): onu for onu in onus}
+                unknown = [serial for serial in wanted if serial.lower() not in by_serial]
                 if unknown:
                     raise CtlError(f"no ONU {', '.join(unknown)} on this OLT", EXIT_USAGE)
-                selected = [by_serial[s] for s in wanted] if wanted else [o for o in onus if check.takes_part(o)]
+                selected = [by_serial[s.lower()] for s in wanted] if wanted else \
+                    [o for o in onus if check.takes_part(o)]
                 if not selected and not wanted and onus:
                     needed = f"a service with {check.flag} set" if check.flag else "a service"
                     raise CtlError(f"no ONU has {needed}, none can reach {args.state}", EXIT_USAGE)

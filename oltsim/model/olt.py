@@ -15,7 +15,7 @@ from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable
 from oltsim.model.flows import Flow, FlowStore
 from oltsim.model.fsm import Machine, StateHolder
-from oltsim.model.onu import ACTIVE_STATES, ONU_MACHINE, Onu
+from oltsim.model.onu import ACTIVE_STATES, ONU_MACHINE, Onu, serial_key
 
 log = logger("oltsim.model")
 
@@ -195,8 +195,9 @@ class PonPort(StateHolder):
         raise NotFound(f"ONU {onu_id} not found on PON {self.id}")
 
     def onu_by_serial(self, serial: str) -> Onu:
+        key = serial_key(serial)
         for onu in self.onus:
-            if onu.serial == serial:
+            if serial_key(onu.serial) == key:
                 return onu
         raise NotFound(f"ONU {serial} not found on PON {self.id}")
 
@@ -384,10 +385,11 @@ class Olt(StateHolder):
         self.ids = self.ids.widened(pon.ids)
 
     def add_onu(self, onu: Onu) -> None:
-        if onu.serial in self._serials:
+        key = serial_key(onu.serial)
+        if key in self._serials:
             raise InvalidArgument(f"duplicate ONU serial {onu.serial}")
         onu.pon.onus.append(onu)
-        self._serials[onu.serial] = onu
+        self._serials[key] = onu  # keyed by serial_key: a lookup accepts the hex in either case
 
     # ---- lookups ---------------------------------------------------------------------------
 
@@ -413,7 +415,7 @@ class Olt(StateHolder):
         raise NotFound(f"NNI {nni_id} not found (this OLT has NNIs 0..{len(self.nnis) - 1})")
 
     def onu_by_serial(self, serial: str) -> Onu:
-        onu = self._serials.get(serial)
+        onu = self._serials.get(serial_key(serial))
         if onu is None:
             raise NotFound(f"ONU {serial} not found")
         return onu
@@ -786,9 +788,10 @@ class Olt(StateHolder):
             raise FailedPrecondition(f"{kind} {rid} is already used by ONU {other.serial or other.onu_id} "
                                      f"(flow {other.flow_id}) on PON {pon.id}")
         for old in self.flows.find(pon.id, flow.flow_id, flow.flow_type):
-            if old.serial != onu.serial and old.serial in self._serials:
+            previous = self._serials.get(serial_key(old.serial)) if old.serial != onu.serial else None
+            if previous is not None:
                 # The id moves to this ONU: its previous owner must neither list it nor drop it when disabled.
-                self._serials[old.serial].flow_keys.discard(flow.key)
+                previous.flow_keys.discard(flow.key)
         flow.serial = onu.serial
         self.flows.store(flow, onu)
         uni = onu.unis[flow.uni_id]

@@ -77,9 +77,16 @@ ETH_UNI_ME_BASE = 0x0101
 
 
 def onu_serial(olt_id: int, pon_id: int, onu_index: int) -> str:
-    """BBSim's serial: vendor BBSM + hex(hi, olt_id%256, pon, index%256); hi carries index>>8
-    so that more than 255 ONUs per PON keep unique serials (BBSim wraps)."""
-    return "BBSM%02X%02X%02X%02X" % ((onu_index >> 8) & 0xFF, olt_id % 256, pon_id % 256, onu_index & 0xFF)
+    """BBSim's serial: vendor BBSM + lower-case hex(hi, olt_id%256, pon, index%256), `BBSM000a010b` for OLT 10,
+    PON 1, ONU 11, as BBSim's OnuSnToString and VOLTHA's openolt adapter write it (ONOS asks SADIS for exactly that
+    string); hi carries index>>8 so that more than 255 ONUs per PON keep unique serials (BBSim wraps)."""
+    return "BBSM%02x%02x%02x%02x" % ((onu_index >> 8) & 0xFF, olt_id % 256, pon_id % 256, onu_index & 0xFF)
+
+
+def serial_key(serial: str) -> str:
+    """What a serial is looked up by: its hex is hex in either case, so `BBSM000A010B`, `BBSM000a010b` (and a
+    vendor typed in lower case) name the same ONU."""
+    return serial.lower()
 
 
 def service_mac(olt_id: int, pon_id: int, onu_index: int, uni_id: int, service_index: int) -> str:

@@ -23,7 +23,7 @@ from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
 from engines import grpc_engine  # noqa: F401 - the fixture
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc
-from oltsim.model.onu import DHCP_MACHINE, EAPOL_MACHINE, ONU_MACHINE
+from oltsim.model.onu import DHCP_MACHINE, EAPOL_MACHINE, ONU_MACHINE, serial_key
 from scripted_adapter import ActiveOnu, ScriptedAdapter, is_onu_disc, serial_of
 from test_adapter import start_oltsim, stop_oltsim
 
@@ -310,7 +310,7 @@ def check_invariants(olt) -> list[str]:
             problems.append(f"flow {key} of {flow.serial or flow.onu_id} is owned by no ONU")
     for pon in olt.pons:
         for onu_id, serial in pon.onu_ids.items():
-            onu = olt._serials.get(serial)
+            onu = olt._serials.get(serial_key(serial))
             if onu is None or onu.onu_id != onu_id or not (onu.is_active or onu.state == "pon_disabled"):
                 problems.append(f"PON {pon.id} registers id {onu_id} for {serial} "
                                 f"({onu.state if onu else 'unknown'})")
