@@ -275,6 +275,8 @@ class Settings:
     omcc_version: int = 163
     inject_omci_unknown_me: bool = False
     inject_omci_unknown_attributes: bool = False
+    # ONU software images served on the SADIS port (GET /images/<file>, issue 21); "" = the packaged configs folder
+    images_dir: str = ""
     bp_format: str = "mef"
     sadis_server: bool = True
     sadis_host: str = "bbsim"
@@ -354,6 +356,7 @@ _BBSIM_KEYS = {
     "inject_omci_unknown_me": "inject_omci_unknown_me",
     "inject_omci_unknown_attributes": "inject_omci_unknown_attributes",
     # oltsim's own keys
+    "images_dir": "images_dir",
     "api_revision": "api_revision",
     "services": "services",
     "pon_port_config_file": "pon_ranges_path",

@@ -86,6 +86,9 @@ PARAMETERS = [
     ("ca", None, None, "controlled activation: default, only-onu, only-pon, both", "controlled_activation"),
     ("api-revision", None, None, "REST response shapes: extended (default) or base", "api_revision"),
     ("omci-response-rate", None, None, "OMCI requests answered per 10 (default 10)", "omci_response_rate"),
+    ("omcc-version", None, None, "OMCC version the ONUs report in ONU2-G (default 163, 0xA3)", "omcc_version"),
+    ("images-dir", None, None, "folder of ONU software images served on the SADIS port as GET /images/<file> "
+     "(default: the packaged configs folder)", "images_dir"),
     ("port-stats-interval", None, None, "port statistics interval in seconds (default 20)", "port_stats_interval"),
     ("nni-dhcp-trap-vid", None, None, "NNI DHCP trap VLAN reported by GET /v1/olt (default 0)",
      "nni_dhcp_trap_vid"),
@@ -128,6 +131,10 @@ FLAGS = [
     ("auth-retry", None, "restart EAPOL after a failed attempt", "auth_retry"),
     ("dhcp-retry", None, "restart DHCP after a failed attempt", "dhcp_retry"),
     ("enable-events", None, "publish events to Kafka (at --kafka, or bbsim.kafka_address)", "enable_events"),
+    ("inject-omci-unknown-me", None, "add a reported ME of an unknown class to the MIB upload (as BBSim's "
+     "-injectOmciUnknownMe)", "inject_omci_unknown_me"),
+    ("inject-omci-unknown-attributes", None, "add unknown attributes to a reported ME of the MIB upload (as BBSim's "
+     "-injectOmciUnknownAttributes)", "inject_omci_unknown_attributes"),
 ]
 
 
