@@ -28,7 +28,7 @@ setup(
         # twisted/ and twisted/plugins/ deliberately have no __init__.py.
         "twisted.plugins",
     ],
-    package_data={"twisted": ["plugins/oltsim_plugin.py"], "oltsim": ["data/*.yaml", "data/ui.html"]},
+    package_data={"twisted": ["plugins/oltsim_plugin.py"], "oltsim": ["data/*.yaml", "data/ui.html", "data/configs/*"]},
     install_requires=[
         "Twisted>=24.7",
         "klein>=24.8",
