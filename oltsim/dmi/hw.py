@@ -2,9 +2,11 @@
 
 Every refusal is an answer with DMI's own ``status`` (ERROR_STATUS), ``reason`` and a ``reason_detail`` saying why,
 with gRPC OK; the streams (StartManagingDevice, GetPhysicalInventory, GetHWComponentInfo) send one such answer.
+SetHWComponentInfo is BBSim's exception: it is not implemented there, and VOLTHA's DMI system test checks for that.
 """
 from __future__ import annotations
 
+import grpc
 from dmi import commons_pb2, hw_pb2
 from dmi import hw_management_service_pb2 as hm
 
@@ -27,6 +29,12 @@ class HWManagementServicer:
 
     def __init__(self, device):
         self.device = device
+
+    def _abort(self, context, exc):
+        """A method that is not implemented answers UNIMPLEMENTED with its own message, as BBSim's does (the
+        generic answer of :func:`oltsim.onloop.failure_status` says only "method not implemented")."""
+        if isinstance(exc, NotImplementedError) and exc.args:
+            context.abort(grpc.StatusCode.UNIMPLEMENTED, str(exc.args[0]))
 
     # ---- managing -------------------------------------------------------------------------
 
@@ -89,58 +97,10 @@ class HWManagementServicer:
         yield answer(hm.HWComponentInfoGetResponse, component=component)
 
     def SetHWComponentInfo(self, request, context):
-        """Change what DMI lets a manager change: alias, asset_id and admin_state of any component, the URI of the
-        chassis, the PON id configuration and distance of a PON port, the type of a transceiver. Name, class and
-        parent are the hardware's: SET_UNSUPPORTED."""
-        response = hm.HWComponentInfoSetResponse
-        refusal = self.device.refusal(request.device_uuid.uuid)
-        if refusal:
-            return answer(response, "UNKNOWN_DEVICE", refusal)
-        component = self.device.find(request.component_uuid.uuid, request.component_name)
-        if component is None:
-            return answer(response, "UNKNOWN_COMPONENT", self.device.unknown_component(
-                request.component_uuid.uuid, request.component_name))
-        changes = request.changes
-        if not request.HasField("changes"):
-            return answer(response, "INVALID_PARAMS", "the request has no changes")
-        if changes.name and changes.name != component.name:
-            return answer(response, "SET_UNSUPPORTED", f"the name of {component.name} cannot be changed")
-        if getattr(changes, "class") not in (hw_pb2.COMPONENT_TYPE_UNDEFINED, getattr(component, "class")):
-            return answer(response, "SET_UNSUPPORTED", f"the class of {component.name} cannot be changed")
-        if changes.HasField("parent") or changes.parent_rel_pos:
-            return answer(response, "SET_UNSUPPORTED", f"the position of {component.name} in the tree cannot be "
-                           "changed")
-        is_root = component.uuid.uuid == self.device.uuid
-        if changes.uri.uri and not is_root:
-            return answer(response, "SET_UNSUPPORTED", "only the chassis has a URI")
-        specific = changes.WhichOneof("specific")
-        if specific == "port_attr" and not (component.HasField("port_attr")
-                                            and component.port_attr.protocol in (
-                                                hw_pb2.PortComponentAttributes.GPON,
-                                                hw_pb2.PortComponentAttributes.XGSPON)):
-            return answer(response, "SET_UNSUPPORTED", f"{component.name} is not a PON port")
-        if specific == "trx_attr" and not component.HasField("transceiver_attr"):
-            return answer(response, "SET_UNSUPPORTED", f"{component.name} is not a transceiver")
-        if changes.admin_state not in hw_pb2.ComponentAdminState.values():
-            return answer(response, "INVALID_PARAMS", f"unknown admin state {changes.admin_state}")
-        change = self.device.overrides.change(component.uuid.uuid)
-        if changes.alias:
-            change.alias = changes.alias
-        if changes.asset_id:
-            change.asset_id = changes.asset_id
-        if changes.uri.uri:
-            change.uri = changes.uri.uri
-        if changes.admin_state:
-            change.admin_state = changes.admin_state
-        if specific == "port_attr":
-            if changes.port_attr.HasField("pon_id_config"):
-                change.pon_id_config = changes.port_attr.pon_id_config
-            if changes.port_attr.HasField("distance"):
-                change.distance = changes.port_attr.distance
-        if specific == "trx_attr":
-            change.trans_type = changes.trx_attr.trans_type
-        log.info("dmi-component-set component={component}", component=component.name)
-        return answer(response)
+        """Not implemented, as in BBSim 1.16.8: gRPC UNIMPLEMENTED ``rpc SetHWComponentInfo not implemented`` for
+        any request. VOLTHA's DMI system test (dmi-hw-management.robot) expects exactly that from a simulated OLT,
+        for a new name and for an alias alike."""
+        raise NotImplementedError("rpc SetHWComponentInfo not implemented")
 
     # ---- endpoints ------------------------------------------------------------------------
 

@@ -5,7 +5,8 @@ SFP+ transceiver (when plugged in) that holds the PON port; one port per NNI; tw
 temperature sensor and a power supply (BBSim's set). Every UUID is a UUID5 of the device name and the component name,
 so it is the same across restarts and distinct between OLTs (BBSim's fan, CPU ... UUIDs ignore the OLT). The tree is
 rebuilt from the model on every request (a few dozen messages), so it always shows the current port states and
-plugged transceivers; what a manager set with SetHWComponentInfo is kept in :class:`Overrides` and applied on top.
+plugged transceivers; the admin states DisableHWComponent and EnableHWComponent set are kept in :class:`Overrides`
+and applied on top.
 """
 from __future__ import annotations
 
@@ -69,20 +70,14 @@ def nni_name(nni_id: int) -> str:
 
 @dataclass
 class ComponentChange:
-    """What SetHWComponentInfo changed on one component (None: not changed)."""
+    """What Disable/EnableHWComponent changed on one component (None: not changed)."""
 
-    alias: str | None = None
-    asset_id: str | None = None
-    uri: str | None = None
     admin_state: int | None = None
-    pon_id_config: hw_pb2.PonIdConfig | None = None
-    distance: hw_pb2.PonDistance | None = None
-    trans_type: int | None = None
 
 
 @dataclass
 class Overrides:
-    """The changes SetHWComponentInfo made, by component UUID; kept while the device is managed."""
+    """The changes Disable/EnableHWComponent made, by component UUID; kept while the device is managed."""
 
     by_uuid: dict[str, ComponentChange] = field(default_factory=dict)
 
@@ -93,22 +88,8 @@ class Overrides:
     def apply(self, component: hw_pb2.Component) -> None:
         """Apply the recorded change of ``component`` (if any) to it in place."""
         change = self.by_uuid.get(component.uuid.uuid)
-        if change is None:
-            return
-        if change.alias is not None:
-            component.alias = change.alias
-        if change.asset_id is not None:
-            component.asset_id = change.asset_id
-        if change.uri is not None:
-            component.uri.uri = change.uri
-        if change.admin_state is not None:
+        if change is not None and change.admin_state is not None:
             component.state.admin_state = change.admin_state
-        if change.pon_id_config is not None and component.HasField("port_attr"):
-            component.port_attr.pon_id_config.CopyFrom(change.pon_id_config)
-        if change.distance is not None and component.HasField("port_attr"):
-            component.port_attr.distance.CopyFrom(change.distance)
-        if change.trans_type is not None and component.HasField("transceiver_attr"):
-            component.transceiver_attr.trans_type = change.trans_type
 
 
 def _state(enabled: bool) -> hw_pb2.ComponentState:
