@@ -68,5 +68,6 @@ setup(
         ],
     },
     entry_points={"console_scripts": ["oltsim-platform = oltsim.platform.cli:main",
-                                      "oltsimctl = oltsim.ctl.cli:run"]},
+                                      "oltsimctl = oltsim.ctl.cli:run",
+                                      "bbsim = oltsim.bbsimcmd:main"]},
 )
