@@ -69,5 +69,6 @@ setup(
     },
     entry_points={"console_scripts": ["oltsim-platform = oltsim.platform.cli:main",
                                       "oltsimctl = oltsim.ctl.cli:run",
-                                      "bbsim = oltsim.bbsimcmd:main"]},
+                                      "bbsim = oltsim.bbsimcmd:main",
+                                      "bbsimctl = oltsim.ctl.cli:run_bbsimctl"]},
 )

@@ -5,6 +5,11 @@ Exit codes: 0 done, 1 the server refused the call (its status and message on std
 oltsimctl itself, one line too, with the traceback when OLTSIMCTL_DEBUG is set), 2 a bad command line or setting,
 3 `wait` timed out, 4 no connection to the server, 130 interrupted (except `events`, where Ctrl-C is the normal
 end: 0). See docs/oltsimctl.md.
+
+Invoked as `bbsimctl` (the `bbsimctl` console script, or any link of that name) it stands in for BBSim 1.16.8's
+client: messages and usage name `bbsimctl`, the environment and config file are bbsimctl's (`BBSIMCTL_SERVER`,
+`BBSIMCTL_CONFIG`, `~/.bbsim/config`), `-d/--debug` is accepted, every failure exits 1 as bbsimctl's do (a refused
+call, no connection, a bad command line), and a refused `onu igmp` is reported but exits 0, as bbsimctl's does.
 """
 from __future__ import annotations
 
@@ -14,17 +19,18 @@ import sys
 
 from oltsim.ctl import commands as c
 from oltsim.ctl import USER_GRPC_VERBOSITY, watch
-from oltsim.ctl.connection import EXIT_REFUSED, EXIT_USAGE, Connection, CtlError
-from oltsim.ctl.settings import DEFAULT_SERVER, ENV_CONFIG, ENV_SERVER, ENV_TOKEN, SettingsError, parse_duration
+from oltsim.ctl.connection import EXIT_CONNECT, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Connection, CtlError
+from oltsim.ctl.settings import BBSIMCTL, DEFAULT_SERVER, ENV_TOKEN, OLTSIMCTL, Profile, SettingsError
+from oltsim.ctl.settings import parse_duration
 from oltsim.ctl.settings import resolve as resolve_settings
 
-PROG = "oltsimctl"
+PROG = OLTSIMCTL.prog
 EXIT_INTERRUPTED = 130
 ENV_DEBUG = "OLTSIMCTL_DEBUG"
 
 
-def _die(message: str, code: int) -> int:
-    print(f"{PROG}: {message}", file=sys.stderr)
+def _die(message: str, code: int, profile: Profile = OLTSIMCTL) -> int:
+    print(f"{profile.prog}: {message}", file=sys.stderr)
     return code
 
 
@@ -69,7 +75,8 @@ def _bool(text: str) -> bool:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def add_global_options(parser: argparse.ArgumentParser, leaf: bool, call_timeout: bool = True) -> None:
+def add_global_options(parser: argparse.ArgumentParser, leaf: bool, call_timeout: bool = True,
+                       profile: Profile = OLTSIMCTL) -> None:
     """The connection and output options. On commands (`leaf`) they default to SUPPRESS, so that a value given
     before the command is kept unless repeated after it."""
     def default(value):
@@ -77,9 +84,13 @@ def add_global_options(parser: argparse.ArgumentParser, leaf: bool, call_timeout
 
     group = parser.add_argument_group("global options")
     group.add_argument("-c", "--config", metavar="FILE", default=default(None),
-                       help=f"client config file (default: ${ENV_CONFIG}, else ~/.oltsim/config if it exists)")
+                       help=f"client config file (default: ${profile.env_config}, else ~/{profile.config_dir}/config "
+                            f"if it exists)")
     group.add_argument("-s", "--server", metavar="HOST:PORT", default=default(None),
-                       help=f"oltsim's v1 gRPC endpoint (default: ${ENV_SERVER}, else {DEFAULT_SERVER})")
+                       help=f"oltsim's v1 gRPC endpoint (default: ${profile.env_server}, else {DEFAULT_SERVER})")
+    if profile is BBSIMCTL:
+        group.add_argument("-d", "--debug", action="store_true", default=default(False),
+                           help="accepted for bbsimctl's scripts; set OLTSIMCTL_DEBUG=1 for tracebacks")
     group.add_argument("--tls", action="store_true", default=default(False),
                        help="connect with TLS (implied by --ca-cert, --client-cert and --server-name)")
     group.add_argument("--ca-cert", metavar="FILE", default=default(None),
@@ -105,18 +116,19 @@ def add_global_options(parser: argparse.ArgumentParser, leaf: bool, call_timeout
 class _Tree:
     """Builds the command tree: groups of commands, each command with the global options and its handler."""
 
-    def __init__(self, subparsers):
+    def __init__(self, subparsers, profile: Profile):
         self.subparsers = subparsers
+        self.profile = profile
 
     def command(self, name: str, handler, help: str, aliases=(), call_timeout: bool = True):
         parser = self.subparsers.add_parser(name, help=help, description=help, aliases=list(aliases))
-        add_global_options(parser, leaf=True, call_timeout=call_timeout)
+        add_global_options(parser, leaf=True, call_timeout=call_timeout, profile=self.profile)
         parser.set_defaults(handler=handler)
         return parser
 
     def group(self, name: str, help: str) -> _Tree:
         parser = self.subparsers.add_parser(name, help=help, description=help)
-        return _Tree(parser.add_subparsers(dest=f"{name}_command", metavar="COMMAND", required=True))
+        return _Tree(parser.add_subparsers(dest=f"{name}_command", metavar="COMMAND", required=True), self.profile)
 
 
 def _onu_sn(parser, optional: bool = False) -> None:
@@ -130,16 +142,17 @@ def _verbose(parser, what: str) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help=f"add a column with {what}")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line."""
+def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
+    """The whole command line, named after `profile`."""
     parser = argparse.ArgumentParser(
-        prog=PROG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog=profile.prog, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Query and drive an oltsim OLT over its v1 gRPC API: bbsimctl's commands and output, plus\n"
                     "TLS, the access token, JSON output, `events` and `wait`.",
         epilog="exit codes: 0 done, 1 refused by the server, 2 bad usage or setting, 3 wait timed out, "
-               "4 no connection")
-    add_global_options(parser, leaf=False)
-    root = _Tree(parser.add_subparsers(dest="command", metavar="COMMAND", required=True))
+               "4 no connection" if not profile.every_failure_exits_1 else
+               "exit codes (as bbsimctl's): 0 done, 1 any failure, 3 wait timed out")
+    add_global_options(parser, leaf=False, profile=profile)
+    root = _Tree(parser.add_subparsers(dest="command", metavar="COMMAND", required=True), profile)
 
     root.command("config", c.show_config, "print the effective client configuration and the version")
 
@@ -248,12 +261,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run one command; returns the exit code (see the module docstring)."""
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None, profile: Profile = OLTSIMCTL) -> int:
+    """Run one command as `profile` (oltsimctl, or bbsimctl); returns the exit code (see the module docstring)."""
+    try:
+        args = build_parser(profile).parse_args(argv)
+    except SystemExit as exc:  # --help (0) or a bad command line (argparse's 2; bbsimctl's go-flags exit 1)
+        if exc.code and profile.every_failure_exits_1:
+            return EXIT_REFUSED
+        raise
+    code = _run(args, profile)
+    if profile.every_failure_exits_1 and code in (EXIT_USAGE, EXIT_CONNECT):
+        return EXIT_REFUSED
+    return code
+
+
+def _run(args, profile: Profile) -> int:
+    """Run the parsed command; returns oltsimctl's exit code."""
     interrupted = EXIT_INTERRUPTED
     try:
-        settings = resolve_settings(args)
+        settings = resolve_settings(args, profile=profile)
         if args.handler is c.show_config:
             return c.show_config(settings, args, sys.stdout)
         with Connection(settings) as conn:
@@ -261,11 +287,18 @@ def main(argv: list[str] | None = None) -> int:
                 if args.handler is watch.events:
                     interrupted = 0
                 return args.handler(conn, args, sys.stdout, sys.stderr)
+            if args.handler is c.onu_igmp and profile.igmp_failure_exits_0:
+                try:
+                    return c.onu_igmp(conn, args, sys.stdout)
+                except CtlError as exc:
+                    if exc.code == EXIT_USAGE:
+                        raise
+                    return _die(str(exc), EXIT_OK, profile)  # bbsimctl logs the refusal and exits 0
             return args.handler(conn, args, sys.stdout)
     except SettingsError as exc:
-        return _die(str(exc), EXIT_USAGE)
+        return _die(str(exc), EXIT_USAGE, profile)
     except CtlError as exc:
-        return _die(str(exc), exc.code)
+        return _die(str(exc), exc.code, profile)
     except KeyboardInterrupt:
         return interrupted
     except BrokenPipeError:
@@ -276,11 +309,13 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get(ENV_DEBUG):
             raise
         return _die(f"unexpected error: {type(exc).__name__}: {exc} (set {ENV_DEBUG}=1 for the traceback)",
-                    EXIT_REFUSED)
+                    EXIT_REFUSED, profile)
 
 
-def run() -> None:
-    """The console script: :func:`main` with gRPC's core kept off the terminal, then exit with its code.
+def run(profile: Profile | None = None) -> None:
+    """The console script: :func:`main` with gRPC's core kept off the terminal, then exit with its code. Without a
+    `profile`, the name it was invoked by chooses: `bbsimctl` (a link of that name) is BBSim's client, anything
+    else oltsimctl.
 
     gRPC's core writes some TLS failures to file descriptor 2 itself (absl ``E...`` lines, whatever
     GRPC_VERBOSITY says, depending on how far the handshake got), which would break the one-line error. Unless the
@@ -294,7 +329,17 @@ def run() -> None:
             sys.stderr = os.fdopen(own, "w", buffering=1, encoding=sys.stderr.encoding, errors="backslashreplace")
         except (OSError, ValueError):
             pass  # no usable stderr to begin with: nothing to protect
-    sys.exit(main())
+    sys.exit(main(profile=profile or profile_named(sys.argv[0])))
+
+
+def profile_named(program: str) -> Profile:
+    """The profile of the name a program was invoked by: `bbsimctl` (any directory) is BBSim's, the rest ours."""
+    return BBSIMCTL if os.path.basename(program) == BBSIMCTL.prog else OLTSIMCTL
+
+
+def run_bbsimctl() -> None:
+    """The `bbsimctl` console script: :func:`run` as BBSim's client, whatever the name it was invoked by."""
+    run(BBSIMCTL)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 
 Each setting comes from, in order of precedence: its command-line flag, the environment (`OLTSIMCTL_SERVER`,
 `OLTSIM_TOKEN`), the config file (`--config`, else `OLTSIMCTL_CONFIG`, else `~/.oltsim/config` when it exists),
-then the default. The config file is YAML in bbsimctl's shape, so a `~/.bbsim/config` works as one:
+then the default. Invoked as `bbsimctl` (the `BBSIMCTL` profile) it reads bbsimctl's names instead:
+`BBSIMCTL_SERVER`, `BBSIMCTL_CONFIG` and `~/.bbsim/config`, and a config file that does not exist is skipped, as
+bbsimctl skips it. The config file is YAML in bbsimctl's shape, so a `~/.bbsim/config` works as one:
 
     server: localhost:50070
     grpc:
@@ -26,10 +28,30 @@ import yaml
 
 DEFAULT_SERVER = "localhost:50070"
 DEFAULT_TIMEOUT = 10.0
-DEFAULT_CONFIG = Path("~/.oltsim/config")
 ENV_CONFIG = "OLTSIMCTL_CONFIG"
 ENV_SERVER = "OLTSIMCTL_SERVER"
 ENV_TOKEN = "OLTSIM_TOKEN"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Which client the command line is: its name in messages, the environment variables and default config file
+    it reads, and how it exits. `OLTSIMCTL` is oltsimctl's own; `BBSIMCTL` is the same code standing in for BBSim
+    1.16.8's `bbsimctl`, where scripts expect bbsimctl's names and exit statuses."""
+
+    prog: str
+    env_server: str
+    env_config: str
+    config_dir: str                  # the default config file is ~/<config_dir>/config
+    named_config_required: bool      # a config file named by flag or environment must exist
+    every_failure_exits_1: bool      # bbsimctl's log.Fatalf and go-flags errors all exit 1
+    igmp_failure_exits_0: bool       # bbsimctl's `onu igmp` only logs a refused call
+
+
+OLTSIMCTL = Profile("oltsimctl", ENV_SERVER, ENV_CONFIG, ".oltsim", named_config_required=True,
+                    every_failure_exits_1=False, igmp_failure_exits_0=False)
+BBSIMCTL = Profile("bbsimctl", "BBSIMCTL_SERVER", "BBSIMCTL_CONFIG", ".bbsim", named_config_required=False,
+                   every_failure_exits_1=True, igmp_failure_exits_0=True)
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -116,14 +138,14 @@ def _read_config(path: Path) -> dict:
     return data
 
 
-def _config_path(flag: str | None, environ) -> tuple[Path | None, bool]:
-    """(the config file, whether it must exist): named ones must, the default is optional."""
+def _config_path(flag: str | None, environ, profile: Profile) -> tuple[Path | None, bool]:
+    """(the config file, whether it must exist): named ones must (not for bbsimctl), the default is optional."""
     if flag:
-        return Path(flag).expanduser(), True
-    if environ.get(ENV_CONFIG):
-        return Path(environ[ENV_CONFIG]).expanduser(), True
+        return Path(flag).expanduser(), profile.named_config_required
+    if environ.get(profile.env_config):
+        return Path(environ[profile.env_config]).expanduser(), profile.named_config_required
     home = environ.get("HOME")
-    return (Path(home) / ".oltsim" / "config" if home else DEFAULT_CONFIG.expanduser()), False
+    return (Path(home) if home else Path("~").expanduser()) / profile.config_dir / "config", False
 
 
 def read_token_file(path: Path) -> str:
@@ -137,11 +159,11 @@ def read_token_file(path: Path) -> str:
     return token
 
 
-def resolve(args, environ=None) -> Settings:
+def resolve(args, environ=None, profile: Profile = OLTSIMCTL) -> Settings:
     """Settings from the parsed global flags (`args`, an argparse namespace), the environment and the config
-    file, in that order of precedence."""
+    file, in that order of precedence; `profile` names the environment variables and the default config file."""
     environ = os.environ if environ is None else environ
-    path, required = _config_path(getattr(args, "config", None), environ)
+    path, required = _config_path(getattr(args, "config", None), environ, profile)
     config: dict = {}
     if path is not None and (required or path.is_file()):
         config = _read_config(path)
@@ -154,7 +176,7 @@ def resolve(args, environ=None) -> Settings:
 
     tls_config = config.get("tls") or {}
     settings = Settings(config_file=path)
-    settings.server = (getattr(args, "server", None) or environ.get(ENV_SERVER) or config.get("server")
+    settings.server = (getattr(args, "server", None) or environ.get(profile.env_server) or config.get("server")
                        or DEFAULT_SERVER)
     timeout = getattr(args, "call_timeout", None)
     if timeout is None:

@@ -1,5 +1,6 @@
 """oltsimctl's pure parts in memory: settings precedence and parsing, bbsimctl's two table layouts (checked against
-lines bbsimctl 1.16.8 printed), Go's one-line message text, the event line and `wait`'s state rule."""
+lines bbsimctl 1.16.8 printed), Go's one-line message text, the event line, `wait`'s state rule, and what changes
+when the same code is invoked as bbsimctl (its settings' names, its exit statuses)."""
 from __future__ import annotations
 
 import argparse
@@ -12,10 +13,11 @@ from voltha_protos import openolt_pb2
 
 from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.ctl import settings as ctl_settings
-from oltsim.ctl.cli import build_parser
+from oltsim.ctl import commands
+from oltsim.ctl.cli import build_parser, main, profile_named
 from oltsim.ctl.commands import OLT_COLUMNS, message_table
 from oltsim.ctl.connection import EXIT_USAGE, CtlError
-from oltsim.ctl.settings import SettingsError, parse_duration, resolve
+from oltsim.ctl.settings import BBSIMCTL, OLTSIMCTL, SettingsError, parse_duration, resolve
 from oltsim.ctl.tables import box, columns, go_list, go_text, wrap_words
 from oltsim.ctl.watch import StateCheck, event_line
 
@@ -234,3 +236,65 @@ def test_an_unexpected_error_is_one_line_unless_debugging(monkeypatch, capsys, t
     monkeypatch.setenv("OLTSIMCTL_DEBUG", "1")
     with pytest.raises(RuntimeError):
         cli.main(["config"])
+
+
+# ---- as bbsimctl ---------------------------------------------------------------------------------------------
+
+def test_as_bbsimctl_the_settings_come_from_bbsimctls_names(tmp_path):
+    """Invoked as bbsimctl: BBSIMCTL_SERVER beats BBSIMCTL_CONFIG's file, ~/.bbsim/config is the default file,
+    oltsimctl's names are not read, and a named config file that does not exist is skipped as bbsimctl skips it;
+    the default server is bbsimctl's localhost:50070."""
+    parse = lambda *argv: build_parser(BBSIMCTL).parse_args([*argv, "olt", "get"])  # noqa: E731
+    (tmp_path / ".bbsim").mkdir()
+    (tmp_path / ".bbsim" / "config").write_text("server: from-home:1\n")
+    (tmp_path / "other").write_text("server: from-env-file:2\n")
+    home = {"HOME": str(tmp_path), "OLTSIMCTL_SERVER": "not-read:9"}
+    assert resolve(parse(), home, BBSIMCTL).server == "from-home:1"
+    assert resolve(parse(), {**home, "BBSIMCTL_CONFIG": str(tmp_path / "other")}, BBSIMCTL).server == \
+        "from-env-file:2"
+    assert resolve(parse(), {**home, "BBSIMCTL_SERVER": "from-env:3"}, BBSIMCTL).server == "from-env:3"
+    assert resolve(parse("-s", "from-flag:4"), {**home, "BBSIMCTL_SERVER": "x:3"}, BBSIMCTL).server == "from-flag:4"
+    assert resolve(parse("-d", "-c", str(tmp_path / "missing")), {}, BBSIMCTL).server == "localhost:50070"
+    assert resolve(args(), home).server == "not-read:9"  # oltsimctl itself unchanged
+
+
+def test_as_bbsimctl_every_failure_exits_1_and_names_bbsimctl(tmp_path, capsys):
+    """bbsimctl exits 1 on any failure (log.Fatalf, go-flags errors), where oltsimctl tells them apart: a bad
+    command line and an unreadable config file exit 1 as bbsimctl and 2 as oltsimctl; the messages name the program
+    they were invoked as; --help still exits 0."""
+    bad = tmp_path / "bad"
+    bad.write_text("server: [\n")
+    for profile, usage_code in ((BBSIMCTL, 1), (OLTSIMCTL, 2)):
+        try:
+            code = main(["onu", "nosuchcommand"], profile)
+        except SystemExit as exc:
+            code = exc.code
+        assert code == usage_code
+        assert f"usage: {profile.prog} onu" in capsys.readouterr().err
+        assert main(["-c", str(bad), "olt", "get"], profile) == usage_code
+        assert capsys.readouterr().err.startswith(f"{profile.prog}: config file ")
+    with pytest.raises(SystemExit) as exited:
+        main(["--help"], BBSIMCTL)
+    assert exited.value.code == 0 and capsys.readouterr().out.startswith("usage: bbsimctl")
+
+
+def test_as_bbsimctl_a_refused_igmp_exits_0(monkeypatch, capsys):
+    """bbsimctl's `onu igmp` only logs a refused call and exits 0 (the system tests' JoinOrLeave Igmp checks
+    rc 0); oltsimctl fails with 1. Either way the refusal is one stderr line."""
+    def refused(conn, args, out):
+        raise CtlError("NOT_FOUND: ONU BBSM000a010b not found")
+
+    monkeypatch.setattr(commands, "onu_igmp", refused)
+    argv = ["-s", "127.0.0.1:1", "onu", "igmp", "BBSM000a010b", "0", "join", "224.0.0.22"]
+    assert main(argv, BBSIMCTL) == 0
+    assert capsys.readouterr().err == "bbsimctl: NOT_FOUND: ONU BBSM000a010b not found\n"
+    assert main(argv, OLTSIMCTL) == 1
+    assert capsys.readouterr().err == "oltsimctl: NOT_FOUND: ONU BBSM000a010b not found\n"
+
+
+def test_the_invoked_name_chooses_the_profile():
+    """A program (or link) named bbsimctl is BBSim's client; oltsimctl and `python -m` are oltsimctl."""
+    assert profile_named("/usr/local/bin/bbsimctl") is BBSIMCTL
+    assert profile_named("bbsimctl") is BBSIMCTL
+    assert profile_named("/opt/oltsim/bin/oltsimctl") is OLTSIMCTL
+    assert profile_named("/src/oltsim/ctl/cli.py") is OLTSIMCTL
