@@ -31,6 +31,7 @@ from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc
 from oltsim._proto import bbsim_dmi_pb2
 from oltsim.api.commands import V1Commands
 from oltsim.api.eventbus import EventBus
+from oltsim.api.images import ImageServer, with_images
 from oltsim.api.sadis import SadisRest
 from oltsim.api.site import ApiSite
 from oltsim.api.ui import UI_PATH
@@ -442,11 +443,14 @@ def makeService(options, reactor=None):
     if settings.sadis_server:
         sadis = SadisRest(olt, olt_ip=commands.olt_ip, bp_format=settings.bp_format,
                           advertised_host=settings.sadis_host, port=_port_of(settings.sadis))
+        # ONU software images beside SADIS on the same port, as BBSim's web server (GET /images/<file>, /images-count).
+        images = ImageServer(settings.images_dir)
         # Never token-protected: the controller's SADIS app sends no token, and the data is read-only.
-        sadis_service = server_service(settings.sadis, _site(sadis.resource(), "sadis", metrics,
-                                                             max_body=settings.max_request_body), reactor=reactor)
+        sadis_site = _site(with_images(sadis.resource(), images), "sadis", metrics, max_body=settings.max_request_body)
+        sadis_service = server_service(settings.sadis, sadis_site, reactor=reactor)
         sadis_service.setName("sadis")
         sadis_service.setServiceParent(top)
+        top.images = images
     # Device Management Interface (issue 15): VOLTHA's device manager connects with no token, so, as SADIS, the DMI
     # server is never token-protected; its calls are capped per connection and per server as the control APIs'.
     dmi_device = ManagedDevice(olt, reactor, random.Random(), sink_factory=lambda address: KafkaSink(
