@@ -361,3 +361,48 @@ def test_rendered_config_carries_the_kafka_events(tmp_path):
         True, "kafka.infra.svc:9092", "")
     tree["events"]["topic"] = "olt-events"
     assert load_rendered(tmp_path, tree).kafka_event_topic == "olt-events"
+
+
+def test_rendered_config_carries_the_omci_settings(tmp_path):
+    """The OMCI values (BBSim's chart names) reach oltsim's settings: BBSim's defaults, and per-OLT overrides."""
+    settings = load_rendered(tmp_path, values())
+    assert (settings.omcc_version, settings.inject_omci_unknown_me, settings.inject_omci_unknown_attributes) == (
+        163, False, False)
+    settings = load_rendered(tmp_path, values(), {"omccVersion": 160, "injectOmciUnknownMe": True,
+                                                  "injectOmciUnknownAttributes": True})
+    assert (settings.omcc_version, settings.inject_omci_unknown_me, settings.inject_omci_unknown_attributes) == (
+        160, True, True)
+
+
+# ---- the image in VOLTHA's own bbsim chart ------------------------------------------------------------------
+
+
+def test_dockerfile_has_bbsims_layout_for_voltha_chart():
+    """VOLTHA's bbsim chart runs `/app/bbsim` with relative config paths from /app and probes with `bbsimctl`: the
+    runtime stage links /app/bbsim to the venv's bbsim script, fills /app/configs from the packaged configs folder,
+    has the venv's bin (bbsimctl) on PATH and works in /app; setup.py installs both commands."""
+    stage = final_stage()
+    runs = " ".join(args for word, args in stage if word == "RUN")
+    assert "ln -s /opt/oltsim/bin/bbsim /app/bbsim" in runs
+    assert '"data", "configs"' in runs and "/app/configs/" in runs and "test -x /opt/oltsim/bin/bbsimctl" in runs
+    assert [args for word, args in stage if word == "WORKDIR"][-1] == "/app"
+    env = " ".join(args for word, args in stage if word == "ENV")
+    assert "PATH=/opt/oltsim/bin:$PATH" in env
+    setup = (REPO / "setup.py").read_text()
+    assert '"bbsim = oltsim.bbsimcmd:main"' in setup and '"bbsimctl = ' in setup
+    assert '"data/configs/*"' in setup
+
+
+def test_packaged_configs_load_cleanly():
+    """The image's /app/configs/services.yaml and pon-config.yaml (oltsim/data/configs) load without a warning and
+    are what the bbsim chart expects (ATT hsia; 16 XGS-PON ports)."""
+    from oltsim.config import load_pon_ranges
+
+    configs = REPO / "oltsim" / "data" / "configs"
+    services = load_services(str(configs / "services.yaml"))
+    assert services.warnings == () and services.workflow == "att" and [s.name for s in services.services] == ["hsia"]
+    ranges = load_pon_ranges(str(configs / "pon-config.yaml"))
+    assert ranges.warnings == () and ranges.num_pon_ports == 16 and ranges.ranges[0].technology == "XGS-PON"
+    settings = load_settings({"services": str(configs / "services.yaml"), "pon_ranges_path":
+                              str(configs / "pon-config.yaml"), "pon": 16, "onu": 32}, None)
+    assert settings.warnings == ()
