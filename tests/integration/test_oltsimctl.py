@@ -696,7 +696,8 @@ def test_events_follow_reconnects_to_a_restarted_daemon(daemons, home):
 
 def test_the_wheel_installs_an_oltsimctl_command(tmp_path, olt):
     """The wheel built from setup.py carries oltsim.ctl and an `oltsimctl` console script; installed on its own
-    (not the source tree) it answers --help and reads the daemon."""
+    (not the source tree) it answers --help and reads the daemon. Its `bbsimctl` script is the same program as
+    bbsimctl: usage named so, exit 1 on a bad command, the server from BBSIMCTL_CONFIG's file."""
     source = tmp_path / "src"
     source.mkdir()
     for name in ("setup.py", "README.md"):
@@ -720,3 +721,13 @@ def test_the_wheel_installs_an_oltsimctl_command(tmp_path, olt):
                             env=env, capture_output=True, text=True, timeout=CTL_TIMEOUT, check=False)
     assert listed.returncode == 0, listed.stderr
     assert sorted(onu["SerialNumber"] for onu in json.loads(listed.stdout)["items"]) == list(SERIALS)
+    as_bbsim = subprocess.run([str(site / "bin" / "bbsimctl"), "onu", "nosuchcommand"], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=CTL_TIMEOUT, check=False)
+    assert as_bbsim.returncode == 1 and as_bbsim.stderr.startswith("usage: bbsimctl onu"), as_bbsim.stderr
+    config = tmp_path / "bbsim-config"
+    config.write_text(f"server: {olt.server}\n")
+    listed = subprocess.run([str(site / "bin" / "bbsimctl"), "onu", "list"], cwd=tmp_path,
+                            env={**env, "BBSIMCTL_CONFIG": str(config)}, capture_output=True, text=True,
+                            timeout=CTL_TIMEOUT, check=False)
+    assert listed.returncode == 0, listed.stderr
+    assert [row.split()[2] for row in listed.stdout.splitlines()[1:]] == list(SERIALS)
