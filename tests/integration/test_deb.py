@@ -261,17 +261,20 @@ def test_conffile_holds_the_builtin_defaults(tmp_path):
 
 @needs_dpkg
 def test_package_contents(packages):
-    """The .deb holds the unit, the conffile (declared as one), the venv's twistd and the journal observer, depends
-    on the system python3 and adduser, and ships no byte code or plugin cache (postinst makes those)."""
+    """The .deb holds the unit, the conffile (declared as one), the venv's twistd and the journal observer,
+    oltsimctl and bbsimctl linked from /usr/bin, depends on the system python3 and adduser, and ships no byte code
+    or plugin cache (postinst makes those)."""
     deb = packages["first"]
     listing = run("dpkg-deb", "--contents", deb, timeout=DPKG_TIMEOUT).stdout
     paths = {line.split()[5].removeprefix(".") for line in listing.splitlines()}
     for expected in ("/lib/systemd/system/oltsim.service", "/etc/oltsim/oltsim.yaml", "/opt/oltsim/bin/twistd",
                      "/opt/oltsim/bin/python", "/opt/oltsim/lib/python3.11/site-packages/oltsim_journal.py",
                      "/opt/oltsim/lib/python3.11/site-packages/twisted/plugins/oltsim_plugin.py",
-                     "/opt/oltsim/bin/oltsimctl", "/usr/bin/oltsimctl"):
+                     "/opt/oltsim/bin/oltsimctl", "/usr/bin/oltsimctl", "/opt/oltsim/bin/bbsimctl",
+                     "/usr/bin/bbsimctl"):
         assert expected in paths, expected
     assert "./usr/bin/oltsimctl -> /opt/oltsim/bin/oltsimctl" in listing
+    assert "./usr/bin/bbsimctl -> /opt/oltsim/bin/bbsimctl" in listing
     assert not [p for p in paths if "__pycache__" in p or p.endswith((".pyc", "dropin.cache"))]
     assert run("dpkg-deb", "--info", deb, "conffiles", timeout=30).stdout.split() == ["/etc/oltsim/oltsim.yaml"]
     depends = run("dpkg-deb", "--field", deb, "Depends", timeout=30).stdout
