@@ -450,7 +450,6 @@ def makeService(options, reactor=None):
         sadis_service = server_service(settings.sadis, sadis_site, reactor=reactor)
         sadis_service.setName("sadis")
         sadis_service.setServiceParent(top)
-        top.images = images
     # Device Management Interface (issue 15): VOLTHA's device manager connects with no token, so, as SADIS, the DMI
     # server is never token-protected; its calls are capped per connection and per server as the control APIs'.
     dmi_device = ManagedDevice(olt, reactor, random.Random(), sink_factory=lambda address: KafkaSink(
