@@ -51,6 +51,11 @@ DEFAULT_MAX_FLOWS_PER_ONU = MAX_FLOWS_PER_ONU
 DEFAULT_MAX_REQUEST_BODY = 1024 * 1024
 #: control gRPC calls (v1, v0) open at once per server (streams, reflection, calls waiting for their request)
 DEFAULT_MAX_API_CALLS = 256
+#: connections one listener (REST, SADIS, gRPC) holds open at once, in total and from one peer address (issue 22)
+DEFAULT_MAX_CONNECTIONS = 128
+DEFAULT_MAX_CONNECTIONS_PER_PEER = 32
+#: bytes of response a REST connection may have queued unsent before oltsim stops reading its next requests
+DEFAULT_MAX_UNSENT_OUTPUT = 256 * 1024
 MAX_REQUEST_BODY = 1024 * 1024 * 1024
 MIN_REQUEST_BODY = 1024
 
@@ -304,6 +309,10 @@ class Settings:
     max_flows_per_onu: int = DEFAULT_MAX_FLOWS_PER_ONU
     max_request_body: int = DEFAULT_MAX_REQUEST_BODY
     max_api_calls: int = DEFAULT_MAX_API_CALLS
+    # connections (issue 22): per listener in total and per peer address; a REST connection's unsent output bound
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_connections_per_peer: int = DEFAULT_MAX_CONNECTIONS_PER_PEER
+    max_unsent_output: int = DEFAULT_MAX_UNSENT_OUTPUT
     services: tuple[ServiceSpec, ...] = ATT_SERVICES
     workflow: str = "att"
     pon_ranges: tuple[PonRange, ...] = ()
@@ -367,6 +376,9 @@ _BBSIM_KEYS = {
     "api_token_file": "api_token_file",
     "max_request_body": "max_request_body",
     "max_api_calls": "max_api_calls",
+    "max_connections": "max_connections",
+    "max_connections_per_peer": "max_connections_per_peer",
+    "max_unsent_output": "max_unsent_output",
     "dmi_server_address": "dmi",
     "enable_events": "enable_events",
     "kafka_address": "kafka_address",
@@ -920,6 +932,9 @@ def validate(settings: Settings) -> None:
     _at_least("max_flows_per_onu", s.max_flows_per_onu, 1)
     _between("max_request_body", s.max_request_body, MIN_REQUEST_BODY, MAX_REQUEST_BODY)
     _between("max_api_calls", s.max_api_calls, 1, 65536)
+    _between("max_connections", s.max_connections, 1, 1_000_000)
+    _between("max_connections_per_peer", s.max_connections_per_peer, 1, 1_000_000)
+    _between("max_unsent_output", s.max_unsent_output, 1024, MAX_REQUEST_BODY)
     _one_of("controlled_activation", s.controlled_activation, CONTROLLED_ACTIVATIONS)
     _one_of("api_revision", s.api_revision, API_REVISIONS)
     _one_of("bp_format", s.bp_format, BP_FORMATS)

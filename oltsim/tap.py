@@ -124,6 +124,13 @@ PARAMETERS = [
     ("max-flows-per-onu", None, None, "flows one ONU holds at most (default 256)", "max_flows_per_onu"),
     ("max-api-calls", None, None, "control gRPC calls (v1, v0) open at once per server, streams included; more "
      "are refused with RESOURCE_EXHAUSTED (default 256)", "max_api_calls"),
+    # limits (issue 22)
+    ("max-connections", None, None, "connections one listener (REST, SADIS, gRPC) holds open at once; more are "
+     "closed when accepted (default 128)", "max_connections"),
+    ("max-connections-per-peer", None, None, "connections one listener holds open from one peer address (default "
+     "32)", "max_connections_per_peer"),
+    ("max-unsent-output", None, None, "bytes of response a REST connection may have unsent before its next "
+     "requests are left unread (default 262144)", "max_unsent_output"),
     ("max-request-body", None, None, "largest REST request body in bytes; larger ones are answered 413 before "
      "they are read (default 1048576)", "max_request_body"),
 ]
