@@ -18,6 +18,7 @@ from dataclasses import dataclass  # noqa: E402
 import pytest  # noqa: E402
 from treq.testing import StubTreq  # noqa: E402
 from twisted.internet.task import Clock  # noqa: E402
+from twisted.python.failure import Failure  # noqa: E402
 from voltha_protos import openolt_pb2, openolt_pb2_grpc  # noqa: E402
 
 from oltsim.api import translate  # noqa: E402
@@ -136,6 +137,23 @@ class Reply:
     def header(self, name: str) -> str | None:
         values = self.headers.getRawHeaders(name.encode("ascii"))
         return values[-1].decode("latin-1") if values else None
+
+
+def stub_request(client, url: str, method: str = "GET", headers=None) -> tuple[int, object, bytes]:
+    """(status, headers, body bytes) of one request through a treq StubTreq `client`, answered synchronously."""
+    responses = []
+    client.request(method, url, headers=headers).addBoth(responses.append)
+    client.flush()
+    (response,) = responses
+    if isinstance(response, Failure):
+        response.raiseException()
+    bodies = []
+    response.content().addBoth(bodies.append)
+    client.flush()
+    (body,) = bodies
+    if isinstance(body, Failure):
+        body.raiseException()
+    return response.code, response.headers, body
 
 
 class Rest:

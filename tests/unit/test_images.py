@@ -7,11 +7,12 @@ import os
 
 import pytest
 from treq.testing import StubTreq
-from twisted.python.failure import Failure
 from twisted.web.resource import Resource
 
 from oltsim.api.images import ImageServer, packaged_images_dir, with_images
 from oltsim.api.rest import json_response
+
+from conftest import stub_request
 
 BASE = "http://oltsim.test"
 
@@ -43,19 +44,7 @@ def client_for(server: ImageServer) -> StubTreq:
 
 def fetch(client, path, method="GET", headers=None):
     """(status, headers, body bytes) of one in-memory request."""
-    responses = []
-    client.request(method, BASE + path, headers=headers).addBoth(responses.append)
-    client.flush()
-    (response,) = responses
-    if isinstance(response, Failure):
-        response.raiseException()
-    bodies = []
-    response.content().addBoth(bodies.append)
-    client.flush()
-    (body,) = bodies
-    if isinstance(body, Failure):
-        body.raiseException()
-    return response.code, response.headers, body
+    return stub_request(client, BASE + path, method, headers)
 
 
 def count(client) -> int:

@@ -9,7 +9,6 @@ import random
 import pytest
 from treq.testing import StubTreq
 from twisted.internet.task import Clock
-from twisted.python.failure import Failure
 
 from oltsim._proto import bbsim_pb2
 from oltsim.api import translate
@@ -17,6 +16,8 @@ from oltsim.api.commands import V1Commands
 from oltsim.api.sadis import SadisRest
 from oltsim.config import load_settings
 from oltsim.model.builder import build_olt
+
+from conftest import stub_request
 
 GOLDEN = pathlib.Path(__file__).resolve().parent.parent / "golden" / "sadis"
 BASE = "http://sadis.test"
@@ -39,19 +40,8 @@ def make_client(olt, bp_format="mef", host="bbsim", port=50074, olt_ip="0.0.0.0"
 
 def fetch(client, path, method="GET"):
     """(status, headers, parsed JSON body) of one in-memory request."""
-    responses = []
-    client.request(method, BASE + path).addBoth(responses.append)
-    client.flush()
-    (response,) = responses
-    if isinstance(response, Failure):
-        response.raiseException()
-    bodies = []
-    response.content().addBoth(bodies.append)
-    client.flush()
-    (body,) = bodies
-    if isinstance(body, Failure):
-        body.raiseException()
-    return response.code, response.headers, json.loads(body)
+    code, headers, body = stub_request(client, BASE + path, method)
+    return code, headers, json.loads(body)
 
 
 def assert_same(actual, expected):
