@@ -67,8 +67,9 @@ class DaemonProcess:
         self._log.flush()
         return self.log_path.read_text()
 
-    def rest_get(self, path: str, timeout: float = 5.0) -> tuple[int, dict]:
-        connection = http.client.HTTPConnection("127.0.0.1", self.ports["rest-v1"], timeout=timeout)
+    def rest_get(self, path: str, timeout: float = 5.0, surface: str = "rest-v1") -> tuple[int, dict]:
+        """GET ``path`` on the REST listener ``surface`` (rest-v1, rest-v0, sadis): status and JSON body."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.ports[surface], timeout=timeout)
         try:
             connection.request("GET", path)
             response = connection.getresponse()

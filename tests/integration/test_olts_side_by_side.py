@@ -3,8 +3,6 @@ and 11, 2 PONs x 16 ONUs each, every listener of each on its own loopback port. 
 SADIS) their OLT serials, device ids, ONU serials, service MACs and SADIS entries are BBSim's and disjoint."""
 from __future__ import annotations
 
-import http.client
-import json
 import subprocess
 from pathlib import Path
 
@@ -30,15 +28,6 @@ class SideBySide(Daemon):
         self.process = subprocess.Popen([*TWISTD, "-n", "--pidfile=", "oltsim", *listen, *arguments],
                                         cwd=folder, env=environment(), stdout=self._log, stderr=subprocess.STDOUT)
 
-    def get(self, surface: str, path: str) -> tuple[int, object]:
-        """GET ``path`` on the listener ``surface`` (rest-v1, sadis): status and JSON body."""
-        connection = http.client.HTTPConnection("127.0.0.1", self.ports[surface], timeout=5.0)
-        try:
-            connection.request("GET", path)
-            response = connection.getresponse()
-            return response.status, json.loads(response.read() or b"null")
-        finally:
-            connection.close()
 
 
 @pytest.fixture
@@ -70,11 +59,11 @@ def bbsim_mac(olt_id: int, pon: int, index: int, uni: int) -> str:
 
 def read(daemon: SideBySide) -> dict:
     """What one daemon reports of its identifiers over v1 REST and SADIS."""
-    status, olt = daemon.get("rest-v1", "/v1/olt")
+    status, olt = daemon.rest_get("/v1/olt")
     assert status == 200, olt
-    status, onus = daemon.get("rest-v1", "/v1/olt/onus")
+    status, onus = daemon.rest_get("/v1/olt/onus")
     assert status == 200, onus
-    status, static = daemon.get("sadis", "/v2/static")
+    status, static = daemon.rest_get("/v2/static", surface="sadis")
     assert status == 200, static
     entries = static["sadis"]["entries"]
     return {
@@ -114,10 +103,10 @@ def test_two_olts_side_by_side_have_bbsims_disjoint_identifiers(two_olts):
     # each SADIS server knows its own OLT and subscribers, not the other's
     for olt_id, other_id in ((10, 11), (11, 10)):
         daemon = two_olts[olt_id]
-        status, entry = daemon.get("sadis", f"/v2/subscribers/BBSIM_OLT_{olt_id}")
+        status, entry = daemon.rest_get(f"/v2/subscribers/BBSIM_OLT_{olt_id}", surface="sadis")
         assert status == 200 and entry["hardwareIdentifier"] == f"0a:0a:0a:0a:0a:{olt_id:02x}"
-        status, entry = daemon.get("sadis", f"/v2/subscribers/{bbsim_serial(olt_id, 1, 11)}-1")
+        status, entry = daemon.rest_get(f"/v2/subscribers/{bbsim_serial(olt_id, 1, 11)}-1", surface="sadis")
         assert status == 200 and entry["id"] == f"{bbsim_serial(olt_id, 1, 11)}-1"
         # not its OLT, and not <serial>-<uni>: refused as malformed (400; BBSim 422)
-        assert daemon.get("sadis", f"/v2/subscribers/BBSIM_OLT_{other_id}")[0] == 400
-        assert daemon.get("sadis", f"/v2/subscribers/{bbsim_serial(other_id, 1, 11)}-1")[0] == 404
+        assert daemon.rest_get(f"/v2/subscribers/BBSIM_OLT_{other_id}", surface="sadis")[0] == 400
+        assert daemon.rest_get(f"/v2/subscribers/{bbsim_serial(other_id, 1, 11)}-1", surface="sadis")[0] == 404
