@@ -28,6 +28,9 @@ PROGRAM = "bbsim"
 #: BBSim's default -config (relative to the working directory): read when it exists, as BBSim does
 #: ("Cannot load BBSim configuration file. Using defaults." otherwise).
 DEFAULT_CONFIG = os.path.join("configs", "bbsim.yaml")
+#: BBSim's web server serves ONU images from its configs folder (/app/configs in its image, whose working directory
+#: is /app): the `configs` folder of the working directory is the image folder when none is configured.
+CONFIGS_DIR = "configs"
 
 
 @dataclass(frozen=True)
@@ -319,6 +322,9 @@ def main(argv: list[str] | None = None, stderr: TextIO | None = None, start=run)
     config = config_file(parsed)
     try:
         settings = check(parsed, config)
+        if not settings.images_dir and os.path.isdir(CONFIGS_DIR):
+            parsed.given["images_dir"] = os.path.abspath(CONFIGS_DIR)
+            settings = check(parsed, config)
     except (ConfigError, OltsimError, ValueError) as exc:
         name = FLAG_OF.get(getattr(exc, "setting", None) or "")
         prefix = f"-{name}: " if name and getattr(exc, "setting", None) in parsed.given else ""

@@ -176,6 +176,22 @@ def test_bbsim_default_config_file_is_read_when_present(tmp_path, monkeypatch):
     assert status == 0 and calls[0][1].pon == 2 and calls[0][0][3:5] == ["--config", "configs/bbsim.yaml"]
 
 
+def test_images_come_from_the_working_directorys_configs_folder(tmp_path, monkeypatch):
+    """As BBSim's web server serves /app/configs (its image's working directory is /app), the configs folder of the
+    working directory is the image folder, for the daemon's settings and its options alike; without one the
+    packaged folder stays the default, and a folder named in the YAML file wins."""
+    status, _, calls = run_main([], monkeypatch, tmp_path)
+    assert status == 0 and calls[0][1].images_dir == "" and "--images-dir" not in calls[0][0]
+    (tmp_path / "configs").mkdir()
+    status, _, calls = run_main([], monkeypatch, tmp_path)
+    argv, settings = calls[0]
+    assert settings.images_dir == str(tmp_path / "configs")
+    assert argv[argv.index("--images-dir") + 1] == str(tmp_path / "configs")
+    (tmp_path / "own.yaml").write_text("bbsim:\n  images_dir: /srv/images\n")
+    status, _, calls = run_main(["-config", "own.yaml"], monkeypatch, tmp_path)
+    assert calls[0][1].images_dir == "/srv/images"
+
+
 def test_empty_kafka_event_topic_means_the_default_topic():
     """-kafkaEventTopic "" (as VOLTHA's chart passes it) leaves BBSim's per-OLT topic."""
     assert settings_of(["-kafkaEventTopic", "", "-olt_id", "3"]).kafka_event_topic == ""
