@@ -46,9 +46,10 @@ from oltsim.dmi.hw import HWManagementServicer
 from oltsim.dmi.metrics import MetricsServicer
 from oltsim.dmi.sw import SoftwareManagementServicer
 from oltsim.dmi import transceivers as dmi_transceivers
-from oltsim.config import (DEFAULT_MAX_REQUEST_BODY, LISTENER_FIELDS, ConfigError, ConfigWarning, load_settings,
+from oltsim.config import (LISTENER_FIELDS, ConfigError, ConfigWarning, load_settings,
                            strict_error)
 from oltsim import nativeserver
+from oltsim.connlimit import ConnectionLimits, LimitedFactory
 from oltsim.bbsimevents import BbsimEventPublisher
 from oltsim.kafka import KafkaSink, SinkService
 from oltsim.grpcserver import GrpcServerService, parse_grpc_endpoint
@@ -428,8 +429,8 @@ def makeService(options, reactor=None):
     secured = token is not None  # documented in the OpenAPI documents; the guard itself wraps the resources
     v1_rest = V1Rest(commands, bus, secured=secured, metrics=True)  # /metrics beside its routes, in its document
     rest_v1 = server_service(settings.rest_v1, _site(with_metrics(v1_rest.resource(),
-                                                                  metrics), "rest-v1", metrics, token,
-                                                     max_body=settings.max_request_body, public=(UI_PATH,)),
+                                                                  metrics), "rest-v1", metrics, settings, reactor,
+                                                     token, public=(UI_PATH,)),
                              reactor=reactor)
     rest_v1.setName("rest-v1")
     rest_v1.setServiceParent(top)
@@ -442,8 +443,8 @@ def makeService(options, reactor=None):
         **limits)
     grpc_v0.setServiceParent(top)
     rest_v0 = server_service(settings.rest_v0, _site(V0Rest(v0_commands, secured=secured).resource(), "rest-v0",
-                                                     metrics, token, headers=[(b"Deprecation", b"true")],
-                                                     max_body=settings.max_request_body),
+                                                     metrics, settings, reactor, token,
+                                                     headers=[(b"Deprecation", b"true")]),
                              reactor=reactor)
     rest_v0.setName("rest-v0")
     rest_v0.setServiceParent(top)
@@ -453,7 +454,7 @@ def makeService(options, reactor=None):
         # ONU software images beside SADIS on the same port, as BBSim's web server (GET /images/<file>, /images-count).
         images = ImageServer(settings.images_dir)
         # Never token-protected: the controller's SADIS app sends no token, and the data is read-only.
-        sadis_site = _site(with_images(sadis.resource(), images), "sadis", metrics, max_body=settings.max_request_body)
+        sadis_site = _site(with_images(sadis.resource(), images), "sadis", metrics, settings, reactor)
         sadis_service = server_service(settings.sadis, sadis_site, reactor=reactor)
         sadis_service.setName("sadis")
         sadis_service.setServiceParent(top)
@@ -480,13 +481,17 @@ def makeService(options, reactor=None):
     return top
 
 
-def _site(resource, surface: str, metrics, token=None, headers=(), max_body: int = DEFAULT_MAX_REQUEST_BODY,
-          public=()):
-    """A REST listener's Site: requests counted in `metrics`, then refused without `token` (when one is set) unless
-    they GET a `public` path; bodies above `max_body` bytes are refused before they are read (413, with `headers`
-    too)."""
-    return QuietSite(counted(guard(resource, token, surface, headers, public), metrics, surface), max_body=max_body,
+def _site(resource, surface: str, metrics, settings, reactor, token=None, headers=(), public=()):
+    """A REST listener's Site behind its connection limits (`surface` names both): requests counted in `metrics`,
+    then refused without `token` (when one is set) unless they GET a `public` path; bodies above the settings'
+    max_request_body are refused before they are read (413, with `headers` too); a connection is not read while
+    more than max_unsent_output bytes of its answers wait unsent; at most max_connections connections are open,
+    max_connections_per_peer from one address, and one beyond is closed unread."""
+    site = QuietSite(counted(guard(resource, token, surface, headers, public), metrics, surface),
+                     max_body=settings.max_request_body, max_unsent_output=settings.max_unsent_output,
                      surface=surface, refusal_headers=headers)
+    return LimitedFactory(site, ConnectionLimits(surface, settings.max_connections,
+                                                 settings.max_connections_per_peer, reactor))
 
 
 def check_listeners(settings) -> None:

@@ -1,18 +1,28 @@
-"""What every REST listener's Site adds to twisted.web's: request bodies capped before they are read, and an access
-log that never writes a query string (where a client may put its access token) nor a Referer's.
+"""What every REST listener's Site adds to twisted.web's: request bodies capped before they are read, answers left
+unsent bounded per connection, and an access log that never writes a query string (where a client may put its access
+token) nor a Referer's.
 
 twisted.web's Request buffers a whole body (in memory, or a temporary file above 100 kB) before any resource sees
 it, so a cap checked by a resource comes too late: the cap lives in the Request the Site builds.
+
+twisted.web's HTTPChannel stops reading a connection whose transport is full only between requests, and it answers
+the pipelined requests it has buffered one after the other without looking at the transport again; an answer
+written while its request is handled (all of ours that fit one write) never gives it that pause. A client that
+pipelines cheap requests for large answers and never reads made it queue them all (40 bytes of request, 77 KB of
+answer each). `BoundedChannel` closes both gaps: the transport is full beyond `max_unsent_output` bytes, and then
+the connection is not read and its next request not started until the client has read what was queued.
 """
 from __future__ import annotations
 
 import io
 
 import grpc
+from twisted.internet import abstract
 from twisted.web import http, server
 
 from oltsim.api import translate
 from oltsim.api.rest import json_bytes
+from oltsim.config import DEFAULT_MAX_UNSENT_OUTPUT
 from oltsim.logs import logger
 
 log = logger("oltsim.api.site")
@@ -129,14 +139,75 @@ def _peer(transport) -> str:
     return f"{host}:{address.port}" if host is not None else str(address)
 
 
+def _socket_transport(transport):
+    """The descriptor under `transport` (through protocol wrappers and TLS), whose buffer holds what is unsent; None
+    for a transport that is no descriptor (a test's StringTransport)."""
+    for _ in range(8):
+        if transport is None or isinstance(transport, abstract.FileDescriptor):
+            return transport
+        transport = getattr(transport, "transport", None)
+    return None
+
+
+class BoundedChannel(http.HTTPChannel):
+    """An HTTP/1.1 channel that holds at most about its site's `max_unsent_output` bytes of answers unsent (plus the
+    answer being written when the mark is passed), whatever the client pipelines.
+
+    The socket's write buffer is full above that mark: its transport then pauses this channel (and through it a
+    streaming answer's producer, as the flow lists and the event stream are), and this channel stops reading the
+    connection, even while a request is handled (Twisted reads on there, and without bound while the transport is
+    full), and does not start the next pipelined request before the transport has sent everything it holds. At
+    most what one read brings in (64 KiB) waits unparsed meanwhile. The transport resumes it when its buffer is
+    empty: reading and the waiting requests go on.
+
+    Used as the Site's protocol in place of twisted.web's protocol that also negotiates HTTP/2: our listeners'
+    endpoint strings offer no ALPN, so that one always ran this HTTP/1.1 channel anyway."""
+
+    #: A finished request whose successor waits until the transport has sent what it holds.
+    _finished_waiting = None
+
+    def connectionMade(self):
+        super().connectionMade()
+        descriptor = _socket_transport(self.transport)
+        if descriptor is not None:
+            descriptor.bufferSize = self.site.max_unsent_output
+
+    def pauseProducing(self):
+        super().pauseProducing()
+        if self._handlingRequest:  # Twisted pauses reading only between requests
+            self._networkProducer.pauseProducing()
+
+    def resumeProducing(self):
+        super().resumeProducing()
+        request, self._finished_waiting = self._finished_waiting, None
+        if request is not None:
+            self.requestDone(request)
+
+    def requestDone(self, request):
+        if self._waitingForTransport:
+            # Twisted would parse and answer the next buffered requests now, however full the transport is.
+            self._finished_waiting = request
+            return
+        super().requestDone(request)
+
+    def connectionLost(self, reason):
+        self._finished_waiting = None
+        super().connectionLost(reason)
+
+
 class ApiSite(server.Site):
     """A REST listener's Site: request bodies above `max_body` bytes are refused with 413 (`LimitedRequest`, with
-    the `refusal_headers` a resource of the API would set, e.g. v0's Deprecation), and the access log redacts
-    query strings (`redacted_log_formatter`). `surface` names the listener in log lines."""
+    the `refusal_headers` a resource of the API would set, e.g. v0's Deprecation), a connection holds at most about
+    `max_unsent_output` bytes of answers unsent (`BoundedChannel`), and the access log redacts query strings
+    (`redacted_log_formatter`). `surface` names the listener in log lines."""
 
-    def __init__(self, resource, *, max_body: int, surface: str = "", refusal_headers=(), **kwargs):
+    protocol = BoundedChannel
+
+    def __init__(self, resource, *, max_body: int, max_unsent_output: int = DEFAULT_MAX_UNSENT_OUTPUT,
+                 surface: str = "", refusal_headers=(), **kwargs):
         kwargs.setdefault("logFormatter", redacted_log_formatter)
         super().__init__(resource, requestFactory=LimitedRequest, **kwargs)
         self.max_body = max_body
+        self.max_unsent_output = max_unsent_output
         self.surface = surface
         self.refusal_headers = tuple(refusal_headers)

@@ -338,7 +338,8 @@ def built(*arguments):
 
 
 def site_of(top, name):
-    return top.getServiceNamed(name).factory
+    """The Site of the REST listener `name`, behind its connection limits."""
+    return top.getServiceNamed(name).factory.wrappedFactory
 
 
 def test_make_service_guards_the_control_rest_surfaces_only():

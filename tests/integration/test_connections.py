@@ -1,0 +1,191 @@
+"""Issue 22's bounds on REST connections, checked against the real daemon over loopback sockets: connections per
+listener and per peer (a connection beyond them is closed at once and logged), and pipelined requests whose answers
+the client never reads (the connection stops being read once its unsent answers pass --max-unsent-output)."""
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import socket
+import ssl
+import time
+
+import pytest
+
+from bench.startup import rss_bytes
+from scripted_adapter import free_ports
+from test_daemon import daemon  # noqa: F401 - the fixture
+from test_grpcserver import write_self_signed
+
+MIB = 1024 * 1024
+TIMEOUT = 10.0
+SURFACES = ("rest-v1", "rest-v0", "sadis")
+READS = {"rest-v1": "/v1/olt", "rest-v0": "/v0/olt/status", "sadis": "/v1/cfg"}
+
+
+def held(port: int, source: str = "127.0.0.1") -> socket.socket:
+    """An idle connection to `port` from `source` (sending nothing), kept open by the caller."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.settimeout(TIMEOUT)
+    sock.bind((source, 0))
+    sock.connect(("127.0.0.1", port))
+    return sock
+
+
+def answer_of(sock: socket.socket, path: str) -> bytes:
+    """Send GET `path` on `sock` and read until the server closes it (Connection: close), bounded by TIMEOUT;
+    b"" when the server closed the connection without answering (or reset it)."""
+    try:
+        sock.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        chunks = []
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                return b"".join(chunks)
+            chunks.append(data)
+    except (ConnectionResetError, BrokenPipeError):
+        return b""
+
+
+def get_status(port: int, path: str, source: str = "127.0.0.1") -> int | None:
+    """The status of GET `path` on a new connection from `source`; None when it is closed unanswered."""
+    with held(port, source) as sock:
+        answer = answer_of(sock, path)
+    return int(answer.split(b" ", 2)[1]) if answer else None
+
+
+def wait_for_status(port: int, path: str, status: int) -> None:
+    """Poll until GET `path` answers `status` (the server notices a closed connection asynchronously)."""
+    deadline = time.monotonic() + TIMEOUT
+    while get_status(port, path) != status:
+        assert time.monotonic() < deadline, f"GET {path} did not answer {status}"
+        time.sleep(0.05)
+
+
+def test_connections_beyond_the_per_peer_limit_are_closed_unread_on_every_rest_listener(daemon):
+    """With --max-connections-per-peer 3, on each REST listener (v1, v0, SADIS): three idle connections from
+    127.0.0.1 are held, a fourth is closed at once without an answer, a place freed by closing one is taken again,
+    and the log has a connection-refused line naming the listener."""
+    process = daemon("--max-connections-per-peer", "3", "--max-connections", "50")
+    process.wait_serving()
+    for surface in SURFACES:
+        port = process.ports[surface]
+        holding = [held(port) for _ in range(3)]
+        try:
+            assert get_status(port, READS[surface]) is None, surface
+            holding.pop().close()
+            wait_for_status(port, READS[surface], 200)
+        finally:
+            for sock in holding:
+                sock.close()
+        assert re.search(rf"connection-refused listener={surface} peer=127\.0\.0\.1 ", process.log), process.log
+    assert process.process.poll() is None
+
+
+def test_connections_beyond_the_listener_limit_are_closed_whatever_the_peer(daemon):
+    """With --max-connections 4 (and 3 per peer): three connections from 127.0.0.1 and one from 127.0.0.2 fill the
+    v1 REST listener, so a connection from a third address is closed unanswered too; the log names the refusal."""
+    process = daemon("--max-connections", "4", "--max-connections-per-peer", "3")
+    process.wait_serving()
+    port = process.ports["rest-v1"]
+    try:
+        other = held(port, "127.0.0.2")
+    except OSError as exc:
+        pytest.skip(f"no second loopback address here: {exc}")
+    holding = [other] + [held(port) for _ in range(3)]
+    try:
+        assert get_status(port, "/v1/olt", "127.0.0.3") is None
+        holding.pop().close()
+        wait_for_status(port, "/v1/olt", 200)
+    finally:
+        for sock in holding:
+            sock.close()
+    assert re.search(r"connection-refused listener=rest-v1 peer=127\.0\.0\.3 ", process.log), process.log
+
+
+#: ONUs of the pipelining test (one PON): GET /v1/olt/onus answers about 77 KB, each from a 40-byte request.
+PIPELINE_ONUS = 64
+PIPELINED = 2000
+#: What the pipelining client may cost: --max-unsent-output (256 KiB) and one answer in progress, with slack for the
+#: allocator. Unbounded, 2000 unread answers held 150 MB.
+PIPELINE_GROWTH_MIB = 50
+
+
+def _read_responses(sock: socket.socket, count: int, deadline: float) -> list[tuple[int, bytes]]:
+    """`count` HTTP/1.1 responses (status, body) read from `sock`, framed by their Content-Length."""
+    buffer = bytearray()
+    responses = []
+    while len(responses) < count:
+        head_end = buffer.find(b"\r\n\r\n")
+        if head_end >= 0:
+            head = bytes(buffer[:head_end]).decode("latin-1").split("\r\n")
+            headers = {name.lower(): value.strip() for name, value in (line.split(":", 1) for line in head[1:])}
+            length = int(headers["content-length"])
+            if len(buffer) >= head_end + 4 + length:
+                responses.append((int(head[0].split()[1]), bytes(buffer[head_end + 4:head_end + 4 + length])))
+                del buffer[:head_end + 4 + length]
+                continue
+        assert time.monotonic() < deadline, f"{len(responses)} of {count} responses read"
+        data = sock.recv(1 << 20)
+        assert data, f"the connection closed after {len(responses)} of {count} responses"
+        buffer += data
+    return responses
+
+
+def _get(port: int, path: str, context: ssl.SSLContext | None) -> tuple[int, dict] | None:
+    """Status and JSON body of GET `path` on a new connection (over TLS with `context`); None if it fails."""
+    if context is None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
+    else:
+        connection = http.client.HTTPSConnection("127.0.0.1", port, timeout=TIMEOUT, context=context)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, json.loads(response.read())
+    except OSError:
+        return None
+    finally:
+        connection.close()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the daemon's RSS from /proc")
+@pytest.mark.parametrize("tls", [False, True], ids=["tcp", "tls"])
+def test_pipelined_requests_never_read_cost_bounded_memory(daemon, tmp_path, tls):
+    """A client pipelines 2000 GET /v1/olt/onus (77 KB each at 64 ONUs) and does not read, over TCP or TLS: the
+    daemon stops reading that connection once its unsent answers pass the limit, so its memory grows by at most a
+    bounded amount, another client is still answered, and when the first client reads it gets every answer,
+    complete and in order."""
+    arguments = ["--pon", "1", "--onu", str(PIPELINE_ONUS), "--delay", "0"]
+    context = port = None
+    if tls:
+        write_self_signed(tmp_path)
+        port = free_ports(1)[0]
+        arguments += ["--rest-v1", f"ssl:{port}:interface=127.0.0.1:privateKey=key.pem:certKey=cert.pem"]
+        context = ssl.create_default_context(cafile=str(tmp_path / "cert.pem"))
+    process = daemon(*arguments)
+    port = port or process.ports["rest-v1"]
+    deadline = time.monotonic() + 30
+    while (answer := _get(port, "/v1/olt/onus", context)) is None or answer[0] != 200:
+        assert process.process.poll() is None and time.monotonic() < deadline, process.log
+        time.sleep(0.1)
+    assert len(answer[1]["items"]) == PIPELINE_ONUS
+    pid = process.process.pid
+    before = rss_bytes(pid) / MIB
+    request = b"GET /v1/olt/onus HTTP/1.1\r\nHost: x\r\n\r\n"
+    plain = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+    plain.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 * 1024)
+    with (context.wrap_socket(plain, server_hostname="127.0.0.1") if tls else plain) as sock:
+        sock.sendall(request * PIPELINED)  # about 80 KB: the kernel's buffers take it whether or not it is read
+        grown = 0.0
+        for _ in range(20):  # two seconds for the daemon to take in what it will
+            time.sleep(0.1)
+            grown = max(grown, rss_bytes(pid) / MIB - before)
+        assert grown < PIPELINE_GROWTH_MIB, grown
+        assert _get(port, "/v1/olt", context)[0] == 200
+        responses = _read_responses(sock, PIPELINED, time.monotonic() + 60)
+    assert {status for status, _ in responses} == {200}
+    assert len({body for _, body in responses}) == 1
+    for _, body in responses[:5]:
+        assert len(json.loads(body)["items"]) == PIPELINE_ONUS
+    assert process.process.poll() is None
