@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Abuse benchmark: replays the attack storms of issue 13 and prints RSS growth, reactor stalls and refusals.
+"""Abuse benchmark: replays the attack storms of issues 13 and 22 and prints RSS growth, reactor stalls, refusals.
 
 For each storm it starts a fresh daemon (`twistd -n oltsim` from this checkout, every listener on a free
 127.0.0.1 port, as the other bench/ programs do; stopped with SIGTERM at the end) or uses the one named with
@@ -17,18 +17,21 @@ every --probe-interval ms with a --probe-timeout deadline. It prints per storm:
 
 and compares each storm with the issue's targets: no crash or wedge (alive, no probe call timed out, and serving
 again after the storm);
-RSS growth (peak - before) under 50 MiB; worst stall under 100 ms. Exits 1 if any target fails (0 with
---no-fail). Storms (--only NAME,...; --list shows them): baseline, restart, streams, streams-v0, rapid-reset,
-slow-readers, big-body, flows; restart and rapid-reset run once per OpenOLT engine of --engines. Counts and
-durations scale with --scale (0.1 for a quick run); the concurrency that makes an attack (40 streams, 20
-readers) does not.
+RSS growth (peak - before) under 50 MiB; worst stall under 100 ms; and a storm's own checks where it has some
+(event-streams: the unary call beside the streams is served or refused, never left waiting; reflection-garbage:
+no Python class name in an answer). Exits 1 if any target fails (0 with --no-fail). Storms (--only NAME,...;
+--list shows them): baseline, restart, streams, streams-v0, rapid-reset, slow-readers, big-body, flows (issue
+13), event-streams, pipelining, held-streams, reflection-garbage, connections (issue 22); the storms whose
+outcome depends on the gRPC engine run once per engine of --engines. Counts and durations scale with --scale
+(0.1 for a quick run); the concurrency that makes an attack (40 streams, 20 readers, 300 connections) does not.
 
     python bench/abuse.py [--scale 1] [--only rapid-reset,flows] [--no-fail] [--engines native,grpcio]
     python bench/abuse.py --target 127.0.0.1 [--openolt-port 50060 ...] [--pid PID]    # a running daemon
 
-The storm functions (restart_storm, hold_streams, rapid_reset, slow_readers, post_body, flow_flood, list_flows)
-take plain addresses and counts and return a Counter of what the attacker saw, so tests can reuse them:
-`from bench.abuse import rapid_reset` works under pytest (the repository root is on sys.path and bench/ is a
+The storm functions (restart_storm, hold_streams, rapid_reset, slow_readers, post_body, flow_flood, list_flows,
+event_streams, pipeline_requests, held_streams, reflection_garbage, hold_connections) take plain addresses and
+counts and return a Counter of what the attacker saw, so tests can reuse them: `from bench.abuse import
+rapid_reset` works under pytest (the repository root is on sys.path and bench/ is a
 namespace package); the raw HTTP/2 client is `bench.h2raw`.
 """
 from __future__ import annotations
@@ -37,6 +40,7 @@ import argparse
 import http.client
 import multiprocessing
 import os
+import select
 import socket
 import statistics
 import sys
@@ -78,9 +82,10 @@ PROBES = {
 DEFAULT_PROBES = ("GetOlt", "HeartbeatCheck")
 #: The probe process's own lateness waking from its sleeps, returned by Probe.stop() beside the probes.
 LATENESS = "lateness"
-PORT_NAMES = ("openolt", "grpc-v1", "grpc-v0", "rest-v1", "rest-v0")
+PORT_NAMES = ("openolt", "grpc-v1", "grpc-v0", "rest-v1", "rest-v0", "sadis", "dmi")
 #: BBSim's default ports, for --target.
-DEFAULT_PORTS = {"openolt": 50060, "grpc-v1": 50070, "rest-v1": 50071, "grpc-v0": 50072, "rest-v0": 50073}
+DEFAULT_PORTS = {"openolt": 50060, "grpc-v1": 50070, "rest-v1": 50071, "grpc-v0": 50072, "rest-v0": 50073,
+                 "sadis": 50074, "dmi": 50075}
 #: ONU states in which an ONU takes flows (oltsim.model.onu.ACTIVE_STATES).
 ACTIVE_STATES = frozenset({"enabled", "image_download_started", "image_download_in_progress",
                            "image_download_completed", "image_download_error", "software_image_activated",
@@ -847,6 +852,264 @@ def list_flows(host: str, rest_port: int, v1_address: str, rounds: int = 5, toke
     return result
 
 
+def event_streams(address: str, streams: int = 8, deadline: float = 3.0, metadata: tuple = (),
+                  settle: float = 0.5) -> Counter:
+    """An ordinary client that watches events and also issues commands: one grpcio channel (grpcio's default
+    options) opens `streams` oltsim.v1.Oltsim/StreamEvents calls, then calls bbsim.BBSim/GetOlt with a `deadline`
+    on the same channel; then on a second `grpc.insecure_channel` to the same address (grpcio shares the
+    connection of equal channels in one process), then on a channel with a connection of its own. Counts
+    'same channel <status>', 'second channel <status>', 'own connection <status>', their latency in
+    '... ms', the streams still open ('streams open') or ended by the server ('stream <status>')."""
+    counts: Counter = Counter()
+    main = grpc.insecure_channel(address)
+    second = grpc.insecure_channel(address)
+    own = channel(address, own_connection=True)
+    calls = []
+    try:
+        stub = oltsim_pb2_grpc.OltsimStub(main)
+        calls = [stub.StreamEvents(oltsim_pb2.EventFilter(), metadata=metadata) for _ in range(streams)]
+        time.sleep(settle)   # let the streams reach the server before the unary call queues behind them
+        for label, chan in (("same channel", main), ("second channel", second), ("own connection", own)):
+            started = time.perf_counter()
+            try:
+                bbsim_pb2_grpc.BBSimStub(chan).GetOlt(bbsim_pb2.Empty(), timeout=deadline, metadata=metadata)
+                status = "OK"
+            except grpc.RpcError as exc:
+                status = code_name(exc)
+            counts[f"{label} {status}"] += 1
+            counts[f"{label} ms"] += round((time.perf_counter() - started) * 1000)
+            if status in REFUSED_KEYS:
+                counts[status] += 1
+        for call in calls:
+            if call.done():
+                status = code_name(call)
+                counts[f"stream {status}"] += 1
+                if status in REFUSED_KEYS:
+                    counts[status] += 1
+            else:
+                counts["streams open"] += 1
+    finally:
+        for call in calls:
+            call.cancel()
+        for chan in (main, second, own):
+            chan.close()
+    return counts
+
+
+def _rdhup(sock: socket.socket) -> str:
+    """'closed' if the peer closed or reset the connection (POLLRDHUP, POLLHUP or POLLERR, whatever is still
+    unread), else 'open'; reads nothing."""
+    poller = select.poll()
+    poller.register(sock, select.POLLRDHUP | select.POLLHUP | select.POLLERR)
+    return "closed" if poller.poll(0) else "open"
+
+
+def pipeline_requests(host: str, port: int, connections: int = 4, requests: int = 150_000, seconds: float = 12.0,
+                      path: str = "/v1/olt/onus", token: str | None = None, stall: float = 1.0,
+                      budget: Budget | None = None) -> Counter:
+    """HTTP/1.1 pipelining without reading: `connections` connections each send `requests` pipelined
+    `GET path` requests (about 40 bytes each) as fast as the server takes them, never read an answer, and stay
+    open `seconds` (the server keeps answering what it has read), then close. Counts 'bytes sent', 'requests
+    sent', and per connection how it ended: 'all sent' (into the server's socket buffer at least), 'stalled' (the
+    server took nothing for `stall` s: it stopped reading), 'still sending', 'closed by server'."""
+    counts: Counter = Counter()
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    request = f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}\r\n".encode("ascii")
+    payload = memoryview(request * requests)
+    socks, offsets, progress, closed = [], [], [], []
+    try:
+        for _ in range(connections):
+            try:
+                sock = socket.create_connection((host, port), timeout=5)
+            except OSError as exc:
+                counts[f"connect failed {exc.__class__.__name__}"] += 1
+                continue
+            sock.setblocking(False)
+            socks.append(sock)
+            offsets.append(0)
+            progress.append(time.monotonic())
+            closed.append(False)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end and not (budget and budget.exhausted()):
+            pending = [i for i, sock in enumerate(socks) if not closed[i] and offsets[i] < len(payload)]
+            if not pending:   # everything sent: hold the connections, unread, till the end
+                if all(closed[i] or _rdhup(sock) == "closed" for i, sock in enumerate(socks)):
+                    break
+                time.sleep(0.1)
+                continue
+            _, writable, _ = select.select([], [socks[i] for i in pending], [], 0.1)
+            for i in pending:
+                if socks[i] not in writable:
+                    continue
+                try:
+                    sent = socks[i].send(payload[offsets[i]:offsets[i] + (1 << 16)])
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    closed[i] = True
+                    continue
+                offsets[i] += sent
+                progress[i] = time.monotonic()
+        if budget and budget.exhausted():
+            counts[f"stopped ({budget.exhausted()})"] += 1
+        now = time.monotonic()
+        for i, sock in enumerate(socks):
+            if closed[i] or _rdhup(sock) == "closed":
+                state = "closed by server"
+            elif offsets[i] >= len(payload):
+                state = "all sent"
+            elif now - progress[i] >= stall:
+                state = "stalled"
+            else:
+                state = "still sending"
+            counts[f"connection {state}"] += 1
+            counts["bytes sent"] += offsets[i]
+            counts["requests sent"] += offsets[i] // len(request)
+    finally:
+        for sock in socks:
+            sock.close()
+    return counts
+
+
+def held_streams(host: str, port: int, connections: int = 300, streams: int = 8, seconds: float = 20.0,
+                 path: str = "/bbsim.BBSim/GetOlt", token: str | None = None, budget: Budget | None = None) -> Counter:
+    """`connections` raw HTTP/2 connections, each sending the preface, SETTINGS and `streams` HEADERS for `path`
+    without DATA, held for `seconds`. Counts 'connections opened', 'connect failed ...', the connections the
+    server closed within a second ('closed at once') or later ('closed during the hold'), 'held to the end', the
+    streams still open then ('streams held') and what the server answered (GOAWAY, REFUSED_STREAM, statuses)."""
+    counts: Counter = Counter()
+    conns: list[h2raw.RawConnection] = []
+    try:
+        for _ in range(connections):
+            if budget is not None and budget.exhausted():
+                counts[f"stopped ({budget.exhausted()})"] += 1
+                break
+            try:
+                conn = h2raw.RawConnection(host, port, token=token, timeout=5.0)
+            except OSError as exc:
+                counts[f"connect failed {exc.__class__.__name__}"] += 1
+                continue
+            for _ in range(streams):
+                try:
+                    conn.open_stream(path)
+                except h2.exceptions.TooManyStreamsError:
+                    counts["waited for MAX_CONCURRENT_STREAMS"] += 1
+                    break
+            conn.flush()
+            conn.pump(0.0)
+            conns.append(conn)
+        counts["connections opened"] = len(conns)
+        end = time.monotonic() + seconds
+        at_once = time.monotonic() + 1.0
+        early: set[int] = set()
+        checked = False
+        while time.monotonic() < end and not (budget and budget.exhausted()):
+            for conn in conns:
+                conn.pump(0.0)
+            if not checked and time.monotonic() >= at_once:
+                early = {id(c) for c in conns if c.closed or c.terminated}
+                checked = True
+            time.sleep(0.2)
+        for conn in conns:
+            conn.pump(0.0)
+            if id(conn) in early:
+                counts["closed at once"] += 1
+            elif conn.closed or conn.terminated:
+                counts["closed during the hold"] += 1
+            else:
+                counts["held to the end"] += 1
+                counts["streams held"] += len(conn.open_streams)
+            counts.update(conn.counts)
+    finally:
+        for conn in conns:
+            conn.close()
+    return counts
+
+
+#: ServerReflectionInfo request messages protobuf cannot decode: a tag whose varint never ends, a truncated
+#: length-delimited field, invalid UTF-8 in a string field (`host`).
+GARBAGE_MESSAGES = (b"\xff\xff\xff\xff\xff", b"\x0a\x05ab", b"\x0a\x02\xff\xfe")
+REFLECTION_METHOD = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
+#: The daemon's default --max-connections-per-peer (issue 22): the connections storm reports the ports that held
+#: more of its connections than this.
+PEER_CONNECTIONS = 32
+
+
+def reflection_garbage(addresses: dict, calls: int = 30, metadata: tuple = (), timeout: float = 5.0,
+                       budget: Budget | None = None) -> Counter:
+    """ServerReflectionInfo calls whose request message is undecodable (GARBAGE_MESSAGES in turn), sent raw
+    (identity serializers), `calls` per port of `addresses` {name: host:port}. Counts '<name> <status>' and
+    '<name> class name' for answers whose details contain '<class' (a Python class name), with the first such
+    details kept as a key '<name> example: ...'."""
+    counts: Counter = Counter()
+    for name, address in addresses.items():
+        chan = channel(address, own_connection=True)
+        method = chan.stream_stream(REFLECTION_METHOD, request_serializer=None, response_deserializer=None)
+        try:
+            for number in range(calls):
+                if budget is not None and budget.exhausted():
+                    counts[f"stopped ({budget.exhausted()})"] += 1
+                    break
+                details = ""
+                try:
+                    for _ in method(iter([GARBAGE_MESSAGES[number % len(GARBAGE_MESSAGES)]]), timeout=timeout,
+                                    metadata=metadata):
+                        pass
+                    status = "OK"
+                except grpc.RpcError as exc:
+                    status = code_name(exc)
+                    details = exc.details() or ""
+                counts[f"{name} {status}"] += 1
+                if status in REFUSED_KEYS:
+                    counts[status] += 1
+                if "<class" in details:
+                    if not counts[f"{name} class name"]:
+                        counts[f"{name} example: {details[:100]}"] += 1
+                    counts[f"{name} class name"] += 1
+        finally:
+            chan.close()
+    return counts
+
+
+def hold_connections(host: str, ports: dict, per_port: int = 200, seconds: float = 10.0,
+                     budget: Budget | None = None) -> Counter:
+    """`per_port` plain TCP connections to each port of `ports` {name: port}, sending nothing, held for
+    `seconds`. Counts per port '<name> opened', '<name> connect failed ...', '<name> closed at once' (the server
+    closed or reset it within a second), '<name> closed during the hold', '<name> held to the end'."""
+    counts: Counter = Counter()
+    socks: dict[str, list[socket.socket]] = {name: [] for name in ports}
+    try:
+        for name, port in ports.items():
+            for _ in range(per_port):
+                if budget is not None and budget.exhausted():
+                    break
+                try:
+                    socks[name].append(socket.create_connection((host, port), timeout=3.0))
+                except OSError as exc:
+                    counts[f"{name} connect failed {exc.__class__.__name__}"] += 1
+            counts[f"{name} opened"] = len(socks[name])
+        time.sleep(1.0)
+        early = {id(s) for held in socks.values() for s in held if _rdhup(s) == "closed"}
+        end = time.monotonic() + max(0.0, seconds - 1.0)
+        while time.monotonic() < end and not (budget and budget.exhausted()):
+            time.sleep(0.2)
+        if budget is not None and budget.exhausted():
+            counts[f"stopped ({budget.exhausted()})"] += 1
+        for name, held in socks.items():
+            for sock in held:
+                if id(sock) in early:
+                    counts[f"{name} closed at once"] += 1
+                elif _rdhup(sock) == "closed":
+                    counts[f"{name} closed during the hold"] += 1
+                else:
+                    counts[f"{name} held to the end"] += 1
+    finally:
+        for held in socks.values():
+            for sock in held:
+                sock.close()
+    return counts
+
+
 # ---- the storms as the benchmark runs them -----------------------------------------------------------------------
 
 @dataclass
@@ -867,6 +1130,15 @@ class Plan:
     storm_timeout: float = 300.0
     rss_limit_mib: float = 2048.0
     anonymous_streams: bool = False  # the stream floods send no token (shows whether they work without it)
+    event_streams: tuple = (8, 20)   # StreamEvents calls on one channel before a GetOlt, one round each
+    pipeline_connections: int = 4
+    pipeline_requests: int = 150_000
+    pipeline_seconds: float = 12.0
+    held_connections: int = 300
+    held_seconds: float = 20.0
+    reflection_calls: int = 30
+    tcp_connections: int = 200
+    tcp_hold: float = 10.0
     budget: Budget | None = None     # set for each storm by measure()
 
     def n(self, count: int, least: int = 1) -> int:
@@ -884,6 +1156,8 @@ class Outcome:
     counts: Counter = field(default_factory=Counter)
     lines: list = field(default_factory=list)
     phases: list = field(default_factory=list)
+    #: storm-specific targets: (name, True/False/None for PASS/FAIL/n/a, shown value)
+    checks: list = field(default_factory=list)
 
 
 def run_baseline(target: Target, plan: Plan) -> Outcome:
@@ -1015,9 +1289,86 @@ def run_flows(target: Target, plan: Plan) -> Outcome:
     return outcome
 
 
+def run_event_streams(target: Target, plan: Plan) -> Outcome:
+    outcome = Outcome(f"one grpcio channel opens {' then '.join(map(str, plan.event_streams))} StreamEvents "
+                      "streams, then GetOlt (3 s deadline) on it, on a second insecure_channel to the same "
+                      "address (same connection) and on a channel of its own")
+    hung = []
+    for streams in plan.event_streams:
+        outcome.phases.append((f"{streams} streams", time.time()))
+        counts = event_streams(target.address("grpc-v1"), streams, metadata=target.metadata)
+        outcome.counts.update({f"{streams}: {key}" if key not in REFUSED_KEYS else key: value
+                               for key, value in counts.items()})
+        parts = []
+        for label in ("same channel", "second channel", "own connection"):
+            status = next((key[len(label) + 1:] for key in counts
+                           if key.startswith(label + " ") and key != label + " ms"), "?")
+            parts.append(f"{label} {status} in {counts[label + ' ms']} ms")
+        ended = ", ".join(f"{key[7:]} {n}" for key, n in sorted(counts.items()) if key.startswith("stream "))
+        outcome.lines.append(f"{streams} streams: GetOlt " + ", ".join(parts)
+                             + f"; streams open {counts['streams open']}" + (f", ended {ended}" if ended else ""))
+        if any(not part.split(" in ")[0].endswith((" OK", " RESOURCE_EXHAUSTED")) for part in parts[:2]):
+            hung.append(str(streams))
+    outcome.checks.append(("GetOlt beside streams: served or refused", not hung,
+                           f"hung at {', '.join(hung)} streams" if hung else "yes"))
+    return outcome
+
+
+def run_pipelining(target: Target, plan: Plan) -> Outcome:
+    requests, seconds = plan.n(plan.pipeline_requests), plan.seconds(plan.pipeline_seconds, 5.0)
+    counts = pipeline_requests(target.host, target.ports["rest-v1"], plan.pipeline_connections, requests,
+                               seconds, token=target.token, budget=plan.budget)
+    return Outcome(f"{plan.pipeline_connections} connections each pipelining up to {requests} GET /v1/olt/onus "
+                   f"without reading, held {seconds:g} s, then closed", counts,
+                   [f"sent {counts['requests sent']} requests ({counts['bytes sent'] / 1e6:.1f} MB) in all",
+                    format_counts("connections at the end", counts, "connection ")])
+
+
+def run_held_streams(target: Target, plan: Plan) -> Outcome:
+    seconds = plan.seconds(plan.held_seconds, 5.0)
+    counts = held_streams(target.host, target.ports["grpc-v1"], plan.held_connections, 8, seconds,
+                          token=None if plan.anonymous_streams else target.token, budget=plan.budget)
+    return Outcome(f"{plan.held_connections} raw connections to the v1 gRPC port, each with 8 HEADERS "
+                   f"/bbsim.BBSim/GetOlt and no DATA, held {seconds:g} s", counts,
+                   [format_counts("connections", counts, exclude=("streams held",), skip_prefix="RST_STREAM")
+                    + f"; {counts['streams held']} streams held at the end"])
+
+
+def run_reflection_garbage(target: Target, plan: Plan) -> Outcome:
+    calls = plan.n(plan.reflection_calls, len(GARBAGE_MESSAGES))
+    ports = ("grpc-v1", "grpc-v0", "dmi", "openolt")
+    counts = reflection_garbage({name: target.address(name) for name in ports}, calls, target.metadata,
+                                budget=plan.budget)
+    classes = [name for name in ports if counts[f"{name} class name"]]
+    lines = [format_counts(name, {k: n for k, n in counts.items() if " example: " not in k}, name + " ")
+             for name in ports]
+    lines += [f"{key.split(' example: ')[0]} answered: {key.split(' example: ', 1)[1]}..."
+              for key in counts if " example: " in key]
+    return Outcome(f"{calls} ServerReflectionInfo calls per port with an undecodable request message "
+                   f"(v1, v0, DMI, OpenOLT)", counts, lines,
+                   checks=[("no class name in an answer", not classes,
+                            "in " + ", ".join(classes) if classes else "none")])
+
+
+def run_connections(target: Target, plan: Plan) -> Outcome:
+    seconds = plan.seconds(plan.tcp_hold, 3.0)
+    ports = {name: target.ports[name] for name in ("rest-v1", "rest-v0", "sadis", "grpc-v1", "grpc-v0", "dmi",
+                                                   "openolt")}
+    counts = hold_connections(target.host, ports, plan.tcp_connections, seconds, budget=plan.budget)
+    lines = [format_counts(name, counts, name + " ") for name in ports]
+    # The defaults (--max-connections 128, --max-connections-per-peer 32) are a report here, not a target: a
+    # daemon may run with other limits, and one without any still meets the RSS and stall targets or not.
+    unbounded = [name for name in ports if counts[f"{name} held to the end"] > PEER_CONNECTIONS]
+    lines.append(f"held more than {PEER_CONNECTIONS} connections of this one peer (the default per-peer limit): "
+                 + (", ".join(f"{name} {counts[name + ' held to the end']}" for name in unbounded) or "no port"))
+    return Outcome(f"{plan.tcp_connections} plain TCP connections to each REST and gRPC port (one peer), sending "
+                   f"nothing, held {seconds:g} s", counts, lines,
+                   checks=[("per-peer limit seen", None, f"on {len(ports) - len(unbounded)} of {len(ports)} ports")])
+
+
 #: name -> (function, extra probes, once per OpenOLT engine of --engines, what it replays). The storms that
-#: depend on the OpenOLT server's engine (its HTTP/2 handling, its stop and start) run on each engine in use:
-#: native (pygrpc-native, tcp: endpoints) and grpcio (grpc.aio, ssl: endpoints).
+#: depend on the gRPC engine (its HTTP/2 handling, its stream limits, its stop and start) run on each engine in
+#: use: native (pygrpc-native) and grpcio (grpc.aio); --grpc-engine picks it for OpenOLT, v1, v0 and DMI.
 STORMS = {
     "baseline": (run_baseline, (), False, "no attack: the probes' own latency on this machine"),
     "restart": (run_restart, (), True, "finding 1: RestartgRPCServer back to back with OpenOLT calls (SIGSEGV)"),
@@ -1027,6 +1378,11 @@ STORMS = {
     "slow-readers": (run_slow_readers, (), False, "finding 4: stalled StreamEvents readers"),
     "big-body": (run_big_body, (), False, "findings 5 and 6: a 30 MB v0 bulk body, a body nested 1000 deep"),
     "flows": (run_flows, (), False, "finding 5: 50k flows, then listing them"),
+    "event-streams": (run_event_streams, (), True, "issue 22 #1: a unary call beside 8 and 20 event streams"),
+    "pipelining": (run_pipelining, (), False, "issue 22 #2: pipelined GET /v1/olt/onus never read"),
+    "held-streams": (run_held_streams, (), True, "issue 22 #3: 300 connections x 8 HEADERS without DATA"),
+    "reflection-garbage": (run_reflection_garbage, (), True, "issue 22 #4: undecodable reflection requests"),
+    "connections": (run_connections, (), True, "issue 22 #3: more connections than the limits, every port"),
 }
 
 
@@ -1072,8 +1428,13 @@ class Result:
         values = [p["max_ms"] for p in self.probes.values() if p["max_ms"] is not None]
         return max(values) if values else None
 
+    def checks(self) -> dict:
+        """The storm's own targets (Outcome.checks): name -> (PASS/FAIL/n/a, shown value)."""
+        return {name: ("n/a" if ok is None else "PASS" if ok else "FAIL", value)
+                for name, ok, value in (self.outcome.checks if self.outcome else [])}
+
     def verdicts(self) -> dict:
-        """target name -> (PASS/FAIL/n/a, shown value)."""
+        """target name -> (PASS/FAIL/n/a, shown value) for the three targets every storm has."""
         timed_out = sum(p["timeouts"] for p in self.probes.values())
         if self.alive is False:
             state = "dead"
@@ -1230,22 +1591,25 @@ def report(result: Result) -> None:
         print("   daemon log: " + ", ".join(f"{n} {level}" for level, n in sorted(result.log_lines.items())))
     if result.log_tail:
         print("   last log lines:\n" + "\n".join(f"     {line}" for line in result.log_tail.splitlines()))
-    for target_name, (verdict, value) in result.verdicts().items():
+    for target_name, (verdict, value) in {**result.verdicts(), **result.checks()}.items():
         print(f"   {target_name:<24} {value:>12}  {verdict}")
 
 
 def summary(results: list[Result]) -> bool:
     """The table of every storm against the three targets; True if none failed."""
     names = list(results[0].verdicts()) if results else []
-    print(f"\n{'storm':<22}{'RSS +MiB':>10}{'stall ms':>10}{'refused':>9}  " + "  ".join(names))
+    print(f"\n{'storm':<30}{'RSS +MiB':>10}{'stall ms':>10}{'refused':>9}  " + "  ".join(names) + "  own checks")
     failed = False
     for result in results:
         verdicts = result.verdicts()
         counts = result.outcome.counts if result.outcome else Counter()
         growth, worst = result.growth_mib, result.worst_ms
         cells = "  ".join(f"{verdicts[n][0]:<{len(n)}}" for n in names)
-        failed |= any(v[0] == "FAIL" for v in verdicts.values()) or result.error is not None
-        print(f"{result.name:<22}{'n/a' if growth is None else f'{growth:+.1f}':>10}"
+        checks = result.checks()
+        states = {v[0] for v in checks.values()}
+        cells += "  " + ("FAIL" if "FAIL" in states else "PASS" if "PASS" in states else "n/a" if states else "-")
+        failed |= any(v[0] == "FAIL" for v in (*verdicts.values(), *checks.values())) or result.error is not None
+        print(f"{result.name:<30}{'n/a' if growth is None else f'{growth:+.1f}':>10}"
               f"{'n/a' if worst is None else f'{worst:.0f}':>10}{h2raw.refused(counts):>9}  {cells}"
               + ("  (storm error)" if result.error else ""))
     return not failed
@@ -1269,6 +1633,18 @@ def main(argv=None) -> int:
     parser.add_argument("--depth", type=int, default=1000, help="nesting of the deep v0 body")
     parser.add_argument("--flows", type=int, default=50_000, help="FlowAdd calls (scaled)")
     parser.add_argument("--list-rounds", type=int, default=5, help="GET /v1/olt/flows and GetFlows rounds")
+    parser.add_argument("--event-streams", default="8,20",
+                        help="event-streams: StreamEvents calls held on one channel before GetOlt, one round each")
+    parser.add_argument("--pipeline-connections", type=int, default=4, help="pipelining: connections")
+    parser.add_argument("--pipeline-requests", type=int, default=150_000,
+                        help="pipelining: requests per connection (scaled)")
+    parser.add_argument("--pipeline-seconds", type=float, default=12.0, help="pipelining: sending time, s (scaled)")
+    parser.add_argument("--held-connections", type=int, default=300, help="held-streams: connections")
+    parser.add_argument("--held-seconds", type=float, default=20.0, help="held-streams: hold, s (scaled)")
+    parser.add_argument("--reflection-calls", type=int, default=30,
+                        help="reflection-garbage: calls per port (scaled)")
+    parser.add_argument("--tcp-connections", type=int, default=200, help="connections: connections per port")
+    parser.add_argument("--tcp-hold", type=float, default=10.0, help="connections: hold, s (scaled)")
     parser.add_argument("--storm-timeout", type=float, default=300.0, help="bound on a storm's sending loops, s")
     parser.add_argument("--rss-limit", type=float, default=2048.0,
                         help="stop a storm's sending once the daemon's RSS passes this many MiB (default 2048)")
@@ -1280,9 +1656,9 @@ def main(argv=None) -> int:
     parser.add_argument("--pon", type=int, default=4, help="PONs of the started daemon (default 4)")
     parser.add_argument("--onu", type=int, default=16, help="ONUs per PON of the started daemon (default 16)")
     parser.add_argument("--engines", default="native,grpcio",
-                        help="OpenOLT engines (--grpc-engine) the started daemons use: the engine-dependent storms "
-                             "(restart, rapid-reset) run once on each, the others on the first (default "
-                             "%(default)s)")
+                        help="gRPC engines (--grpc-engine: OpenOLT, v1, v0, DMI) the started daemons use: the "
+                             "engine-dependent storms (--list says which) run once on each, the others on the first "
+                             "(default %(default)s)")
     parser.add_argument("--api-token-file", help="start the daemon with this token file; every client of this "
                                                  "program sends the token (with --target: the target's token)")
     parser.add_argument("--anonymous-streams", action="store_true",
@@ -1297,7 +1673,7 @@ def main(argv=None) -> int:
 
     if args.list:
         for name, (_, _, per_engine, what) in STORMS.items():
-            print(f"{name:<14}{what}{' (on each engine)' if per_engine else ''}")
+            print(f"{name:<20}{what}{' (on each engine)' if per_engine else ''}")
         return 0
     names = [n.strip() for n in args.only.split(",") if n.strip()] if args.only else list(STORMS)
     unknown = [n for n in names if n not in STORMS]
@@ -1312,11 +1688,16 @@ def main(argv=None) -> int:
                 restarts=args.restarts, rapid_streams=args.rapid_streams, connections=args.connections,
                 events=args.events, body_entries=args.body_entries, depth=args.depth, flows=args.flows,
                 list_rounds=args.list_rounds, storm_timeout=args.storm_timeout, rss_limit_mib=args.rss_limit,
-                anonymous_streams=args.anonymous_streams)
+                anonymous_streams=args.anonymous_streams,
+                event_streams=tuple(int(n) for n in args.event_streams.split(",") if n.strip()),
+                pipeline_connections=args.pipeline_connections, pipeline_requests=args.pipeline_requests,
+                pipeline_seconds=args.pipeline_seconds, held_connections=args.held_connections,
+                held_seconds=args.held_seconds, reflection_calls=args.reflection_calls,
+                tcp_connections=args.tcp_connections, tcp_hold=args.tcp_hold)
     where = (f"target {args.target}" if args.target
              else f"a fresh daemon per storm ({args.pon}x{args.onu} ONUs, delay 0, OpenOLT engines "
                   f"{', '.join(engines)})")
-    print(f"oltsim abuse storms (issue 13), scale {args.scale:g}, {where}; python {sys.version.split()[0]}, "
+    print(f"oltsim abuse storms (issues 13 and 22), scale {args.scale:g}, {where}; python {sys.version.split()[0]}, "
           f"{os.cpu_count()} CPUs shared by the attacker, the probes and the daemon")
     print(f"probes: {', '.join(DEFAULT_PROBES)} every {args.probe_interval:g} ms, deadline {args.probe_timeout:g} s; "
           f"targets: no crash or wedge, RSS growth (peak - before) < {TARGET_RSS_MIB:g} MiB, "
