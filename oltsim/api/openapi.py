@@ -14,7 +14,8 @@ What a document says follows from how the REST layer works (`oltsim.api.rest`):
 - every refusal is the error body `{error, code, message}` with the HTTP status of `translate.ERROR_TABLE`, plus 405
   for a wrong method, 413 for a body above the server's limit, 500 for an unexpected failure and, when an access
   token is configured, 401;
-- a paged route (`Route.paged`) also takes `offset` and `limit` (`rest.PAGE_PARAMETERS`).
+- a paged route (`Route.paged`) also takes `offset` and `limit` (`rest.PAGE_PARAMETERS`);
+- the connection limits of every REST listener (`CONNECTION_LIMITS`) close the description of each document.
 """
 from __future__ import annotations
 
@@ -26,8 +27,17 @@ from google.protobuf import descriptor as _descriptor
 from oltsim import __version__
 from oltsim.api import translate
 from oltsim.api.rest import PAGE_MAX, Route
+from oltsim.config import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_MAX_UNSENT_OUTPUT
 
 OPENAPI_VERSION = "3.0.3"
+#: What every REST listener bounds per connection (oltsim.connlimit, oltsim.api.site), said in each document.
+CONNECTION_LIMITS = (
+    f"Connections: this port holds at most --max-connections (default {DEFAULT_MAX_CONNECTIONS}) open at once, at "
+    f"most --max-connections-per-peer (default {DEFAULT_MAX_CONNECTIONS_PER_PEER}) from one client address; a "
+    "connection beyond either is closed as soon as it is accepted, unread and unanswered, and logged "
+    "(connection-refused). Pipelined requests are answered while less than --max-unsent-output (default "
+    f"{DEFAULT_MAX_UNSENT_OUTPUT // 1024} KiB) of answers wait unsent on the connection; beyond, the server reads "
+    "nothing more from it until the client has read them.")
 
 _F = _descriptor.FieldDescriptor
 _INT32 = {_F.TYPE_INT32, _F.TYPE_SINT32, _F.TYPE_SFIXED32}
@@ -311,7 +321,7 @@ def build_document(*, title: str, description: str, routes: Iterable[Route], ser
     }
     document = {
         "openapi": OPENAPI_VERSION,
-        "info": {"title": title, "version": __version__, "description": description},
+        "info": {"title": title, "version": __version__, "description": f"{description} {CONNECTION_LIMITS}"},
         "paths": paths,
         "components": components,
     }
