@@ -338,6 +338,10 @@ class GrpcServerService(Service):
     and ``interceptors`` are ``grpc.aio`` ones.  Starting either on another reactor fails with
     :class:`oltsim.onloop.NotOnLoop`. ``native`` serves an ``ssl:`` endpoint through a TLS relay in front of it
     (:mod:`oltsim.tlsfront`).
+
+    ``max_connections`` and ``max_connections_per_peer`` (both or neither) bound the connections the endpoint
+    holds, in total and from one peer address: either engine then sits behind that relay (plain or TLS) on a
+    private Unix socket, and a connection beyond a limit is closed unread (:mod:`oltsim.connlimit`).
     """
 
     def __init__(
@@ -351,6 +355,8 @@ class GrpcServerService(Service):
         engine: str = "native",
         max_calls: int | None = None,
         max_calls_per_connection: int | None = None,
+        max_connections: int | None = None,
+        max_connections_per_peer: int | None = None,
     ) -> None:
         self.setName(name)
         self.endpoint = endpoint
@@ -362,6 +368,10 @@ class GrpcServerService(Service):
         #: RESOURCE_EXHAUSTED; and HTTP/2 streams per connection (a client beyond them waits or is refused)
         self.max_calls = max_calls
         self.max_calls_per_connection = max_calls_per_connection
+        #: connections the endpoint holds (None: unbounded, the engine listens on the endpoint itself)
+        self.max_connections = max_connections
+        self.max_connections_per_peer = max_connections_per_peer
+        self._limits: Any = None  # their counts (oltsim.connlimit.ConnectionLimits), kept across restarts
         self._add_servicers = add_servicers
         self._reactor = reactor
         self.grace = grace
@@ -376,7 +386,7 @@ class GrpcServerService(Service):
         self._stopping: Deferred | None = None  # a stop in progress, until the old server has let the port go
         self._start_after_stop = False  # start_server was called during that stop
         self._starting: asyncio.Task | None = None  # a loop server's start coroutine (a stop waits for it)
-        self._tls: Any = None  # the native engine's TLS front (oltsim.tlsfront) while serving an ssl: endpoint
+        self._tls: Any = None  # the relay in front of the engine (oltsim.tlsfront), TLS or bounding connections
         self._tls_dir: str | None = None  # the private directory of its Unix socket
 
     def _get_reactor(self) -> Any:
@@ -419,7 +429,7 @@ class GrpcServerService(Service):
         server = self._loop_server()
         try:
             self._add_servicers(server)
-            if self.engine == "native" and listen.secure:
+            if self._relayed(listen):
                 address, bound = self._bind_tls_front(server, listen)
             else:
                 address, bound = self._bind(server, listen)
@@ -469,20 +479,32 @@ class GrpcServerService(Service):
         return [*(o for o in options if o[0] != "grpc.max_concurrent_streams"),
                 ("grpc.max_concurrent_streams", self.max_calls_per_connection)]
 
-    def _bind_tls_front(self, server: NativeServer, listen: GrpcListen) -> tuple[str, int]:
-        """TLS on the native engine (oltsim.tlsfront): the front on a private Unix socket, Twisted's TLS listener on
-        the endpoint's port relaying to it. Returns the address bound and the port."""
-        from oltsim.security import certificate_options  # security builds on this module
-        from oltsim.tlsfront import TlsFront
+    def _relayed(self, listen: GrpcListen) -> bool:
+        """Whether the engine sits behind the relay: TLS on the native engine (it has none), or bounded connections
+        on either (neither engine has a hook on accept)."""
+        return (self.engine == "native" and listen.secure) or self.max_connections is not None
 
-        options = certificate_options(listen, protocols=[b"h2"])  # ValueError for unusable files, before binding
+    def _bind_tls_front(self, server: Any, listen: GrpcListen) -> tuple[str, int]:
+        """The relay (oltsim.tlsfront): the engine on a private Unix socket, Twisted's listener (TLS for an ssl:
+        endpoint) on the endpoint's port relaying to it, behind the connection limits if any. Returns the address
+        bound and the port."""
+        from oltsim.connlimit import ConnectionLimits
+        from oltsim.security import certificate_options  # security builds on this module
+        from oltsim.tlsfront import RelayFront
+
+        # ValueError for unusable files, before binding
+        options = certificate_options(listen, protocols=[b"h2"]) if listen.secure else None
+        if self.max_connections is not None and self._limits is None:
+            self._limits = ConnectionLimits(self.name, self.max_connections,
+                                            self.max_connections_per_peer or self.max_connections,
+                                            self._get_reactor())
         self._tls_dir = tempfile.mkdtemp(prefix=f"oltsim-{self.name}-")
         path = os.path.join(self._tls_dir, "front.sock")
         server.add_insecure_port(f"unix:{path}")
         hosts = [listen.host] if listen.host is not None else ["::", ""]  # dual-stack, or IPv4 without IPv6
         error: Exception | None = None
         for host in hosts:
-            front = TlsFront(self._get_reactor(), self.name, listen.port, host, options, path)
+            front = RelayFront(self._get_reactor(), self.name, listen.port, host, path, options, self._limits)
             try:
                 bound = front.listen()
             except CannotListenError as exc:

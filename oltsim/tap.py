@@ -377,13 +377,17 @@ def makeService(options, reactor=None):
     metrics = Metrics(olt, hub)
     token = AccessToken(settings.api_token) if settings.api_token else None
 
+    # Connections on every gRPC port are bounded by a Twisted relay in front of the engine (neither engine has a hook
+    # on accept): a connection beyond the limits is closed unread, as on the REST listeners.
+    connections = dict(max_connections=settings.max_connections,
+                       max_connections_per_peer=settings.max_connections_per_peer)
     # The southbound carries ~240 calls per ONU at bring-up: served on the reactor's loop, no thread hops, by
     # pygrpc-native's Rust front unless TLS (or the user) asks for grpc.aio.
     openolt = GrpcServerService(
         "openolt", settings.openolt,
         lambda server: _add_openolt(server, on_loop(OpenoltServicer(olt, hub), openolt_pb2_grpc.OpenoltServicer)),
         reactor=reactor, interceptors=[AioMetricsInterceptor(metrics, "openolt")],
-        engine=loop_engine(settings.grpc_engine, settings.openolt))
+        engine=loop_engine(settings.grpc_engine, settings.openolt), **connections)
     openolt.on_stopping.append(hub.end_all)
     openolt.setServiceParent(top)
 
@@ -416,7 +420,8 @@ def makeService(options, reactor=None):
     # The control APIs are served on the reactor's loop too, by the same engines: no call holds a thread, a request
     # that never arrives costs no Python at all on the native engine, and open calls are capped per connection
     # and per server (RESOURCE_EXHAUSTED beyond), so that no client, token or not, can wedge them.
-    limits = dict(max_calls=settings.max_api_calls, max_calls_per_connection=CONTROL_CALLS_PER_CONNECTION)
+    limits = dict(max_calls=settings.max_api_calls, max_calls_per_connection=CONTROL_CALLS_PER_CONNECTION,
+                  **connections)
     grpc_v1 = GrpcServerService(
         "grpc-v1", settings.grpc_v1,
         lambda server: _add_v1(server, on_loop(BBSimServicer(commands), bbsim_pb2_grpc.BBSimServicer),

@@ -1,5 +1,10 @@
-"""TLS for the native gRPC engine: Twisted terminates TLS on the endpoint's port and relays the plain HTTP/2 bytes
-to pygrpc-native's front on a private Unix socket.
+"""The relay in front of a gRPC engine: Twisted accepts the endpoint's connections (terminating TLS on an ``ssl:``
+endpoint), bounds them (:mod:`oltsim.connlimit`) and relays the plain HTTP/2 bytes to the engine on a private Unix
+socket.
+
+Neither engine has a hook on accept, nor a limit on connections: pygrpc-native's Rust front and grpc.aio bind and
+accept by themselves. A Twisted listener in front of them is the one place where a connection beyond
+``--max-connections`` or ``--max-connections-per-peer`` can be closed unread, as on every REST listener.
 
 pygrpc-native has no TLS, and grpc.aio, which has, is what an attacker can take down (an HTTP/2 rapid reset holds
 its pending calls: +105 MB and heartbeats waiting seconds, where the native front answers GOAWAY and keeps nothing;
@@ -18,11 +23,12 @@ from twisted.internet import endpoints
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.internet.protocol import Factory, Protocol
 
+from oltsim.connlimit import LimitedFactory
 from oltsim.logs import logger
 
-__all__ = ["TlsFront"]
+__all__ = ["RelayFront"]
 
-log = logger("oltsim.tlsfront")
+log = logger("oltsim.relay")
 
 
 class _Outbound(Protocol):
@@ -42,9 +48,9 @@ class _Outbound(Protocol):
 
 
 class _Inbound(Protocol):
-    """One TLS client: held (not read) until the front accepted our connection, then relayed both ways."""
+    """One client: held (not read) until the front accepted our connection, then relayed both ways."""
 
-    def __init__(self, front: TlsFront) -> None:
+    def __init__(self, front: RelayFront) -> None:
         self.front = front
         self.outbound: _Outbound | None = None
         self.pending: list[bytes] = []
@@ -57,7 +63,7 @@ class _Inbound(Protocol):
         connecting.addErrback(self._unreachable)
 
     def _unreachable(self, failure: Any) -> None:
-        log.warn("tls-front-unreachable server={server} error={error}", server=self.front.name,
+        log.warn("relay-front-unreachable server={server} error={error}", server=self.front.name,
                  error=failure.getErrorMessage())
         self.transport.abortConnection()
 
@@ -96,28 +102,37 @@ class _Building(Factory):
         return self._build()
 
 
-class TlsFront:
-    """A TLS listener on ``port`` (``interface``, all when empty) relaying every connection to the Unix socket
-    ``path``; ``options`` is a Twisted ``CertificateOptions`` (with ALPN ``h2``).
+class RelayFront:
+    """A listener on ``port`` (``interface``, all when empty) relaying every connection to the Unix socket ``path``:
+    TLS when ``options`` (a Twisted ``CertificateOptions`` with ALPN ``h2``) is given, else plain TCP; behind
+    ``limits`` (a :class:`oltsim.connlimit.ConnectionLimits`) when given, so that a connection beyond them is closed
+    before a byte of it is read or relayed.
 
     :meth:`listen` binds at once (the port accepts connections when it returns; 0 picks one, see ``port``);
     :meth:`stop_listening` then :meth:`drop_connections` undo it.
     """
 
-    def __init__(self, reactor: Any, name: str, port: int, interface: str, options: Any, path: str) -> None:
+    def __init__(self, reactor: Any, name: str, port: int, interface: str, path: str, options: Any = None,
+                 limits: Any = None) -> None:
         self.reactor = reactor
         self.name = name
         self.path = path
         self.connections: set[_Inbound] = set()
         self._port: Any = None
         self._options = options
+        self._limits = limits
         self._interface = interface
         self.port = port
 
     def listen(self) -> int:
         """Bind and listen; returns the port bound. CannotListenError as Twisted raises it."""
-        self._port = self.reactor.listenSSL(self.port, _Building(lambda: _Inbound(self)), self._options,
-                                            interface=self._interface)
+        factory: Factory = _Building(lambda: _Inbound(self))
+        if self._limits is not None:
+            factory = LimitedFactory(factory, self._limits)
+        if self._options is not None:
+            self._port = self.reactor.listenSSL(self.port, factory, self._options, interface=self._interface)
+        else:
+            self._port = self.reactor.listenTCP(self.port, factory, interface=self._interface)
         self.port = self._port.getHost().port
         return self.port
 
