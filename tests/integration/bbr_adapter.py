@@ -181,7 +181,8 @@ class BbrAdapter(ScriptedAdapter):
         """The serials of the OLT and the C-tag of each ONU's first service on UNI 0 (BBR's hsia)."""
         for service in self.services().items:
             if service.UniId == 0:
-                self.c_tags.setdefault(service.OnuSn, service.CTag)
+                # Keyed as serial_of writes serials from indications (upper-case hex; the API answers lower-case).
+                self.c_tags.setdefault(service.OnuSn[:4] + service.OnuSn[4:].upper(), service.CTag)
         return self.c_tags
 
     # ---- running --------------------------------------------------------------------------------------
