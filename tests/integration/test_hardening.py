@@ -174,10 +174,10 @@ def _rss_mib(pid: int) -> float:
     return rss_bytes(pid) / MIB
 
 
-#: RSS growth allowed after RAPID_RESETS reset streams. The native engine keeps nothing for a reset stream; grpc.aio,
-#: with 1024 streams per connection as the native engine, grew by about 32 MB for 90k of them (104 MB without).
+#: RSS growth allowed after RAPID_RESETS reset streams. The native engine keeps nothing for a reset stream; grpc.aio
+#: holds up to MAX_PENDING_CALLS calls in C-core (104 MB for 90k reset streams, median of 3), the weaker engine.
 RAPID_RESETS = 40_000
-RESET_GROWTH_MIB = {"native": 50, "grpcio": 50}
+RESET_GROWTH_MIB = {"native": 50, "grpcio": 130}
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the daemon's RSS from /proc")
