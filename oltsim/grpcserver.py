@@ -24,7 +24,7 @@ from twisted.internet.defer import Deferred, succeed
 from twisted.internet.error import CannotListenError
 from oltsim.logs import logger
 from oltsim.nativeserver import NativeServer
-from oltsim.onloop import DecodeGuard, check_asyncio_reactor
+from oltsim.onloop import DecodeGuard, OpenCallLimit, check_asyncio_reactor
 
 __all__ = ["AlreadyRunning", "ENGINES", "GrpcListen", "GrpcServerService", "parse_grpc_endpoint"]
 
@@ -70,6 +70,16 @@ _NATIVE_OPTIONS = _OPTIONS + [("grpc.max_concurrent_streams", NATIVE_STREAMS_PER
 # end), which BBR treats as fatal (test_thousands_of_outstanding_calls_are_queued_not_refused). grpcio is the weaker
 # engine against a rapid reset (README, Limits).
 _GRPCIO_OPTIONS = _OPTIONS
+
+#: HTTP/2 streams a connection may open on a server that caps its open calls, beyond the cap (``max_calls``): a
+#: client holding as many streams as the server lets stay open still has room for its other calls, and its next
+#: stream reaches the server, which refuses it at once (RESOURCE_EXHAUSTED, logged). With a per-connection limit at
+#: or below the cap, that stream waited silently in the client until its deadline (issue 22). On grpc.aio the cap
+#: on every call (streams, unary calls, calls whose request has not come) is as high, so that the cap on streams
+#: refuses first. 256 + 64 = 320 by default: above the 100 to 250 common servers allow (Go's HTTP/2 250, hyper 200,
+#: nginx 128), and what a client that sends HEADERS and never the body can hold, at about 14.5 KiB each in
+#: pygrpc-native's front, is about 4.5 MiB per connection.
+STREAMS_ABOVE_CAP = 64
 
 
 def bind_error(host: str | None, port: int, error: BaseException | None) -> OSError:
@@ -371,10 +381,14 @@ class GrpcServerService(Service):
         if engine not in ENGINES:
             raise ValueError(f"gRPC engine must be one of {', '.join(ENGINES)}, not {engine!r}")
         self.engine = engine
-        #: calls open at once (native: Task-run calls, as streams; grpc.aio: every call), more are refused with
-        #: RESOURCE_EXHAUSTED; and HTTP/2 streams per connection (a client beyond them waits or is refused)
+        #: streams open at once (native: Task-run calls and reflection; grpc.aio: streaming calls), more are refused
+        #: with RESOURCE_EXHAUSTED; and HTTP/2 streams per connection (a client beyond them waits or is refused),
+        #: STREAMS_ABOVE_CAP above the cap unless given
         self.max_calls = max_calls
+        if max_calls_per_connection is None and max_calls is not None:
+            max_calls_per_connection = max_calls + STREAMS_ABOVE_CAP
         self.max_calls_per_connection = max_calls_per_connection
+        self._call_limit: OpenCallLimit | None = None  # grpc.aio's cap on streams, while serving
         #: connections the endpoint holds (None: unbounded, the engine listens on the endpoint itself)
         self.max_connections = max_connections
         self.max_connections_per_peer = max_connections_per_peer
@@ -477,8 +491,14 @@ class GrpcServerService(Service):
             return NativeServer(self._loop, self._get_reactor(), interceptors=self.interceptors, name=self.name,
                                 options=self._per_connection(_NATIVE_OPTIONS), max_streams=self.max_calls)
         # DecodeGuard innermost: a request that does not decode is a plain INVALID_ARGUMENT, as on the native engine.
-        return grpc.aio.server(interceptors=(*self.interceptors, DecodeGuard()),
-                               options=self._per_connection(_GRPCIO_OPTIONS), maximum_concurrent_rpcs=self.max_calls)
+        # Streams are capped as the native engine caps them (refused with a reason and a log line); grpc.aio's own
+        # cap on every call, which answers "Concurrent RPC limit exceeded!" unlogged, only backs it up.
+        limit, backstop = (), None
+        if self.max_calls is not None:
+            self._call_limit = OpenCallLimit(self.max_calls, self._get_reactor(), self.name)
+            limit, backstop = (self._call_limit,), self.max_calls + STREAMS_ABOVE_CAP
+        return grpc.aio.server(interceptors=(*self.interceptors, *limit, DecodeGuard()),
+                               options=self._per_connection(_GRPCIO_OPTIONS), maximum_concurrent_rpcs=backstop)
 
     def _per_connection(self, options: list) -> list:
         if self.max_calls_per_connection is None:
@@ -584,6 +604,9 @@ class GrpcServerService(Service):
         tls, tls_dir, self._tls, self._tls_dir = self._tls, self._tls_dir, None, None
         stopped = Deferred.fromFuture(self._loop.create_task(
             self._stop_after_start(server, self._starting, tls, tls_dir)))
+        call_limit, self._call_limit = self._call_limit, None
+        if call_limit is not None:  # its summed-up refusals logged now: no timer outlives the server
+            stopped.addBoth(lambda result: (call_limit.flush(), result)[1])
         stopped.addCallbacks(lambda _: self._report_stopped(True), self._stop_failed)
         return self._track_stop(stopped)
 

@@ -33,8 +33,8 @@ import grpc
 from grpc import aio
 from twisted.python.failure import Failure
 
-from oltsim.onloop import DecodeGuard, failure_status, undecodable_message
-from oltsim.logs import Summary, logger
+from oltsim.onloop import DecodeGuard, OpenCallLimit, failure_status, undecodable_message
+from oltsim.logs import logger
 
 try:
     from pygrpc_native import NativeGrpcFront, STREAM_CLOSED as _STREAM_CLOSED, STREAM_FULL as _STREAM_FULL
@@ -58,8 +58,6 @@ RECEIVE_LIMIT = 4 * 1024 * 1024
 #: bytes a stream may have queued for a client that does not read before its handler waits (and the queue the
 #: handler reads, bounded, drops instead): what a stalled reader can cost the process
 STREAM_BACKLOG_LIMIT = 256 * 1024
-#: seconds between two log lines about calls refused for a limit (each refusal is counted in between)
-REFUSAL_LOG_INTERVAL = 10.0
 
 _OK = grpc.StatusCode.OK
 _UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
@@ -209,10 +207,13 @@ class NativeServer(aio.Server):
             if admit is not None:
                 self._admits.append(admit)
         self.name = name
-        #: Task-run calls (streams, coroutine handlers) open at once; more are refused with RESOURCE_EXHAUSTED
+        #: Task-run calls (streams, coroutine handlers) and the fallback's streams (reflection) open at once; more
+        #: are refused with RESOURCE_EXHAUSTED
         self.max_streams = max_streams
-        # The first refusal is logged at once, the others of the interval summed up (``clock``: the reactor).
-        self._refusals = Summary(clock, self._log_refusals, REFUSAL_LOG_INTERVAL, burst=1)
+        # One cap for both: the first refusal is logged at once, the others of the interval summed up (``clock``: the
+        # reactor).
+        self._limit = None if max_streams is None else OpenCallLimit(max_streams, clock, name,
+                                                                     also_open=lambda: len(self._tasks))
         self._loop = loop
         self._interceptors = tuple(interceptors)
         self._options = list(options)
@@ -316,8 +317,8 @@ class NativeServer(aio.Server):
         # bound here (connections wait in its backlog) and serving once its start coroutine has run.
         self._fallback_dir = tempfile.mkdtemp(prefix="oltsim-grpc-")
         path = os.path.join(self._fallback_dir, "fallback.sock")
-        fallback = aio.server(interceptors=(*self._interceptors, DecodeGuard()), options=self._options,
-                              maximum_concurrent_rpcs=self.max_streams)
+        limit = () if self._limit is None else (self._limit,)
+        fallback = aio.server(interceptors=(*self._interceptors, *limit, DecodeGuard()), options=self._options)
         fallback.add_generic_rpc_handlers(generic)
         for service, handlers in streamed.items():
             fallback.add_registered_method_handlers(service, handlers)
@@ -357,7 +358,8 @@ class NativeServer(aio.Server):
                 # close() joins the front's threads: off the reactor thread.
                 await asyncio.get_running_loop().run_in_executor(None, self._front.close)
         finally:
-            self._refusals.flush()  # what is still counted, now: no timer outlives the server
+            if self._limit is not None:
+                self._limit.flush()  # what is still counted, now: no timer outlives the server
             self._remove_fallback_dir()
             self._terminated.set()
 
@@ -457,18 +459,6 @@ class NativeServer(aio.Server):
                 return True
         return False
 
-    def _limit_refused(self, call_id: int, path: str, details: str) -> None:
-        """Refuse a call for a limit (RESOURCE_EXHAUSTED), logging at most one line per REFUSAL_LOG_INTERVAL and
-        the rest of the interval's refusals summed up when it ends."""
-        self._fail(call_id, path, grpc.StatusCode.RESOURCE_EXHAUSTED, details)
-        if self._refusals.offer((path, details)):
-            self._log_refusals({(path, details): 1})
-
-    def _log_refusals(self, counts: dict) -> None:
-        for (path, details), refused in counts.items():
-            log.warn("grpc-call-refused server={server} method={method} reason={reason} refused={refused}",
-                     server=self.name, method=path, reason=details, refused=refused)
-
     def _fail(self, call_id: int, path: str, code: grpc.StatusCode, details: str) -> None:
         self._front.fail(call_id, _code(code), details)
         self._count(path, code)
@@ -478,8 +468,10 @@ class NativeServer(aio.Server):
             record(path, code)
 
     def _start_task(self, call_id: int, method: _Method, request: Any, details: tuple) -> None:
-        if self.max_streams is not None and len(self._tasks) >= self.max_streams:
-            self._limit_refused(call_id, method.path, f"too many open calls on this server (limit {self.max_streams})")
+        if self._limit is not None and self._limit.full():
+            # RESOURCE_EXHAUSTED and a grpc-call-refused line (the first of an interval; the rest summed up)
+            self._fail(call_id, method.path, grpc.StatusCode.RESOURCE_EXHAUSTED, self._limit.reason)
+            self._limit.refused(method.path)
             return
         context = _Context(details[1], details[0])
         run = self._run_stream if method.streaming else self._run_unary

@@ -24,9 +24,9 @@ import grpc
 
 from twisted.python.failure import Failure
 
-from oltsim.logs import logger
+from oltsim.logs import Summary, logger
 
-__all__ = ["AsyncStreamQueue", "DecodeGuard", "NotOnLoop", "StreamQueue", "check_asyncio_reactor", "failure_status",
+__all__ = ["AsyncStreamQueue", "DecodeGuard", "NotOnLoop", "OpenCallLimit", "StreamQueue", "check_asyncio_reactor", "failure_status",
            "handler_with", "install_asyncio_reactor", "on_loop", "rpc_functions", "undecodable_message"]
 
 log = logger("oltsim.onloop")
@@ -303,16 +303,35 @@ class DecodeGuard(grpc.aio.ServerInterceptor):
     """Refuses a request that does not decode with INVALID_ARGUMENT and a plain reason, as the native engine does.
 
     grpc.aio answers such a request UNKNOWN with ``Unexpected <class '...DecodeError'>``: Python internals, for a
-    client's mistake. The guard takes the request as bytes and decodes it itself, before the handler runs. Methods
-    that read a request stream (server reflection) keep their own decoding.
+    client's mistake. The guard takes the request as bytes and decodes it itself, before the handler runs; for a
+    method that reads a request stream (server reflection), each message as the handler reads it.
     """
 
     async def intercept_service(self, continuation, handler_call_details):
         handler = await continuation(handler_call_details)
-        if handler is None or handler.request_streaming or handler.request_deserializer is None:
+        if handler is None or handler.request_deserializer is None:
             return handler
         parse = handler.request_deserializer
         refusal = undecodable_message(handler_call_details.method, parse)
+
+        async def decoded(requests, context):
+            async for request in requests:
+                try:
+                    request = parse(request)
+                except Exception:
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, refusal)
+                yield request
+
+        def wrap_streamed(behaviour, response_streaming: bool):
+            if not response_streaming:
+                async def decoded_requests(requests, context):
+                    return await behaviour(decoded(requests, context), context)
+                return decoded_requests
+
+            async def decoded_requests_stream(requests, context):
+                async for item in behaviour(decoded(requests, context), context):
+                    yield item
+            return decoded_requests_stream
 
         def wrap(behaviour, response_streaming: bool):
             if not response_streaming:
@@ -333,7 +352,85 @@ class DecodeGuard(grpc.aio.ServerInterceptor):
                     yield item
             return decoded_stream
 
-        return handler_with(handler, wrap, request_deserializer=None)
+        return handler_with(handler, wrap_streamed if handler.request_streaming else wrap, request_deserializer=None)
+
+
+#: seconds between two log lines about calls refused for a limit (each refusal is counted in between)
+REFUSAL_LOG_INTERVAL = 10.0
+
+
+class OpenCallLimit(grpc.aio.ServerInterceptor):
+    """Caps the streams (calls that stream requests or answers) open at once on a grpc.aio server: beyond ``limit``
+    one is refused at once with RESOURCE_EXHAUSTED and a plain reason, as the native engine refuses its Task-run
+    calls, and a ``grpc-call-refused`` line is logged (the first at once, the rest of each REFUSAL_LOG_INTERVAL
+    seconds of ``clock`` summed up in one). Unary calls are answered at once and hold no place.
+
+    A stream holds its place from the moment its handler runs (for a server stream, once its request has come) to
+    its end, whatever ends it. ``also_open`` counts places held elsewhere under the same cap (the native engine's
+    streams, for the grpc.aio server behind its front)."""
+
+    def __init__(self, limit: int, clock: Any, name: str, also_open: Callable[[], int] = lambda: 0) -> None:
+        self.limit = limit
+        self.name = name
+        self.open = 0
+        self._also_open = also_open
+        self._refusals = Summary(clock, self._log_refusals, REFUSAL_LOG_INTERVAL, burst=1)
+
+    @property
+    def reason(self) -> str:
+        """What a refused call is told."""
+        return f"too many open calls on this server (limit {self.limit})"
+
+    def full(self) -> bool:
+        """True when every place is taken."""
+        return self.open + self._also_open() >= self.limit
+
+    def refused(self, path: str) -> None:
+        """Log (or count for the interval's summary) one call of ``path`` refused for the limit."""
+        if self._refusals.offer((path, self.reason)):
+            self._log_refusals({(path, self.reason): 1})
+
+    def flush(self) -> None:
+        """Log the refusals counted so far now (a server stopping leaves no timer behind)."""
+        self._refusals.flush()
+
+    def _log_refusals(self, counts: dict) -> None:
+        for (path, reason), refused in counts.items():
+            log.warn("grpc-call-refused server={server} method={method} reason={reason} refused={refused}",
+                     server=self.name, method=path, reason=reason, refused=refused)
+
+    async def intercept_service(self, continuation, handler_call_details):
+        handler = await continuation(handler_call_details)
+        if handler is None or not (handler.request_streaming or handler.response_streaming):
+            return handler
+        path = handler_call_details.method
+
+        async def take(context) -> None:
+            if self.full():
+                self.refused(path)
+                await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, self.reason)
+            self.open += 1
+
+        def wrap(behaviour, response_streaming: bool):
+            if not response_streaming:
+                async def counted(request, context):
+                    await take(context)
+                    try:
+                        return await behaviour(request, context)
+                    finally:
+                        self.open -= 1
+                return counted
+
+            async def counted_stream(request, context):
+                await take(context)
+                try:
+                    async for item in behaviour(request, context):
+                        yield item
+                finally:
+                    self.open -= 1
+            return counted_stream
+
+        return handler_with(handler, wrap)
 
 
 _HANDLER_KINDS = {

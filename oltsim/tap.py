@@ -339,11 +339,6 @@ def asyncio_reactor():
     return reactor
 
 
-#: HTTP/2 streams one connection may have open on a control gRPC server (bbsimctl uses one per command). A call whose
-#: body never comes costs about 12 KiB in pygrpc-native's front until its client leaves, so this bounds what one
-#: connection can hold without sending a request (connections themselves are bounded by the open-files limit).
-CONTROL_CALLS_PER_CONNECTION = 8
-
 
 def loop_engine(choice: str, endpoint: str) -> str:
     """The GrpcServerService engine for a gRPC endpoint: ``auto`` is native (``ssl:`` through its TLS relay), or
@@ -418,10 +413,10 @@ def makeService(options, reactor=None):
     commands = V1Commands(olt, openolt=openolt, logs=CONTROL, olt_ip=local_ip(settings.openolt),
                           revision=settings.api_revision)
     # The control APIs are served on the reactor's loop too, by the same engines: no call holds a thread, a request
-    # that never arrives costs no Python at all on the native engine, and open calls are capped per connection
-    # and per server (RESOURCE_EXHAUSTED beyond), so that no client, token or not, can wedge them.
-    limits = dict(max_calls=settings.max_api_calls, max_calls_per_connection=CONTROL_CALLS_PER_CONNECTION,
-                  **connections)
+    # that never arrives costs no Python at all on the native engine, and open streams are capped per server
+    # (RESOURCE_EXHAUSTED beyond; HTTP/2 streams per connection are set above that cap, so that a client is refused
+    # rather than left waiting: grpcserver.STREAMS_ABOVE_CAP), so that no client, token or not, can wedge them.
+    limits = dict(max_calls=settings.max_api_calls, **connections)
     grpc_v1 = GrpcServerService(
         "grpc-v1", settings.grpc_v1,
         lambda server: _add_v1(server, on_loop(BBSimServicer(commands), bbsim_pb2_grpc.BBSimServicer),
