@@ -27,7 +27,9 @@ from google.protobuf import descriptor as _descriptor
 from oltsim import __version__
 from oltsim.api import translate
 from oltsim.api.rest import PAGE_MAX, Route
-from oltsim.config import DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER, DEFAULT_MAX_UNSENT_OUTPUT
+from oltsim.config import (DEFAULT_MAX_API_CALLS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER,
+                           DEFAULT_MAX_UNSENT_OUTPUT)
+from oltsim.grpcserver import STREAMS_ABOVE_CAP
 
 OPENAPI_VERSION = "3.0.3"
 #: What every REST listener bounds per connection (oltsim.connlimit, oltsim.api.site), said in each document.
@@ -37,7 +39,10 @@ CONNECTION_LIMITS = (
     "connection beyond either is closed as soon as it is accepted, unread and unanswered, and logged "
     "(connection-refused). Pipelined requests are answered while less than --max-unsent-output (default "
     f"{DEFAULT_MAX_UNSENT_OUTPUT // 1024} KiB) of answers wait unsent on the connection; beyond, the server reads "
-    "nothing more from it until the client has read them.")
+    "nothing more from it until the client has read them. The gRPC ports (OpenOLT, control v1 and v0, DMI) hold "
+    "their connections under the same two limits, and a control gRPC server keeps at most --max-api-calls (default "
+    f"{DEFAULT_MAX_API_CALLS}) streams open, refusing the next at once with RESOURCE_EXHAUSTED; a connection may "
+    f"open {STREAMS_ABOVE_CAP} streams more than that, so no client waits for one.")
 
 _F = _descriptor.FieldDescriptor
 _INT32 = {_F.TYPE_INT32, _F.TYPE_SINT32, _F.TYPE_SFIXED32}
