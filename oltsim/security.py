@@ -294,6 +294,10 @@ def check_listener(name: str, description: str, grpc_server: bool) -> None:
                 listen.credentials()
                 certificate_options(listen)  # grpcio only checks the PEM when it binds; this checks it now
         else:
-            server_endpoint(None, description)
+            endpoint = server_endpoint(None, description)
+            # Twisted's parser takes any number as a port; the socket refuses it only at bind, with a traceback.
+            port = getattr(endpoint, "_port", None)
+            if isinstance(port, int) and not 0 <= port <= 65535:
+                raise ValueError(f"endpoint {description!r}: port {port} is outside 0..65535")
     except Exception as exc:
         raise ConfigError(f"{name} cannot listen on {description!r}: {exc}", name) from None

@@ -152,7 +152,7 @@ def test_help_lists_every_option_of_the_issue(tmp_path):
     assert missing == [], result.stdout
 
 
-def assert_refused(tmp_path: Path, arguments, words, ports: list[int] | None = None) -> None:
+def assert_refused(tmp_path: Path, arguments, words, ports: list[int] | None = None) -> subprocess.CompletedProcess:
     """twistd oltsim with every listener on a free loopback port (or `ports`), then `arguments` (a later listener
     option wins), exits non-zero with one message that has every one of `words`, before any port is bound."""
     ports = ports or free_ports(len(LISTENERS))
@@ -167,6 +167,15 @@ def assert_refused(tmp_path: Path, arguments, words, ports: list[int] | None = N
     # Nothing was started: no server log line, and no port left bound.
     assert "grpc-server-started" not in output and "Site starting" not in output
     assert not any(listening(port) for port in ports)
+    return result
+
+
+@pytest.mark.parametrize("option", LISTENERS)
+def test_a_port_out_of_range_is_refused_with_one_line_and_exit_2(tmp_path, option):
+    """Every listener option (REST, SADIS and gRPC alike) with a port above 65535 exits 2 with one line naming the
+    option and the range, before any port is bound (not the socket's OverflowError traceback at bind)."""
+    result = assert_refused(tmp_path, (f"--{option}", "tcp:99999"), (f"--{option}", "99999", "0..65535"))
+    assert result.returncode == 2
 
 
 @pytest.mark.parametrize("arguments, words", [
