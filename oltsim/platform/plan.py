@@ -13,6 +13,7 @@ chart, version, values) and printed so that every continuation line ends in a ba
 """
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import shlex
@@ -106,7 +107,7 @@ def load_values(mapping: dict) -> dict:
     for name, value in mapping.items():
         key = KEYS_BY_NAME.get(str(name).replace("-", "_"))
         if key is None:
-            raise BadValues(f"unknown value {name!r}; values are {', '.join(KEYS_BY_NAME)}")
+            raise BadValues(unknown_value(str(name)))
         if value is None:
             continue
         if key.multi:
@@ -133,14 +134,35 @@ def parse_set_value(text: str):
     return text
 
 
+def unknown_value(name: str) -> str:
+    """The message for a value name not in the table: the nearest name when one is close (as the daemon's config
+    check gives; a local difflib call, as this package imports nothing of the daemon), else every name."""
+    near = difflib.get_close_matches(name.replace("-", "_").lower(), list(KEYS_BY_NAME), n=1, cutoff=0.75)
+    if near:
+        return f"unknown value {name!r}; did you mean {near[0]}?"
+    return f"unknown value {name!r}; values are {', '.join(KEYS_BY_NAME)}"
+
+
 def read_values_file(path: str) -> dict:
-    """Values from a flat YAML mapping."""
+    """Values from a flat YAML mapping. BadValues, one line naming the file, for a file that cannot be read or
+    parsed (with the line and column of a YAML error)."""
     import yaml
-    with open(path) as f:
-        doc = yaml.safe_load(f) or {}
+    try:
+        with open(path) as f:
+            doc = yaml.safe_load(f) or {}
+    except OSError as exc:
+        raise BadValues(f"values file {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise BadValues(f"values file {path}{where}: {problem}") from None
     if not isinstance(doc, dict):
-        raise BadValues(f"{path}: expected a mapping of values")
-    return load_values(doc)
+        raise BadValues(f"values file {path}: expected a mapping of values")
+    try:
+        return load_values(doc)
+    except BadValues as exc:
+        raise BadValues(f"values file {path}: {exc}") from None
 
 
 # Derived values and what they derive from: when a derived value is unknown, the base is what is missing.

@@ -319,3 +319,49 @@ def test_set_lists_and_repeated_sets_add_up_and_a_bad_list_is_a_usage_error(caps
     assert "cannot read the list" in capsys.readouterr().err
     assert main(["plan", "agent-major", "--set", "stack=[a, b]"]) == 2
     assert "takes one value" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content, words", [
+    ("stack: [a\n", ("line 2, column 1", "expected ',' or ']'")),
+    ("a: b: c\n", ("line 1, column 5", "mapping values are not allowed")),
+    ("stak: x\n", ("did you mean stack?",)),
+    (None, ("No such file or directory",)),
+])
+def test_a_bad_values_file_is_one_line_naming_the_file(tmp_path, capsys, content, words):
+    """A malformed, missing or misspelt values file is one stderr line naming the file (and the line and column of a
+    YAML error, or the nearest value name), exit 2: no PyYAML traceback, no bare errno."""
+    values = tmp_path / "v.yaml"
+    if content is not None:
+        values.write_text(content)
+    assert main(["plan", "stack-minor", "--values", str(values)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"oltsim-platform: values file {values}"), captured.err
+    assert all(word in lines[0] for word in words), lines
+    assert captured.out == ""
+
+
+def test_an_unknown_value_names_the_nearest_one():
+    """`stak` is answered with `did you mean stack?` rather than the list of every value; a name near nothing still
+    lists them all."""
+    with pytest.raises(plan.BadValues) as near:
+        plan.load_values({"stak": "x"})
+    assert str(near.value) == "unknown value 'stak'; did you mean stack?"
+    with pytest.raises(plan.BadValues, match="values are stack, namespace"):
+        plan.load_values({"zzzz": "x"})
+
+
+def test_the_installed_command_prints_one_line_for_a_malformed_values_file(tmp_path):
+    """Run as a process, `oltsim-platform plan --values` on a malformed file exits 2 with exactly one stderr line."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    values = tmp_path / "v.yaml"
+    values.write_text("stack: [a\n")
+    repo = Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-m", "oltsim.platform.cli", "plan", "stack-minor", "--values",
+                             str(values)], cwd=repo, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.splitlines() == [f"oltsim-platform: values file {values}, line 2, column 1: "
+                                          "expected ',' or ']', but got '<stream end>'"]
