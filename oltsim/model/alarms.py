@@ -1,5 +1,9 @@
-"""The ONU alarm catalogue of BBSim (17 names) and how each becomes an AlarmIndication."""
+"""The ONU alarm catalogue of BBSim (17 names), how each becomes an AlarmIndication, and the book of the
+alarms an OLT reported (active ones and a bounded history)."""
 from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
 
 from oltsim.model.errors import InvalidArgument
 
@@ -66,3 +70,133 @@ def build_onu_alarm(alarm_type: str, status: str, parameters: dict) -> tuple[str
     if status_field:
         fields["status"] = word
     return kind, fields, raised
+
+
+# ---- the active alarms and their history --------------------------------------------------------------------
+
+#: the ports' LOS alarms as the control API names them (OLTAlarmRequest's InterfaceType)
+OLT_LOS_TYPES = {"pon": "OLT_PON_LOS", "nni": "OLT_NNI_LOS"}
+NNI_PORT_BASE = 0x100000
+PON_PORT_BASE = 0x20000000
+HISTORY_LIMIT = 1000
+
+# (AlarmIndication oneof, field carrying the status) -> alarm name; the status field of onu_alarm_ind says which
+# of its six alarms it is, every other oneof names one alarm. Alarms without a status are one-shot events.
+_NAMES: dict[tuple[str, str], str] = {}
+for _name, (_kind, _params, _status) in ONU_ALARMS.items():
+    _NAMES[(_kind, _status if isinstance(_status, str) else "status" if _status else "")] = _name
+_NAMES[("onu_itu_pon_stats_ind", "rdi_error_ind")] = _NAMES.pop(("onu_itu_pon_stats_ind", "status"))
+
+
+def _status_of(kind: str, fields: dict) -> tuple[str, str | None]:
+    """(name, "on"/"off" or None for a one-shot alarm) of an AlarmIndication, or ("", None) if it is no alarm
+    this book knows."""
+    if kind == "onu_itu_pon_stats_ind":
+        return _NAMES[(kind, "rdi_error_ind")], str(fields.get("rdi_error_ind", {}).get("status", "on"))
+    for key in fields:
+        name = _NAMES.get((kind, key))
+        if name is not None:
+            return name, str(fields[key])
+    name = _NAMES.get((kind, ""))
+    return (name, None) if name is not None else ("", None)
+
+
+@dataclass(frozen=True, slots=True)
+class AlarmKey:
+    """What an alarm is about. `kind` is onu, pon, nni or olt; `type` the name the control API takes
+    (ONU_ALARM_LOS, OLT_NNI_LOS, ...); `pon_id` the PON of the ONU or the PON alarmed (-1 for an NNI); `port_id` the
+    alarmed port's interface id (PON or NNI id; -1 for an ONU alarm)."""
+    kind: str
+    type: str
+    onu_serial: str = ""
+    pon_id: int = -1
+    port_id: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class AlarmRecord:
+    """One raise (`raised` True) or clear the OLT reported, at clock time `at`."""
+    key: AlarmKey
+    raised: bool
+    at: float
+
+
+def alarm_key(kind: str, fields: dict, serial: str) -> tuple[AlarmKey | None, bool | None]:
+    """The key of an AlarmIndication (events.Alarm's kind, fields, serial) and whether it raises (True), clears
+    (False) or is a one-shot event (None); (None, None) for an indication this book does not track."""
+    if kind == "los_ind":
+        port = int(fields.get("intf_id", 0))
+        raised = str(fields.get("status", "")).lower() == "on"
+        if port >= PON_PORT_BASE:
+            pon = port - PON_PORT_BASE
+            return AlarmKey("pon", OLT_LOS_TYPES["pon"], "", pon, pon), raised
+        if port >= NNI_PORT_BASE:
+            return AlarmKey("nni", OLT_LOS_TYPES["nni"], "", -1, port - NNI_PORT_BASE), raised
+        return AlarmKey("olt", "OLT_LOS", "", -1, port), raised
+    name, status = _status_of(kind, fields)
+    if not name:
+        return None, None
+    key = AlarmKey("onu", name, serial, int(fields.get("intf_id", -1)), -1)
+    return key, None if status is None else status.lower() == "on"
+
+
+class AlarmBook:
+    """The alarms an OLT reported: those raised and not cleared (`active`, with the time each was raised) and the
+    last `limit` raises and clears since start (`history`, oldest first). Pure: time comes from `clock`;
+    `changed` is called on every change (the OLT's `touch`)."""
+
+    def __init__(self, clock, limit: int = HISTORY_LIMIT, changed=lambda: None):
+        self.clock = clock
+        self.changed = changed
+        self._active: dict[AlarmKey, float] = {}
+        self._history: deque[AlarmRecord] = deque(maxlen=limit)
+
+    def note(self, kind: str, fields: dict, serial: str = "") -> None:
+        """Record one AlarmIndication the OLT emitted: a raise adds the alarm to the active ones (keeping the
+        first raise's time when it is raised again), a clear removes it; both go to the history, as does a
+        one-shot alarm (ONU_ACTIVATION_FAILURE, ONU_PROCESSING_ERROR), which is never active."""
+        key, raised = alarm_key(kind, fields, serial)
+        if key is None:
+            return
+        self._record(key, raised is not False)
+        if raised is None:
+            return
+        if raised:
+            self._active.setdefault(key, self._history[-1].at)
+        else:
+            self._active.pop(key, None)
+
+    def clear(self, key: AlarmKey) -> bool:
+        """Clear one active alarm without an indication (the model's own bookkeeping); False if not active."""
+        if key not in self._active:
+            return False
+        del self._active[key]
+        self._record(key, False)
+        return True
+
+    def clear_all(self) -> int:
+        """Clear every active alarm (the OLT rebooted: it forgets what it reported); returns how many."""
+        keys = list(self._active)
+        for key in keys:
+            self.clear(key)
+        return len(keys)
+
+    def _record(self, key: AlarmKey, raised: bool) -> None:
+        self._history.append(AlarmRecord(key, raised, self.clock.seconds()))
+        self.changed()
+
+    def active(self, onu_serial: str = "") -> list[tuple[AlarmKey, float]]:
+        """The active alarms, oldest raise first; `onu_serial` keeps that ONU's (either case)."""
+        items = sorted(self._active.items(), key=lambda item: item[1])
+        return [(k, t) for k, t in items if _matches(k, onu_serial)]
+
+    def history(self, onu_serial: str = "") -> list[AlarmRecord]:
+        """The last raises and clears, oldest first; `onu_serial` keeps that ONU's (either case)."""
+        return [r for r in self._history if _matches(r.key, onu_serial)]
+
+    def is_active(self, key: AlarmKey) -> bool:
+        return key in self._active
+
+
+def _matches(key: AlarmKey, onu_serial: str) -> bool:
+    return not onu_serial or key.onu_serial.upper() == onu_serial.upper()

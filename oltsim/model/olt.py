@@ -12,6 +12,7 @@ from typing import Callable
 from oltsim.logs import logger
 
 from oltsim.model import events
+from oltsim.model.alarms import NNI_PORT_BASE, PON_PORT_BASE, AlarmBook
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable
 from oltsim.model.flows import Flow, FlowStore
 from oltsim.model.fsm import Machine, StateHolder
@@ -37,9 +38,6 @@ OPER_MACHINE = Machine("oper", "down", {
 })
 
 CONTROLLED_ACTIVATION = ("default", "only-onu", "only-pon", "both")
-
-NNI_PORT_BASE = 0x100000
-PON_PORT_BASE = 0x20000000
 
 #: Flows an OLT and one ONU may hold unless configured otherwise (README, "Limits", gives the reasoning).
 MAX_FLOWS = 16384
@@ -262,6 +260,17 @@ class PonPort(StateHolder):
             self._fire("disable")
 
 
+# No control-API call enables an OLT or a PON (a real OLT's adapter does): a refusal for that reason names the way out.
+WAY_OUT = "connect an adapter such as VOLTHA or bbr to the OpenOLT port, or start oltsim with --adapter builtin"
+
+
+def pon_not_enabled(pon_id: int, state: str) -> str:
+    """The 409 for powering on ONUs of a PON that is not enabled: what it is and how it gets enabled."""
+    if state == "created":
+        return f"PON {pon_id} is created; ONUs can be powered on once an adapter enables it ({WAY_OUT})"
+    return f"PON {pon_id} is {state}; ONUs can be powered on once the adapter enables it again"
+
+
 class Olt(StateHolder):
     """One simulated OLT. Built by `oltsim.model.builder.build_olt`; never a singleton."""
 
@@ -302,6 +311,8 @@ class Olt(StateHolder):
         self._serials: dict[str, Onu] = {}
         self.openolt_running = False
         self._stats_call = None
+        #: every alarm the OLT reported (`emit` notes each events.Alarm): the active ones and the history
+        self.alarms = AlarmBook(clock, changed=self.touch)
 
     # ---- plumbing --------------------------------------------------------------------------
 
@@ -321,7 +332,10 @@ class Olt(StateHolder):
         return unsubscribe
 
     def emit(self, event) -> None:
-        """Deliver `event` to every listener; a failing listener is logged, never fatal."""
+        """Deliver `event` to every listener; a failing listener is logged, never fatal. An alarm is noted in
+        `alarms` first, whether or not an adapter is there to receive it."""
+        if event.__class__ is events.Alarm:
+            self.alarms.note(event.kind, event.fields, event.serial)
         for listener in self._listeners:
             try:
                 listener(event)
@@ -467,6 +481,7 @@ class Olt(StateHolder):
             # when the next adapter brings it up.
             pon.los = False
             pon.los_onus.clear()
+        self.alarms.clear_all()
 
     def check_enable(self) -> None:
         """Raise Unavailable when an adapter cannot open the indication stream now."""
@@ -575,7 +590,7 @@ class Olt(StateHolder):
             raise FailedPrecondition(f"OLT {self.serial} is already rebooting")
         if self.state not in ("enabled", "disabled"):
             raise FailedPrecondition(
-                f"OLT {self.serial} is {self.state}: it can reboot once an adapter has enabled it")
+                f"OLT {self.serial} is {self.state}: it can reboot once an adapter has enabled it ({WAY_OUT})")
         self.previously_connected = False
         self._fire("delete")
         for onu in self.onus:
@@ -907,7 +922,7 @@ class Olt(StateHolder):
             raise FailedPrecondition(f"the transceiver of PON {onu.pon.id} is plugged out; plug it in before "
                                      "powering on its ONUs")
         if onu.pon.state != "enabled":
-            raise FailedPrecondition(f"PON {onu.pon.id} is {onu.pon.state}; enable it before powering on ONUs")
+            raise FailedPrecondition(pon_not_enabled(onu.pon.id, onu.pon.state))
         if onu.state in ACTIVE_STATES or onu.state == "pon_disabled":
             raise FailedPrecondition(f"ONU {onu.serial} is already enabled")
         # In modes only-onu and both, re-enabling a PON leaves its ONUs `initialized` (BBSim's table) with nothing to
@@ -960,7 +975,7 @@ class Olt(StateHolder):
             raise FailedPrecondition(f"the transceiver of PON {pon.id} is plugged out; plug it in before "
                                      "powering on its ONUs")
         if pon.state != "enabled":
-            raise FailedPrecondition(f"PON {pon.id} is {pon.state}; enable it before powering on ONUs")
+            raise FailedPrecondition(pon_not_enabled(pon.id, pon.state))
         return self._bulk(list(pon.onus), self._check_power_on, Onu.power_on, "power on")
 
     def shutdown_pon(self, pon_id: int) -> tuple[int, int]:
@@ -972,7 +987,8 @@ class Olt(StateHolder):
             raise FailedPrecondition(f"OLT {self.serial} is rebooting")
         onus = [o for p in self.pons if p.state == "enabled" for o in p.onus]
         if not onus and self._serials:
-            raise FailedPrecondition("no PON is enabled; ONUs can be powered on once their PON is enabled")
+            raise FailedPrecondition("no PON is enabled; ONUs can be powered on once an adapter enables their PON "
+                                     f"({WAY_OUT})")
         done, skipped = self._bulk(onus, self._check_power_on, Onu.power_on, "power on")
         return done, skipped + (len(self._serials) - len(onus))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from oltsim.model import events
+from oltsim.model.alarms import AlarmKey
 from oltsim.model.fsm import Machine, StateHolder
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -353,6 +354,9 @@ class Onu(StateHolder):
                               self.serial))
         if self.unis:
             olt.emit(events.OmciAlarm(pon, self.onu_id, self.serial, 11, self.unis[0].me_id, False))
+        # Powered again, the ONU's dying gasp is over; BBSim sends no dying_gasp_ind off, so only the OLT's alarm
+        # book clears it (docs/alarms.md).
+        olt.alarms.clear(AlarmKey("onu", "DYING_GASP", self.serial, pon, -1))
         was_disabled = self.state == "disabled"
         self.discover(0.0)
         if was_disabled:
