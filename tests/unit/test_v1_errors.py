@@ -528,6 +528,28 @@ def test_shutdowns_before_any_adapter_are_answered_at_once():
     assert sim.events == []
 
 
+WAY_OUT = "connect an adapter such as VOLTHA or bbr to the OpenOLT port, or start oltsim with --adapter builtin"
+
+
+def test_power_ons_and_reboot_before_any_adapter_name_the_way_out():
+    """On a fresh daemon no control-API call enables a PON or the OLT: powering on an ONU, a PON's ONUs or every ONU,
+    and rebooting, answer 409 saying an adapter enables them and how to get one (REST and gRPC alike)."""
+    sim = Sim()
+    one = sim.rest.call("POST", f"/v1/olt/onus/{SN}")
+    assert (one.code, one.json["message"]) == (
+        409, f"PON 0 is created; ONUs can be powered on once an adapter enables it ({WAY_OUT})")
+    assert grpc_error(sim.bbsim, "PoweronONU", bbsim_pb2.ONURequest(SerialNumber=SN)).details == one.json["message"]
+    pon = sim.rest.call("POST", "/v1/olt/port/1/onus")
+    assert (pon.code, pon.json["message"]) == (
+        409, f"PON 1 is created; ONUs can be powered on once an adapter enables it ({WAY_OUT})")
+    every = sim.rest.call("POST", "/v1/olt/onus")
+    assert (every.code, every.json["message"]) == (
+        409, f"no PON is enabled; ONUs can be powered on once an adapter enables their PON ({WAY_OUT})")
+    reboot = sim.rest.call("POST", "/v1/olt/reboot")
+    assert reboot.code == 409 and reboot.json["message"].endswith(f"once an adapter has enabled it ({WAY_OUT})")
+    assert sim.events == []
+
+
 def test_shutdown_and_poweron_after_the_adapter_left_are_applied():
     """With no adapter holding the stream, ShutdownONU and PoweronONU are applied at once and their indications
     dropped, which the answers say; nothing waits for an adapter."""
