@@ -10,9 +10,13 @@ from oltsim.onloop import install_asyncio_reactor
 install_asyncio_reactor()
 
 import asyncio  # noqa: E402
+import atexit  # noqa: E402
 import inspect  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import random  # noqa: E402
+import signal  # noqa: E402
+import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
 import pytest  # noqa: E402
@@ -35,6 +39,76 @@ from oltsim.southbound.indications import to_indications  # noqa: E402
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer  # noqa: E402
 
 BASE_URL = "http://oltsim.test"
+
+
+# ---- the test run: markers, interruption, leftover processes ----------------------------------------
+
+
+def pytest_collection_modifyitems(items):
+    """The tests that drive headless Chromium (test_ui's `chrome` fixture) are marked `browser` (pytest.ini)."""
+    for item in items:
+        if "chrome" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.browser)
+
+
+def _interrupt(signum, frame):
+    """SIGTERM ends the run as Ctrl-C does: a KeyboardInterrupt, so pytest stops at once, tears down and exits 2."""
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+def pytest_configure(config):
+    """Without this, SIGTERM stops the Twisted reactor (its own handler, installed when pytest-twisted starts it) and
+    every later test fails with "twisted reactor has stopped"; SIGINT is already a KeyboardInterrupt (pytest-twisted
+    keeps Twisted off it). The handler is set again once the reactor runs, after Twisted set its own."""
+    from twisted.internet import reactor
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    reactor.callWhenRunning(signal.signal, signal.SIGTERM, _interrupt)
+    atexit.register(_stop_descendants)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """Daemons, brokers and browsers the tests started and an interrupted run left behind are stopped with it."""
+    _stop_descendants()
+
+
+def _descendants(root: int) -> list[int]:
+    """The processes below `root` (children, theirs, ...), read from /proc; none where there is no /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc") if os.path.isdir("/proc") else ():
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as stat:
+                fields = stat.read().rpartition(")")[2].split()
+        except OSError:
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        for pid in children.get(todo.pop(), ()):
+            found.append(pid)
+            todo.append(pid)
+    return found
+
+
+def _stop_descendants(grace: float = 5.0) -> None:
+    """SIGTERM every process this run started that is still there, then SIGKILL those alive `grace` s later."""
+    pids = _descendants(os.getpid())
+    for signum in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, signum)
+            except OSError:
+                pass
+        for _ in range(int(grace / 0.05)):
+            alive = set(_descendants(os.getpid()))
+            pids = [pid for pid in pids if pid in alive]
+            if not pids:
+                return
+            time.sleep(0.05)
 
 
 # ---- gRPC ----------------------------------------------------------------------------------------

@@ -1,10 +1,12 @@
 """Headless Chromium for the web UI's tests and its screenshot: Debian's `chromium` and `chromium-driver` driven by
 Selenium.
 
-`ensure_chromium()` finds the browser and its driver; when either is missing and this process may run apt-get (root,
-apt-get on PATH) it installs both (`apt-get update` first only if the plain install fails), every step bounded by a
-timeout. When that is impossible or fails it raises `BrowserUnavailable` with the reason, which the tests turn into
-a skip.
+`ensure_chromium()` finds the browser and its driver. When either is missing it installs both with apt-get only if
+the person running the tests asked for it with OLTSIM_TEST_INSTALL=1 (`.ci/run` sets it) and this process may run
+apt-get (root, apt-get on PATH): `apt-get update` first only if the plain install fails, every step bounded by a
+timeout. A test run never changes the machine's packages unasked. When the install is not allowed, impossible or
+fails it raises `BrowserUnavailable` with the reason, which the tests turn into a skip (`-m "not browser"` leaves
+them out altogether).
 """
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import shutil
 import subprocess
 
 PACKAGES = ("chromium", "chromium-driver")
+#: Set to 1 to let the tests install missing system packages (here: PACKAGES with apt-get, as root).
+INSTALL_VARIABLE = "OLTSIM_TEST_INSTALL"
 #: Seconds an apt-get step may take (the install downloads about 100 MB).
 APT_TIMEOUT = 900
 #: Seconds apt-get waits for the dpkg lock another apt/dpkg may hold.
@@ -48,9 +52,19 @@ def _apt(arguments: list[str], timeout: float) -> str | None:
     return None
 
 
+def install_allowed() -> bool:
+    """Whether the person running the tests allowed them to install system packages (OLTSIM_TEST_INSTALL=1)."""
+    return os.environ.get(INSTALL_VARIABLE) == "1"
+
+
 def install_chromium(timeout: float = APT_TIMEOUT) -> None:
     """`apt-get install -y --no-install-recommends chromium chromium-driver`, after `apt-get update` if the first
-    try fails; BrowserUnavailable when this process cannot (not root, no apt-get) or the install fails."""
+    try fails; BrowserUnavailable when not allowed (OLTSIM_TEST_INSTALL is not 1), when this process cannot (not
+    root, no apt-get) or when the install fails."""
+    if not install_allowed():
+        raise BrowserUnavailable(f"chromium and chromium-driver are not installed (apt-get install chromium "
+                                 f"chromium-driver, or set {INSTALL_VARIABLE}=1 to let the tests install them "
+                                 f"as root)")
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         raise BrowserUnavailable("chromium and chromium-driver are not installed and this process is not root "
                                  "(apt-get install -y chromium chromium-driver)")
@@ -65,7 +79,8 @@ def install_chromium(timeout: float = APT_TIMEOUT) -> None:
 
 
 def ensure_chromium(timeout: float = APT_TIMEOUT) -> tuple[str, str]:
-    """(browser, driver) paths, installing the Debian packages first if either is missing (see module doc)."""
+    """(browser, driver) paths, installing the Debian packages first if either is missing and that is allowed (see
+    module doc)."""
     browser, driver = find_chromium()
     if browser is None or driver is None:
         install_chromium(timeout)
@@ -77,7 +92,7 @@ def ensure_chromium(timeout: float = APT_TIMEOUT) -> tuple[str, str]:
 
 
 def start_driver(width: int = 1280, height: int = 900, timeout: float = 60.0):
-    """A Selenium Chrome driver on headless Chromium (installed if needed); the caller quits it.
+    """A Selenium Chrome driver on headless Chromium (installed if needed and allowed); the caller quits it.
     BrowserUnavailable if Chromium cannot be had or does not start."""
     try:
         from selenium import webdriver

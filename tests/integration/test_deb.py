@@ -2,10 +2,14 @@
 the way its systemd unit runs it, upgraded by a newer package (an OLT reboot for the adapter: new heartbeat
 signature, same serial and device id, no flows), removed, then purged until nothing is left.
 
-Installing needs root and dpkg and changes this machine, so these tests run only as root on a Debian host without an
-oltsim package or user of its own, and not with OLTSIM_DEB_TEST=0. Whatever happens, the teardown stops the daemon
-and purges the package. systemd need not run: the daemon is started by hand from the unit's own lines (User,
-WorkingDirectory, ExecStart) with loopback listeners on free ports. The conffile test runs everywhere.
+Building needs dpkg-deb and the package index pip installs from (PyPI or the configured mirror): without them the
+build tests are skipped with the reason, unless OLTSIM_TEST_INSTALL=1 (CI), where an unreachable index fails them.
+Installing needs root and dpkg and changes this machine, so the install test runs only as root on a Debian host
+without an oltsim package or user of its own, and only when OLTSIM_TEST_INSTALL=1 allows the tests to install
+system packages. OLTSIM_DEB_TEST=0 skips both, and all but the conffile test are marked `deb` (`-m "not deb"`).
+Whatever happens, the teardown stops the daemon and purges the package. systemd need not run: the daemon is started
+by hand from the unit's own lines (User, WorkingDirectory, ExecStart) with loopback listeners on free ports. The
+conffile test runs everywhere.
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import grpc
@@ -31,6 +36,7 @@ from test_daemon import DaemonProcess, listening
 
 REPO = Path(__file__).resolve().parents[2]
 BUILD_DEB = REPO / "packaging" / "build-deb"
+BUILD_REQUIREMENTS = REPO / "packaging" / "build-requirements.txt"
 CONFFILE_SOURCE = REPO / "debian" / "oltsim.yaml"
 
 PACKAGE = "oltsim"
@@ -52,13 +58,34 @@ CALL_TIMEOUT = 10.0
 LLDP_ETH_TYPE = 0x88CC
 
 
-def _skip_reason() -> str | None:
+INSTALL_VARIABLE = "OLTSIM_TEST_INSTALL"
+INDEX_TIMEOUT = 60.0
+
+
+def _install_allowed() -> bool:
+    """Whether the person running the tests allowed them to install system packages (CI does)."""
+    return os.environ.get(INSTALL_VARIABLE) == "1"
+
+
+def _build_skip_reason() -> str | None:
+    """Why the package cannot be built here, None when it can (the index is checked by the `packages` fixture)."""
     if os.environ.get("OLTSIM_DEB_TEST") == "0":
         return "OLTSIM_DEB_TEST=0"
-    if os.geteuid() != 0:
-        return "needs root: it installs, upgrades and purges the oltsim package on this machine"
     if shutil.which("dpkg-deb") is None or shutil.which("dpkg") is None:
         return "needs dpkg-deb and dpkg (a Debian host)"
+    return None
+
+
+def _skip_reason() -> str | None:
+    """Why the package cannot be installed here, None when it can."""
+    reason = _build_skip_reason()
+    if reason is not None:
+        return reason
+    if not _install_allowed():
+        return (f"installs, upgrades and purges the oltsim package and user on this machine: only with "
+                f"{INSTALL_VARIABLE}=1 (as root)")
+    if os.geteuid() != 0:
+        return "needs root: it installs, upgrades and purges the oltsim package on this machine"
     if _installed_version() is not None:
         return "an oltsim package is already installed here; the test would replace and purge it"
     if _user_exists():
@@ -88,8 +115,26 @@ def _user_exists() -> bool:
     return False
 
 
+def index_unreachable() -> str | None:
+    """Why pip cannot reach its package index (PyPI, or PIP_INDEX_URL / pip.conf's mirror), None when it can: the
+    build installs pinned wheels from there, first packaging/build-requirements.txt, which this resolves without
+    installing anything. One try, bounded, no retries."""
+    probe = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed", "--no-deps",
+             "--only-binary", ":all:", "--require-hashes", "-r", BUILD_REQUIREMENTS, "--disable-pip-version-check",
+             "--retries", "0", "--timeout", "15"]
+    try:
+        result = subprocess.run([str(arg) for arg in probe], capture_output=True, text=True, timeout=INDEX_TIMEOUT,
+                                stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        return f"pip's package index did not answer within {INDEX_TIMEOUT:g} s"
+    if result.returncode != 0:
+        tail = " | ".join((result.stderr or result.stdout).strip().splitlines()[-2:])
+        return f"pip's package index is unreachable ({tail})"
+    return None
+
+
+BUILD_SKIP_REASON = _build_skip_reason()
 SKIP_REASON = _skip_reason()
-needs_dpkg = pytest.mark.skipif(SKIP_REASON is not None, reason=str(SKIP_REASON))
 
 
 def run(*command, timeout: float, check: bool = True) -> subprocess.CompletedProcess:
@@ -191,6 +236,10 @@ class InstalledDaemon(DaemonProcess):
 def packages(tmp_path_factory):
     """Version A built by the documented command, and version A+1 repacked from it with a higher version (the
     same files: what matters to dpkg and to the adapter is that a newer package replaces a running one)."""
+    unreachable = index_unreachable()
+    if unreachable is not None and not _install_allowed():
+        pytest.skip(f"{unreachable}: the build installs the pinned wheels from it (with {INSTALL_VARIABLE}=1, as in "
+                    f"CI, this is a failure)")
     out = tmp_path_factory.mktemp("debs")
     result = run(BUILD_DEB, "--out", out, timeout=BUILD_TIMEOUT)
     first = Path(result.stdout.strip())
@@ -259,7 +308,8 @@ def test_conffile_holds_the_builtin_defaults(tmp_path):
     assert listener_keys <= {key for key, _ in keys}
 
 
-@needs_dpkg
+@pytest.mark.deb
+@pytest.mark.skipif(BUILD_SKIP_REASON is not None, reason=str(BUILD_SKIP_REASON))
 def test_package_contents(packages):
     """The .deb holds the unit, the conffile (declared as one), the venv's twistd and the journal observer,
     oltsimctl and bbsimctl linked from /usr/bin, depends on the system python3 and adduser, and ships no byte code
@@ -282,7 +332,8 @@ def test_package_contents(packages):
     assert run("dpkg-deb", "--field", deb, "Architecture", timeout=30).stdout.strip() == "amd64"
 
 
-@needs_dpkg
+@pytest.mark.deb
+@pytest.mark.skipif(SKIP_REASON is not None, reason=str(SKIP_REASON))
 def test_install_upgrade_is_an_olt_reboot_then_purge_leaves_nothing(packages, machine):
     """Install: the user, the plugin cache and a unit that verifies; the installed daemon answers GET /v1/olt and
     the OpenOLT port. Upgrade over it: the same serial and device id with a new heartbeat signature and no flows,
