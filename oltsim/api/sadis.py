@@ -13,6 +13,7 @@ import re
 
 from klein import Klein
 
+from oltsim.api.index import render_index
 from oltsim.api.rest import Utf8Only, json_response, render_error
 from oltsim.model.errors import InvalidArgument, NotFound
 
@@ -223,6 +224,11 @@ class SadisRest:
     def _check_version(version: str, supported=VERSIONS) -> None:
         if version not in supported:
             raise NotFound(f"SADIS version {version} is not served here; use {' or '.join(supported)}")
+
+    @app.route("/", methods=["GET"], branch=False)
+    def index(self, request):
+        """Where to go from the bare address: each version's configuration and the docs (oltsim.api.index)."""
+        return render_index(request, "sadis", {f"{version} config": f"/{version}/cfg" for version in VERSIONS})
 
     @app.route("/<version>/cfg", methods=["GET"])
     def get_config(self, request, version):

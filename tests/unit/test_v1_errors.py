@@ -267,7 +267,7 @@ def test_error_table_is_the_one_of_decisions_section_3():
 # ---- unknown paths, wrong methods, unexpected exceptions -----------------------------------------
 
 
-@pytest.mark.parametrize("path", ["/v1/nope", "/v1/olt/onus/BBSM00000001/bogus", "/", "/v2/olt",
+@pytest.mark.parametrize("path", ["/v1/nope", "/v1/olt/onus/BBSM00000001/bogus", "/v2/olt",
                                   "/v1/olt/port/0", "/v1//olt", "/v1/olt//onus", "/v1/olt/"])
 def test_unknown_path_is_404_json(path):
     """An unknown path is 404 with the JSON error body (BBSim answers text/plain)."""

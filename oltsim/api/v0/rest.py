@@ -17,6 +17,7 @@ from klein import Klein
 
 from oltsim._proto import legacy_pb2
 from oltsim.api import translate
+from oltsim.api.index import render_index
 from oltsim.api.openapi import ExtraPath, build_document
 from oltsim.api.rest import (ListWriter, Route, Utf8Only, build_request, json_bytes, json_nests_deeper, json_response,
                              page, page_of, query_params, register_routes, render_error)
@@ -226,6 +227,12 @@ class V0Rest:
         else:
             response = handler(message)
         return json_response(request, 200, translate.to_json_dict(response))
+
+    @app.route("/", methods=["GET"], branch=False)
+    def index(self, request):
+        """Where to go from the bare address: the OpenAPI document and the docs (oltsim.api.index)."""
+        request.setHeader(b"Deprecation", b"true")
+        return render_index(request, "rest-v0", {"openapi": OPENAPI_PATH, "olt": "/v0/olt"})
 
     @app.route(OPENAPI_PATH, methods=["GET"], branch=False)
     def openapi_json(self, request):

@@ -10,6 +10,7 @@ from werkzeug.exceptions import NotFound as RouteNotFound
 
 from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.api import translate, ui
+from oltsim.api.index import render_index
 from oltsim.api.openapi import ExtraPath, build_document
 from oltsim.api.rest import (ListWriter, Route, bad_url, build_request, json_bytes, json_response, page, page_of,
                              query_params, register_routes, render_error)
@@ -272,6 +273,12 @@ class V1Rest:
         request.setHeader(b"Content-Type", b"text/event-stream")
         request.setHeader(b"Cache-Control", b"no-cache")
         return EventStream(request, self.bus).start(types, onu_serial)
+
+    @app.route("/", methods=["GET"], branch=False)
+    def index(self, request):
+        """Where to go from the bare address: /ui, the OpenAPI document, the docs (oltsim.api.index)."""
+        links = {"ui": ui.UI_PATH, "openapi": OPENAPI_PATH, "olt": "/v1/olt", "version": "/v1/version"}
+        return render_index(request, "rest-v1", links)
 
     @app.route(ui.UI_PATH, methods=["GET"], branch=False)
     def ui_page(self, request):
