@@ -420,7 +420,7 @@ def makeService(options, reactor=None):
     grpc_v1 = GrpcServerService(
         "grpc-v1", settings.grpc_v1,
         lambda server: _add_v1(server, on_loop(BBSimServicer(commands), bbsim_pb2_grpc.BBSimServicer),
-                               on_loop(OltsimServicer(bus), oltsim_pb2_grpc.OltsimServicer)),
+                               on_loop(OltsimServicer(bus, commands=commands), oltsim_pb2_grpc.OltsimServicer)),
         reactor=reactor, engine=loop_engine(settings.grpc_engine, settings.grpc_v1),
         interceptors=[AioMetricsInterceptor(metrics, "grpc-v1"), *interceptors(token, "grpc-v1")],
         **limits)

@@ -2,7 +2,7 @@ from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from collections.abc import Iterable as _Iterable, Mapping as _Mapping
-from typing import ClassVar as _ClassVar, Optional as _Optional
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -62,3 +62,51 @@ class Event(_message.Message):
     sequence: int
     dropped: int
     def __init__(self, type: _Optional[str] = ..., time: _Optional[float] = ..., olt_id: _Optional[int] = ..., pon_id: _Optional[int] = ..., onu_id: _Optional[int] = ..., onu_serial: _Optional[str] = ..., uni_id: _Optional[int] = ..., details: _Optional[_Mapping[str, str]] = ..., sequence: _Optional[int] = ..., dropped: _Optional[int] = ...) -> None: ...
+
+class AlarmFilter(_message.Message):
+    __slots__ = ("onu_serial",)
+    ONU_SERIAL_FIELD_NUMBER: _ClassVar[int]
+    onu_serial: str
+    def __init__(self, onu_serial: _Optional[str] = ...) -> None: ...
+
+class ActiveAlarm(_message.Message):
+    __slots__ = ("kind", "type", "onu_serial", "pon_id", "port_id", "since")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    ONU_SERIAL_FIELD_NUMBER: _ClassVar[int]
+    PON_ID_FIELD_NUMBER: _ClassVar[int]
+    PORT_ID_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    type: str
+    onu_serial: str
+    pon_id: int
+    port_id: int
+    since: float
+    def __init__(self, kind: _Optional[str] = ..., type: _Optional[str] = ..., onu_serial: _Optional[str] = ..., pon_id: _Optional[int] = ..., port_id: _Optional[int] = ..., since: _Optional[float] = ...) -> None: ...
+
+class AlarmRecord(_message.Message):
+    __slots__ = ("kind", "type", "onu_serial", "pon_id", "port_id", "status", "at")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    ONU_SERIAL_FIELD_NUMBER: _ClassVar[int]
+    PON_ID_FIELD_NUMBER: _ClassVar[int]
+    PORT_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    type: str
+    onu_serial: str
+    pon_id: int
+    port_id: int
+    status: str
+    at: float
+    def __init__(self, kind: _Optional[str] = ..., type: _Optional[str] = ..., onu_serial: _Optional[str] = ..., pon_id: _Optional[int] = ..., port_id: _Optional[int] = ..., status: _Optional[str] = ..., at: _Optional[float] = ...) -> None: ...
+
+class Alarms(_message.Message):
+    __slots__ = ("active", "history")
+    ACTIVE_FIELD_NUMBER: _ClassVar[int]
+    HISTORY_FIELD_NUMBER: _ClassVar[int]
+    active: _containers.RepeatedCompositeFieldContainer[ActiveAlarm]
+    history: _containers.RepeatedCompositeFieldContainer[AlarmRecord]
+    def __init__(self, active: _Optional[_Iterable[_Union[ActiveAlarm, _Mapping]]] = ..., history: _Optional[_Iterable[_Union[AlarmRecord, _Mapping]]] = ...) -> None: ...

@@ -45,6 +45,11 @@ class OltsimStub:
                 request_serializer=oltsim__pb2.EventFilter.SerializeToString,
                 response_deserializer=oltsim__pb2.Event.FromString,
                 _registered_method=True)
+        self.GetAlarms = channel.unary_unary(
+                '/oltsim.v1.Oltsim/GetAlarms',
+                request_serializer=oltsim__pb2.AlarmFilter.SerializeToString,
+                response_deserializer=oltsim__pb2.Alarms.FromString,
+                _registered_method=True)
 
 
 class OltsimServicer:
@@ -65,6 +70,13 @@ class OltsimServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetAlarms(self, request, context):
+        """The active alarms and the alarm history (docs/alarms.md).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OltsimServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -77,6 +89,11 @@ def add_OltsimServicer_to_server(servicer, server):
                     servicer.StreamEvents,
                     request_deserializer=oltsim__pb2.EventFilter.FromString,
                     response_serializer=oltsim__pb2.Event.SerializeToString,
+            ),
+            'GetAlarms': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAlarms,
+                    request_deserializer=oltsim__pb2.AlarmFilter.FromString,
+                    response_serializer=oltsim__pb2.Alarms.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -134,6 +151,33 @@ class Oltsim:
             '/oltsim.v1.Oltsim/StreamEvents',
             oltsim__pb2.EventFilter.SerializeToString,
             oltsim__pb2.Event.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetAlarms(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/oltsim.v1.Oltsim/GetAlarms',
+            oltsim__pb2.AlarmFilter.SerializeToString,
+            oltsim__pb2.Alarms.FromString,
             options,
             channel_credentials,
             insecure,

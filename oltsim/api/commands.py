@@ -12,7 +12,7 @@ import platform
 from oltsim.logs import logger
 
 from oltsim import __version__
-from oltsim._proto import bbsim_pb2
+from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.api import translate
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound
 from oltsim.model.onu import IGMP_MACHINE
@@ -246,6 +246,14 @@ class V1Commands:
     def SetOltAlarmIndication(self, request) -> bbsim_pb2.Response:
         self.olt.olt_los(request.InterfaceType, request.InterfaceID, request.Status)
         return self._ok_if_sent("Olt Alarm Indication Sent.", "Olt Alarm applied.")
+
+    def GetAlarms(self, request) -> oltsim_pb2.Alarms:
+        """oltsim.v1.Oltsim/GetAlarms and GET /v1/olt/alarms: the active alarms and the history, all or one ONU's
+        (NotFound for a serial that is no ONU of this OLT)."""
+        serial = request.onu_serial.strip()
+        if serial:
+            serial = self.olt.onu_by_serial(serial).serial
+        return translate.alarms_to_pb(self.olt.alarms, serial)
 
     def _ok_if_sent(self, message: str, unsent: str | None = None) -> bbsim_pb2.Response:
         """BBSim's success `message` while an adapter holds the indication stream; otherwise (`unsent` or) the

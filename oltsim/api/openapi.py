@@ -84,6 +84,10 @@ class ExtraPath:
     request: object = None
     description: str = ""
     errors: tuple[int, ...] = ()
+    #: the response is this protobuf message (a descriptor) as JSON, documented as its component over `schema`
+    message: object = None
+    #: the gRPC method answering the same, named as `x-rpc`
+    rpc: str = ""
 
 
 @dataclass(frozen=True)
@@ -303,8 +307,11 @@ def build_document(*, title: str, description: str, routes: Iterable[Route], ser
             del operation["parameters"]
         paths.setdefault(route.path, {})[route.method.lower()] = operation
     for path in extra:
+        schema = schemas.ref(path.message) if path.message is not None else path.schema
         operation = {"operationId": operation_id(path.method, path.path), "summary": path.summary,
-                     "responses": {"200": _response(path.summary, path.media_type, path.schema, headers)}}
+                     "responses": {"200": _response(path.summary, path.media_type, schema, headers)}}
+        if path.rpc:
+            operation["x-rpc"] = path.rpc
         if path.description:
             operation["description"] = path.description
         if path.request is not None:

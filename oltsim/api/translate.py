@@ -9,7 +9,7 @@ import grpc
 from google.protobuf import json_format
 from voltha_protos import openolt_pb2
 
-from oltsim._proto import bbsim_pb2
+from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.model.errors import (FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted,
                                  Unavailable)
 from oltsim.model.flows import Flow
@@ -119,6 +119,20 @@ def olt_to_pb(olt, ip: str) -> bbsim_pb2.Olt:
             p.AllocatedGemPorts.add(SerialNumber=serial, Id=gem)
         for _, (alloc, serial) in sorted(pon.alloc_ids.items()):
             p.AllocatedAllocIds.add(SerialNumber=serial, Id=alloc)
+    return msg
+
+
+def alarms_to_pb(book, onu_serial: str = "") -> oltsim_pb2.Alarms:
+    """The OLT's alarm book (`oltsim.model.alarms.AlarmBook`) as oltsim.v1.Alarms: active alarms oldest raise
+    first, history newest last; `onu_serial` keeps one ONU's (either case). GetAlarms and GET /v1/olt/alarms."""
+    msg = oltsim_pb2.Alarms()
+    for key, since in book.active(onu_serial):
+        msg.active.add(kind=key.kind, type=key.type, onu_serial=key.onu_serial, pon_id=key.pon_id,
+                       port_id=key.port_id, since=since)
+    for record in book.history(onu_serial):
+        key = record.key
+        msg.history.add(kind=key.kind, type=key.type, onu_serial=key.onu_serial, pon_id=key.pon_id,
+                        port_id=key.port_id, status="on" if record.raised else "off", at=record.at)
     return msg
 
 

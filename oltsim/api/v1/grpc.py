@@ -21,10 +21,12 @@ BBSimServicer = delegating_servicer(bbsim_pb2_grpc.BBSimServicer, bbsim_pb2.DESC
 
 
 class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
-    """oltsim's own additions on the v1 gRPC port: version details and the event stream."""
+    """oltsim's own additions on the v1 gRPC port: version details, the event stream and the alarms (through
+    `commands`, the V1Commands REST shares)."""
 
-    def __init__(self, bus=None, buffer: int = 4096, buffer_bytes: int = 512 * 1024):
+    def __init__(self, bus=None, buffer: int = 4096, buffer_bytes: int = 512 * 1024, commands=None):
         self._bus = bus
+        self._commands = commands
         self._buffer = buffer
         self._buffer_bytes = buffer_bytes
 
@@ -48,6 +50,12 @@ class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
     def _abort(self, context, exc):
         abort_for(context, exc)
 
+    def GetAlarms(self, request, context):
+        """The active alarms and the alarm history (V1Commands.GetAlarms)."""
+        if self._commands is None:
+            raise NotImplementedError("this server has no alarms to show")
+        return self._commands.GetAlarms(request)
+
     def VersionDetails(self, request, context):
         return oltsim_pb2.VersionDetails(version=__version__, python_version=platform.python_version(),
                                          grpc_version=grpc.__version__,
@@ -69,6 +77,9 @@ def add_to_server(servicer, server) -> None:
         "StreamEvents": grpc.unary_stream_rpc_method_handler(
             servicer.StreamEvents, request_deserializer=oltsim_pb2.EventFilter.FromString,
             response_serializer=_serialized),
+        "GetAlarms": grpc.unary_unary_rpc_method_handler(
+            servicer.GetAlarms, request_deserializer=oltsim_pb2.AlarmFilter.FromString,
+            response_serializer=oltsim_pb2.Alarms.SerializeToString),
     }
     server.add_registered_method_handlers(oltsim_pb2.DESCRIPTOR.services_by_name["Oltsim"].full_name, handlers)
 
