@@ -237,6 +237,10 @@ def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
     p.add_argument("caller", metavar="CALLER", type=_bool, help="true or false (kept for bbsimctl; oltsim's "
                                                                   "log lines always name their system)")
 
+    p = root.command("alarms", c.alarms, "list the active alarms (docs/alarms.md)")
+    p.add_argument("--history", action="store_true", help="the raises and clears since start instead (newest last)")
+    p.add_argument("--onu", metavar="ONU_SN", help="only this ONU's alarms")
+
     p = root.command("events", watch.events, "print events as they happen (Ctrl-C ends)")
     p.add_argument("--type", dest="types", action="append", metavar="TYPE",
                    help="only this event type, e.g. onu-state-changed, alarm, flow-added (repeatable)")

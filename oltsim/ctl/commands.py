@@ -451,3 +451,34 @@ def show_config(settings, args, out) -> int:
     out.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
     out.write(f"\nOltsimCtl details:\n\tVersion: {__version__}\n")
     return EXIT_OK
+
+
+# ---- alarms (oltsim.v1.Oltsim/GetAlarms) --------------------------------------------------------------------
+
+def _when(seconds: float) -> str:
+    """Unix seconds as UTC ISO 8601 to the millisecond."""
+    import datetime
+    moment = datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def _id(value: int) -> str:
+    return "" if value < 0 else str(value)
+
+
+def alarms(conn, args, out) -> int:
+    """`alarms [--onu SN] [--history]`: the active alarms (oldest first), or the raises and clears since start
+    (newest last), as a table or `-o json` (GET /v1/olt/alarms' shape)."""
+    from oltsim._proto import oltsim_pb2
+    answer = conn.call("GetAlarms", oltsim_pb2.AlarmFilter(onu_serial=args.onu or ""), service="oltsim")
+    if args.output == "json":
+        print_json(out, answer)
+    elif args.history:
+        out.write(columns(["AT", "STATUS", "KIND", "TYPE", "ONU_SN", "PON", "PORT"],
+                          [[_when(h.at), h.status, h.kind, h.type, h.onu_serial, _id(h.pon_id), _id(h.port_id)]
+                           for h in answer.history]))
+    else:
+        out.write(columns(["SINCE", "KIND", "TYPE", "ONU_SN", "PON", "PORT"],
+                          [[_when(a.since), a.kind, a.type, a.onu_serial, _id(a.pon_id), _id(a.port_id)]
+                           for a in answer.active]))
+    return EXIT_OK
