@@ -67,6 +67,7 @@ def routes_for(revision: str) -> tuple[Route, ...]:
 
 
 OPENAPI_PATH = "/v1/openapi.json"
+ALARMS_PATH = "/v1/olt/alarms"
 EVENTS_PATH = "/v1/events"
 METRICS_PATH = "/metrics"
 
@@ -76,7 +77,14 @@ def openapi_document(revision: str = "extended", secured: bool = False, events: 
     """The OpenAPI document of `/v1` in `revision`: the routes of `routes_for(revision)`, the event stream (when
     served), `/metrics` (when `metrics`: the daemon serves it beside the routes) and the document itself; with
     `secured`, every call needs the access token."""
-    extra = [ExtraPath("GET", OPENAPI_PATH, "This document (OpenAPI 3.0)", errors=(404,))]
+    extra = [ExtraPath("GET", OPENAPI_PATH, "This document (OpenAPI 3.0)", errors=(404,)),
+             ExtraPath("GET", ALARMS_PATH, "Active alarms and the alarm history",
+                       message=oltsim_pb2.Alarms.DESCRIPTOR, request=oltsim_pb2.AlarmFilter.DESCRIPTOR,
+                       errors=(400, 404), rpc="oltsim.v1.Oltsim/GetAlarms",
+                       description="`active`: the alarms raised and not cleared, oldest first, each with `since` "
+                                   "(Unix seconds); `history`: the last 1000 raises (`status` on) and clears (off) "
+                                   "since start, newest last, each with `at`. `onu_serial` keeps one ONU's "
+                                   "(404 if no such ONU). docs/alarms.md says what clears what.")]
     if events:
         extra.append(ExtraPath(
             "GET", EVENTS_PATH, "Server-Sent Events: every event of the simulator", media_type="text/event-stream",
@@ -279,6 +287,16 @@ class V1Rest:
         """Where to go from the bare address: /ui, the OpenAPI document, the docs (oltsim.api.index)."""
         links = {"ui": ui.UI_PATH, "openapi": OPENAPI_PATH, "olt": "/v1/olt", "version": "/v1/version"}
         return render_index(request, "rest-v1", links)
+
+    @app.route(ALARMS_PATH, methods=["GET"], branch=False)
+    def alarms(self, request):
+        """The active alarms and the alarm history (GetAlarms; `onu_serial` filters)."""
+        query = query_params(request)
+        unknown = set(query) - {"onu_serial"}
+        if unknown:
+            raise InvalidArgument(f"unknown parameter(s) {', '.join(sorted(unknown))}; use onu_serial")
+        message = oltsim_pb2.AlarmFilter(onu_serial=(query.get("onu_serial") or [""])[-1])
+        return json_response(request, 200, json_bytes(translate.to_json_dict(self.commands.GetAlarms(message))))
 
     @app.route(ui.UI_PATH, methods=["GET"], branch=False)
     def ui_page(self, request):
