@@ -1,14 +1,45 @@
 """oltsim: a simulated OpenOLT optical line terminal, a Twisted application."""
+import os
 import re
+import subprocess
+import time
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_py import build_py
 
 VERSION = re.search(r'__version__ = "([^"]+)"', Path("oltsim/__init__.py").read_text()).group(1)
+
+
+def _commit_hash() -> str:
+    """The commit being built: OLTSIM_COMMIT_HASH (a build from a copy without .git), else git's HEAD, else ""."""
+    given = os.environ.get("OLTSIM_COMMIT_HASH", "").strip()
+    if given:
+        return given
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+class BuildPyWithInfo(build_py):
+    """build_py that also writes oltsim/_build.py (the commit and build time /v1/version reports, see
+    oltsim/buildinfo.py) into the build, never into the source tree. SOURCE_DATE_EPOCH fixes the time."""
+
+    def run(self):
+        super().run()
+        seconds = int(os.environ.get("SOURCE_DATE_EPOCH") or time.time())
+        built = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+        target = Path(self.build_lib) / "oltsim" / "_build.py"
+        target.write_text(f'"""Written by setup.py at build."""\nCOMMIT_HASH = {_commit_hash()!r}\n'
+                          f"BUILD_TIME = {built!r}\n")
 
 setup(
     name="oltsim",
     version=VERSION,
+    cmdclass={"build_py": BuildPyWithInfo},
     description="Simulated OLT speaking OpenOLT gRPC, with BBSim-compatible control APIs",
     python_requires=">=3.11",
     packages=[

@@ -14,6 +14,7 @@ from oltsim.logs import logger
 from oltsim import __version__
 from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.api import translate
+from oltsim.buildinfo import build_info
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound
 from oltsim.model.onu import IGMP_MACHINE
 
@@ -64,7 +65,8 @@ class V1Commands:
     # ---- reads -----------------------------------------------------------------------------
 
     def Version(self, request) -> bbsim_pb2.VersionNumber:
-        return bbsim_pb2.VersionNumber(version=__version__, buildTime="", commitHash="",
+        commit_hash, build_time = build_info()
+        return bbsim_pb2.VersionNumber(version=__version__, buildTime=build_time, commitHash=commit_hash,
                                        gitStatus=f"python {platform.python_version()}")
 
     def GetOlt(self, request) -> bbsim_pb2.Olt:
