@@ -16,6 +16,7 @@ import json  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
 import signal  # noqa: E402
+import sys  # noqa: E402
 import time  # noqa: E402
 from dataclasses import dataclass  # noqa: E402
 
@@ -67,10 +68,25 @@ def pytest_configure(config):
     atexit.register(_stop_descendants)
 
 
+def pytest_keyboard_interrupt(excinfo):
+    """Remember that the run was interrupted (Ctrl-C, SIGTERM), for pytest_unconfigure."""
+    _INTERRUPTED.append(excinfo.value)
+
+
+_INTERRUPTED: list = []
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_unconfigure(config):
-    """Daemons, brokers and browsers the tests started and an interrupted run left behind are stopped with it."""
+    """Daemons, brokers and browsers the tests started and an interrupted run left behind are stopped with it.
+    An interrupted run then exits at once (status 2, as pytest's own): the reactor died with the interrupt, so the
+    worker threads a test had given blocking calls to (a browser wait, a socket) would hold the interpreter's exit
+    until their calls end."""
     _stop_descendants()
+    if _INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(pytest.ExitCode.INTERRUPTED)
 
 
 def _descendants(root: int) -> list[int]:

@@ -3,8 +3,8 @@ KeyboardInterrupt, instead of stopping the Twisted reactor under the remaining t
 reactor has stopped"), and the processes the tests started are gone when it exits (tests/conftest.py).
 
 The outer test runs pytest on the inner one in a subprocess; the inner one runs only there (OLTSIM_INTERRUPT_PROBE
-names a directory for its marks): it starts a child process, as the daemon tests do, says it is ready, and waits on
-the reactor, bounded, to be interrupted.
+names a directory for its marks): it starts a child process, as the daemon tests do, and a blocking call on a worker
+thread, as the browser tests do, says it is ready, and waits on the reactor, bounded, to be interrupted.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import pytest
 import pytest_twisted
 from twisted.internet import reactor
 from twisted.internet.task import deferLater
+from twisted.internet.threads import deferToThread
 
 REPO = Path(__file__).resolve().parents[2]
 PROBE = os.environ.get("OLTSIM_INTERRUPT_PROBE")
@@ -30,9 +31,11 @@ INNER_WAIT = 120.0     # seconds the inner test waits when nobody interrupts it 
 @pytest.mark.skipif(PROBE is None, reason="runs only inside test_an_interrupted_run_stops_promptly")
 @pytest_twisted.inlineCallbacks
 def test_waits_to_be_interrupted():
-    """(Inner) a child process started, then a bounded wait on the reactor that only an interrupt ends early."""
+    """(Inner) a child process started and a worker thread blocked in a call (as the browser tests' are), then a
+    bounded wait on the reactor that only an interrupt ends early."""
     marks = Path(PROBE)
     child = subprocess.Popen(["sleep", str(int(INNER_WAIT))])
+    deferToThread(time.sleep, INNER_WAIT)
     (marks / "child").write_text(str(child.pid))
     (marks / "ready").write_text("")
     yield deferLater(reactor, INNER_WAIT, lambda: None)
