@@ -11,7 +11,7 @@ import grpc
 from grpc import _common as grpc_common  # the connectivity-state table of the pinned grpcio (see `connected`)
 
 from oltsim._proto import bbsim_pb2_grpc, oltsim_pb2_grpc
-from oltsim.ctl.settings import Settings, SettingsError
+from oltsim.ctl.settings import ENV_TOKEN, Settings, SettingsError
 
 EXIT_OK = 0
 EXIT_REFUSED = 1      # the server answered with an error status (NOT_FOUND, UNAUTHENTICATED, ...)
@@ -108,7 +108,16 @@ class Connection:
         if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and not self.connected():
             return CtlError(f"cannot connect to {self.settings.server}: {name}: {_first_line(details)}",
                             EXIT_CONNECT)
+        if code == grpc.StatusCode.UNAUTHENTICATED:
+            return CtlError(f"{name}: {_first_line(details)}; {self.token_hint()}", EXIT_REFUSED)
         return CtlError(f"{name}: {_first_line(details)}", EXIT_REFUSED)
+
+    def token_hint(self) -> str:
+        """How to give oltsimctl the daemon's token (the server's message speaks of HTTP headers)."""
+        if self.settings.token:
+            return (f"the token from {self.settings.token_source} was refused: give the daemon's "
+                    "--api-token-file with --token-file FILE")
+        return f"give it with --token-file FILE (or ${ENV_TOKEN}, or token_file in the config file)"
 
 
 def _first_line(text: str) -> str:

@@ -19,7 +19,8 @@ from tqdm import tqdm
 from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.api.translate import to_json_dict
 from oltsim.ctl.connection import EXIT_CONNECT, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, CtlError
-from oltsim.model.onu import DHCP_MACHINE, EAPOL_MACHINE, IGMP_MACHINE, ONU_MACHINE, SERVICE_MACHINE
+from oltsim.model.onu import (ACTIVE_STATES, DHCP_MACHINE, EAPOL_MACHINE, IGMP_MACHINE, ONU_MACHINE,
+                               SERVICE_MACHINE)
 
 #: Seconds between two connection attempts of `events --follow`.
 RECONNECT_DELAY = 1.0
@@ -142,13 +143,18 @@ class StateCheck:
         return self.field is None or bool(self.services(onu))
 
     def status(self, onu: bbsim_pb2.ONU) -> tuple[bool, str]:
-        """(in the state, what it is in: the ONU's state or its services' distinct states joined by `/`)."""
+        """(in the state, what it is in: the ONU's state or its services' distinct states joined by `/`; for a
+        service state while the ONU itself is not up, `ONU <its state>`)."""
         if self.field is None:
             return onu.InternalState == self.state, onu.InternalState
         states = [getattr(service, self.field) for service in self.services(onu)]
         if not states:
             return False, f"no service with {self.flag}" if self.flag else "no service"
-        return all(s == self.state for s in states), "/".join(sorted(set(states)))
+        reached = all(s == self.state for s in states)
+        if not reached and onu.InternalState not in ACTIVE_STATES:
+            # Its services cannot move before the ONU is up: the ONU's own state is what is stuck.
+            return False, f"ONU {onu.InternalState}"
+        return reached, "/".join(sorted(set(states)))
 
 
 def _terminal_size(stream) -> tuple[int, int]:
