@@ -102,6 +102,8 @@ class LimitedFactory(WrappingFactory):
     """`wrapped` (any server factory: a Site, a relay) behind `limits`: a connection beyond them is refused (closed
     unread), the others are served by `wrapped` unchanged."""
 
+    noisy = False  # the listener logs its own start line (rest-listener-started, grpc-server-started)
+
     def __init__(self, wrapped, limits: ConnectionLimits) -> None:
         super().__init__(wrapped)
         self.limits = limits

@@ -274,11 +274,41 @@ def server_endpoint(reactor: Any, description: str):
                                         interface=listen.host or "")
 
 
+class ListenerService(StreamServerEndpointService):
+    """A REST listener's service: once listening, one ``rest-listener-started name=<service name> address=<host:port>``
+    line (Twisted's ``Starting factory <...Site object at 0x...>`` is silenced by the factories' ``noisy = False``),
+    and ``rest-listener-stopped`` when the port is closed."""
+
+    _address = ""
+
+    def privilegedStartService(self):
+        super().privilegedStartService()
+        self._waitingForPort.addCallback(self._listening)
+
+    def _listening(self, port):
+        host = port.getHost()
+        self._address = f"{host.host}:{host.port}" if hasattr(host, "port") else str(getattr(host, "name", host))
+        log.info("rest-listener-started name={name} address={address}", name=self.name, address=self._address)
+        return port
+
+    def stopService(self):
+        stopped = super().stopService()
+        if self._address:
+            address, self._address = self._address, ""
+
+            def closed(result):
+                log.info("rest-listener-stopped name={name} address={address}", name=self.name, address=address)
+                return result
+            stopped.addCallback(closed)
+        return stopped
+
+
 def server_service(description: str, factory, reactor: Any = None) -> StreamServerEndpointService:
-    """What ``strports.service`` gives, for every endpoint string :func:`server_endpoint` accepts."""
+    """What ``strports.service`` gives, for every endpoint string :func:`server_endpoint` accepts (a
+    :class:`ListenerService`: name it with ``setName``, its log lines use that name)."""
     if reactor is None:
         from twisted.internet import reactor
-    service = StreamServerEndpointService(server_endpoint(reactor, description), factory)
+    service = ListenerService(server_endpoint(reactor, description), factory)
     service._raiseSynchronously = True  # as strports.service: a failed bind stops twistd at start
     return service
 

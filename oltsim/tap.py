@@ -358,13 +358,16 @@ def makeService(options, reactor=None):
     a given reactor is only checked when the OpenOLT server starts."""
     if reactor is None:
         reactor = asyncio_reactor()
+        # twistd begins logging after makeService: every line it writes, its own and Twisted's, follows --log-level.
+        CONTROL.filter_everything()
     settings = options.settings if hasattr(options, "settings") else load_settings({}, None)
     CONTROL.set_level(settings.log_level if settings.log_level in ("trace", "debug", "info", "warn",
                                                                      "error") else "info")
     olt = build_olt(settings, reactor, random.Random())
     omci = OmciResponder.from_settings(settings)
     omci.attach(olt)
-    ProtocolEngine.from_settings(settings, omci_responder=omci.handle).attach(olt)
+    engine = ProtocolEngine.from_settings(settings, omci_responder=omci.handle)
+    engine.attach(olt)
     hub = IndicationHub(olt)
     top = DaemonService({name.replace("_", "-"): getattr(settings, name) for name in LISTENER_FIELDS},
                         settings.warnings)
@@ -384,6 +387,7 @@ def makeService(options, reactor=None):
         reactor=reactor, interceptors=[AioMetricsInterceptor(metrics, "openolt")],
         engine=loop_engine(settings.grpc_engine, settings.openolt), **connections)
     openolt.on_stopping.append(hub.end_all)
+    openolt.on_stopping.append(engine.flush_logs)
     openolt.setServiceParent(top)
 
     def follow_openolt(event):

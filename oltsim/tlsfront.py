@@ -95,6 +95,8 @@ class _Inbound(Protocol):
 class _Building(Factory):
     """A factory whose protocols take arguments (Factory.forProtocol passes its arguments to the factory)."""
 
+    noisy = False  # the gRPC server logs grpc-server-started itself
+
     def __init__(self, build: Callable[[], Protocol]) -> None:
         self._build = build
 

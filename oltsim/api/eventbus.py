@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import fields, is_dataclass
 
-from oltsim.logs import Summary, logger
+from oltsim.logs import Summary, SummedLines, logger
 from oltsim.model import events
+from oltsim.model.alarms import NNI_PORT_BASE, PON_PORT_BASE
 from oltsim.model.onu import serial_key
 
 log = logger("oltsim.events")
@@ -22,6 +23,31 @@ ONU_LOG_INTERVAL = 1.0
 ONU_LINES_PER_INTERVAL = 20
 #: The kinds of change (attribute, from, to) a summary line names, most frequent first.
 SUMMARY_KINDS = 6
+#: Alarm lines (alarm-raised, alarm-cleared) one by one per second; beyond (a PON's ONUs losing light at once), one
+#: `alarms count=... onu_los-raised=...` line for the rest of the second.
+ALARM_LINES_PER_INTERVAL = 4
+
+
+def alarm_line(event) -> tuple[str, str, dict]:
+    """The log line of an events.Alarm: (alarm-raised or alarm-cleared, its type, the fields naming the alarm
+    and its device). The type names the device: onu_los (onu_alarm_ind los_status), nni_los and pon_los (los_ind),
+    else the indication without `_ind` (onu_signal_degrade_ind: onu_signal_degrade); an alarm without a status
+    (activation failure, processing error) is raised."""
+    values = dict(event.fields)
+    status = next((key for key in values if key == "status" or key.endswith("_status")), None)
+    raised = values.get(status, "on") != "off"
+    if event.kind == "los_ind":
+        port = int(values.get("intf_id", 0))
+        device = "pon" if port >= PON_PORT_BASE else "nni"
+        number = port - (PON_PORT_BASE if device == "pon" else NNI_PORT_BASE)
+        kind_type, where = f"{device}_los", {"port": f"{device}-{number}"}
+    else:
+        if event.kind == "onu_alarm_ind" and status:
+            kind_type = "onu_" + status[:-len("_status")]
+        else:
+            kind_type = event.kind[:-len("_ind")] if event.kind.endswith("_ind") else event.kind
+        where = {"serial": event.serial or "-", "pon": values.get("intf_id", -1), "onu_id": values.get("onu_id", -1)}
+    return ("alarm-raised" if raised else "alarm-cleared"), kind_type, where
 
 
 def _kebab(name: str) -> str:
@@ -92,7 +118,8 @@ class EventBus:
         self.sequence = 0
         self.subscriptions: list[Subscription] = []
         self.onu_changes = Summary(clock, self._log_onu_summary, interval=ONU_LOG_INTERVAL,
-                                   burst=ONU_LINES_PER_INTERVAL)
+                                   burst=ONU_LINES_PER_INTERVAL, sustained=True)
+        self.alarm_lines = SummedLines(log, "alarms", clock, burst=ALARM_LINES_PER_INTERVAL)
         olt.subscribe(self._on_event)
 
     def subscribe(self, deliver, types=(), onu_serial: str = "", on_close=None) -> Subscription:
@@ -103,8 +130,9 @@ class EventBus:
         return sub
 
     def close_all(self) -> None:
-        """End every subscription (servers stopping) and log the ONU state changes counted so far."""
+        """End every subscription (servers stopping) and log the ONU state changes and alarms counted so far."""
         self.onu_changes.flush()
+        self.alarm_lines.flush()
         subs, self.subscriptions = self.subscriptions, []
         for sub in subs:
             if sub.on_close is not None:
@@ -151,9 +179,18 @@ class EventBus:
         log.info("onu-state-changes count={count} changes={changes} (summary of {interval:g} s)", count=total,
                  changes=shown, interval=self.onu_changes.interval)
 
+    def _log_alarm(self, event) -> None:
+        """One alarm-raised / alarm-cleared line, whichever API (or the model itself) raised it."""
+        name, kind_type, where = alarm_line(event)
+        text = " ".join(f"{key}={{{key}}}" for key in where)
+        self.alarm_lines.info(f"{kind_type}-{name[len('alarm-'):]}",
+                              f"{name} kind={{kind}} type={{type}} {text}", kind=event.kind, type=kind_type, **where)
+
     def _on_event(self, event) -> None:
         if isinstance(event, events.StateChanged):
             self._log_state_change(event)
+        elif isinstance(event, events.Alarm):
+            self._log_alarm(event)
         if not self.subscriptions:
             return
         self.sequence += 1

@@ -18,14 +18,14 @@ from importlib import resources
 from pathlib import Path
 
 from klein import Klein
-from twisted.logger import Logger
 from twisted.web.server import NOT_DONE_YET
 from twisted.web.resource import Resource
 
 from oltsim.api.rest import Utf8Only, json_response, render_error
+from oltsim.logs import logger
 from oltsim.model.errors import InvalidArgument, NotFound
 
-log = Logger(namespace="oltsim.images")
+log = logger("oltsim.images")
 
 #: BBSim's path prefix and counter path, also what this server claims on a shared listener.
 IMAGES_SEGMENT = b"images"

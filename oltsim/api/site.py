@@ -201,6 +201,8 @@ class ApiSite(server.Site):
     `max_unsent_output` bytes of answers unsent (`BoundedChannel`), and the access log redacts query strings
     (`redacted_log_formatter`). `surface` names the listener in log lines."""
 
+    noisy = False  # its listener logs rest-listener-started, not "Starting factory <...Site object at 0x...>"
+
     protocol = BoundedChannel
 
     def __init__(self, resource, *, max_body: int, max_unsent_output: int = DEFAULT_MAX_UNSENT_OUTPUT,

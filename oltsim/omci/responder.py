@@ -22,7 +22,7 @@ from __future__ import annotations
 import binascii
 from typing import Callable
 
-from twisted.logger import Logger
+from oltsim.logs import logger
 
 from oltsim.model import events
 from oltsim.model.errors import NotFound
@@ -36,7 +36,7 @@ from oltsim.omci.mib import TCONT_SLOT, TCONTS, Mib, build_mib
 
 __all__ = ["OmciResponder", "OnuOmci", "OmciError", "reboot_onu", "crc32_bzip2"]
 
-log = Logger(namespace="oltsim.omci")
+log = logger("oltsim.omci")
 
 MAX_MESSAGE_COUNTER = 10             # the response-rate counter cycles 1..10
 TEST_RESULT_DELAY = 1.0              # seconds between a Test response and its Test result

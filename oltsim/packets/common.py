@@ -2,12 +2,12 @@
 table, sending a frame to the adapter as a PktInd, and one timer per service on the ONU clock."""
 from __future__ import annotations
 
-from twisted.logger import Logger
+from oltsim.logs import logger
 
 from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition
 
-log = Logger(namespace="oltsim.packets")
+log = logger("oltsim.packets")
 
 #: BBSim's FTTB management service compares and tags with its S-tag instead of its C-tag.
 DPU_MGMT_SERVICE = "DPU_MGMT_TRAFFIC"
@@ -32,6 +32,15 @@ def send_up(service, pkt: bytes, gemport_id: int | None = None) -> None:
     onu = uni.onu
     gem = service.gem_port if gemport_id is None else gemport_id
     onu.olt.emit(events.PacketIndication("pon", onu.pon.id, pkt, onu.onu_id, uni.id, gem, uni.port_no))
+
+
+def completed(lines, kind: str, fmt: str, **fields) -> None:
+    """Log a service's `kind` completion (eapol-completed, dhcp-completed) through `lines` (the engine's
+    SummedLines: a bring-up of thousands of UNIs is summed up), or at info when there is none."""
+    if lines is None:
+        log.info(fmt, **fields)
+    else:
+        lines.info(kind, fmt, **fields)
 
 
 def describe(service) -> dict:

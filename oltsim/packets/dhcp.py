@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from oltsim.model.onu import DHCP_MACHINE
 from oltsim.packets import frames as f
-from oltsim.packets.common import ServiceTimers, advance, check_running, describe, log, send_up, uplink_tag
+from oltsim.packets.common import ServiceTimers, advance, check_running, completed, describe, log, send_up, uplink_tag
 
 #: Parameter request list (option 55) BBSim's client sends.
 PARAMS_REQUEST = bytes([1, 28, 2, 3, 15, 6, 119, 12, 44, 47, 26, 121, 42])
@@ -72,6 +72,8 @@ class DhcpClient:
         self.timeout = timeout
         self.retry = retry
         self.timers = ServiceTimers()
+        #: the engine's SummedLines for completions (None: one info line each)
+        self.lines = None
 
     def _fire(self, service, event: str) -> str:
         return advance(service, "dhcp_state", DHCP_MACHINE, event, "DhcpState")
@@ -153,8 +155,9 @@ class DhcpClient:
                 return
             self.timers.cancel(service)
             self._fire(service, "dhcp_ack_received")
-            log.info("dhcp-completed serial={serial} uni={uni} service={service} address={address}",
-                     address=f.ip_str(dhcp.yiaddr), **describe(service))
+            completed(self.lines, "dhcp-completed",
+                      "dhcp-completed serial={serial} uni={uni} service={service} address={address}",
+                      address=f.ip_str(dhcp.yiaddr), **describe(service))
         else:
             self._fail(service, f"unexpected DHCP {dhcp.type_name}")
 

@@ -13,7 +13,7 @@ import hashlib
 
 from oltsim.model.onu import EAPOL_MACHINE
 from oltsim.packets import frames as f
-from oltsim.packets.common import ServiceTimers, advance, check_running, describe, log, send_up
+from oltsim.packets.common import ServiceTimers, advance, check_running, completed, describe, log, send_up
 
 IDENTITY = b"user"
 PASSWORD = b"password"
@@ -84,6 +84,8 @@ class Supplicant:
         self.timeout = timeout
         self.retry = retry
         self.timers = ServiceTimers()
+        #: the engine's SummedLines for completions (None: one info line each)
+        self.lines = None
 
     def _fire(self, service, event: str) -> str:
         return advance(service, "eapol_state", EAPOL_MACHINE, event, "EapolState")
@@ -164,7 +166,8 @@ class Supplicant:
                 return
             self.timers.cancel(service)
             self._fire(service, "eap_response_success_received")
-            log.info("eapol-completed serial={serial} uni={uni} service={service}", **describe(service))
+            completed(self.lines, "eapol-completed", "eapol-completed serial={serial} uni={uni} service={service}",
+                      **describe(service))
         elif eap.code == f.EAP_FAILURE:
             self._fail(service, "EAP-Failure received")
         else:

@@ -10,6 +10,7 @@ are well formed but unexpected by a protocol machine are logged, never fatal.
 """
 from __future__ import annotations
 
+from oltsim.logs import SummedLines
 from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition, InvalidArgument
 from oltsim.packets import frames as f
@@ -17,6 +18,10 @@ from oltsim.packets.common import describe, log, uplink_tag
 from oltsim.packets.dhcp import DhcpClient, DhcpServer
 from oltsim.packets.eapol import Supplicant
 from oltsim.packets.igmp import EVENTS as IGMP_EVENTS, IgmpHost
+
+#: EAPOL/DHCP completion lines written one by one per second at info; the rest of the second is one
+#: `services-completed count=... eapol-completed=... dhcp-completed=...` line (all of them at debug).
+COMPLETION_LINES_PER_INTERVAL = 4
 
 EAPOL_FLOW_VID = 4091
 ANY_PBITS = 255
@@ -50,6 +55,14 @@ class ProtocolEngine:
         for onu in olt.onus:
             onu.handlers = self
         olt.uplink_handler = lambda intf_id, pkt: self.uplink_packet_out(olt, intf_id, pkt)
+        # 16x32 ONUs bring up 4096 services at once: a few completion lines a second, then one summary line.
+        self.eapol.lines = self.dhcp.lines = SummedLines(log, "services-completed", olt.clock,
+                                                         burst=COMPLETION_LINES_PER_INTERVAL)
+
+    def flush_logs(self) -> None:
+        """Log the completions counted so far (servers stopping) and cancel the summary's timer."""
+        if self.eapol.lines is not None:
+            self.eapol.lines.flush()
 
     # ---- flows --------------------------------------------------------------------------
 

@@ -56,7 +56,7 @@ from twisted.application import service
 from voltha_protos import openolt_pb2, tech_profile_pb2
 
 from oltsim.api import translate
-from oltsim.logs import logger
+from oltsim.logs import SummedLines, logger
 from oltsim.model import events
 from oltsim.model.errors import NotFound, OltsimError
 from oltsim.omci import codec
@@ -69,6 +69,8 @@ from oltsim.packets.eapol import failure_frame, success_frame
 
 log = logger("oltsim.adapter")
 
+#: builtin-adapter-onu-up/-ready lines written one by one per second at info (the rest at debug, and summed up).
+ONU_LINES_PER_INTERVAL = 4
 #: The name the hub and the refusal of an external EnableIndication give this adapter.
 DRIVER = "builtin"
 #: Indications the stream holds at most (as an external adapter's); more are dropped by the hub and counted.
@@ -203,6 +205,8 @@ class BuiltinAdapter(service.Service):
         self.hub = hub
         self.servicer = servicer
         self.clock = clock
+        #: onu-up and onu-ready lines: a few a second, then one `builtin-adapter-onus` summary line
+        self.onu_lines = SummedLines(log, "builtin-adapter-onus", clock, burst=ONU_LINES_PER_INTERVAL)
         self.random = rng or random.Random()
         self.onus: dict[str, AdapterOnu] = {}
         self.by_id: dict[tuple[int, int], AdapterOnu] = {}
@@ -253,6 +257,7 @@ class BuiltinAdapter(service.Service):
             onu.forget()
         if getattr(self.hub, "driver", None) == DRIVER:
             self.hub.driver = None
+        self.onu_lines.flush()
         log.info("builtin-adapter-stopped serial={serial}", serial=self.olt.serial)
 
     def pending_calls(self) -> int:
@@ -493,8 +498,8 @@ class BuiltinAdapter(service.Service):
         onu.up = True
         onu.bring_ups += 1
         onu.pptp_ids = []
-        log.info("builtin-adapter-onu-up serial={serial} pon={pon} onu_id={onu_id}", serial=onu.serial,
-                 pon=onu.pon, onu_id=onu.onu_id)
+        self.onu_lines.info("onu-up", "builtin-adapter-onu-up serial={serial} pon={pon} onu_id={onu_id}",
+                            serial=onu.serial, pon=onu.pon, onu_id=onu.onu_id)
         self._omci(onu, _Request("mib-reset", codec.MIB_RESET, codec.ONU_DATA, 0, b""))
 
     def _down(self, onu: AdapterOnu) -> None:
@@ -756,11 +761,12 @@ class BuiltinAdapter(service.Service):
                     return
         onu.ready = True
         onu.step = "ready"
-        log.info("builtin-adapter-onu-ready serial={serial} pon={pon} onu_id={onu_id}", serial=onu.serial,
-                 pon=onu.pon, onu_id=onu.onu_id)
+        self.onu_lines.info("onu-ready", "builtin-adapter-onu-ready serial={serial} pon={pon} onu_id={onu_id}",
+                            serial=onu.serial, pon=onu.pon, onu_id=onu.onu_id)
         if not self._all_ready_logged and len(self.onus) == self.olt.onu_count and all(
                 o.ready for o in self.onus.values()):
             self._all_ready_logged = True
+            self.onu_lines.flush()  # the counts first: all-ready is the last line of a bring-up
             log.info("builtin-adapter-all-ready serial={serial} onus={count}", serial=self.olt.serial,
                      count=len(self.onus))
 

@@ -109,7 +109,8 @@ def test_onu_state_changes_are_logged_at_info_one_line_each():
 
 def test_thousands_of_onu_changes_at_once_become_one_summary_line_per_second():
     """4096 ONU changes in the same instant: ONU_LINES_PER_INTERVAL lines, then one summary line when the second
-    ends with the count and the change; a later change is logged on its own again."""
+    ends with the count and the change; a change right after is summed up too (the burst goes on), one after a quiet
+    second is logged on its own again."""
     clock = Clock()
     sim = Sim()
     bus = EventBus(sim.olt, clock)
@@ -124,6 +125,12 @@ def test_thousands_of_onu_changes_at_once_become_one_summary_line_per_second():
         f"onu-state-changes count={4096 - ONU_LINES_PER_INTERVAL} attribute=InternalState from=created "
         "to=initialized (summary of 1 s)"]
     assert clock.getDelayedCalls() == []
+    with capturedLogs() as going_on:
+        bus._on_event(events.StateChanged("onu", "OperState", "down", "up", 0, 1, SN))
+        assert lines(going_on) == []
+        clock.advance(1)
+    assert lines(going_on) == ["onu-state-changes count=1 attribute=OperState from=down to=up (summary of 1 s)"]
+    clock.advance(1)
     with capturedLogs() as later:
         bus._on_event(events.StateChanged("onu", "OperState", "up", "down", 0, 1, SN))
     assert lines(later) == [f"onu-state-changed attribute=OperState serial={SN} pon=0 from=up to=down"]
