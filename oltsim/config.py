@@ -414,7 +414,9 @@ _OLT_KEYS = {
 _IGNORED_BBSIM_KEYS = frozenset({
     "enable_perf", "cpu_profile", "log_caller", "enable_igmp", "enable_dhcp", "enable_auth", "sadis_format",
 })
-_IGNORED_OLT_KEYS = frozenset({"device_serial_number"})
+# olt.technology: BBSim's PON technology when no PON ranges file is given; oltsim's PONs take theirs from the
+# ranges (XGS-PON by default, GPON through --pon-config), so the key is reported rather than silently dropped.
+_IGNORED_OLT_KEYS = frozenset({"device_serial_number", "technology"})
 
 _SERVICE_FIELD_KINDS: dict[str, str] = {f.name: f.type for f in fields(ServiceSpec)}
 _SERVICE_TAG_FIELDS = ("c_tag", "s_tag", "uni_tag_match")

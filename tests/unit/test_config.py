@@ -824,3 +824,12 @@ def test_loop_engine_choice(choice, endpoint, engine):
     from oltsim.tap import loop_engine
 
     assert loop_engine(choice, endpoint) == engine
+
+
+def test_bbsim_olt_technology_is_reported_as_unsupported(tmp_path):
+    """BBSim's own `olt.technology` key is reported as not supported (the PON ranges carry the technology), not as
+    an unknown key with a guess."""
+    settings = load_settings({}, write(tmp_path, "bbsim.yaml", "olt:\n  technology: GPON\n"))
+    assert [(w.event, w.key) for w in settings.warnings] == [("config-key-unsupported", "olt.technology")]
+    assert settings.warnings[0].text == "olt.technology: not supported by oltsim, ignored"
+    assert {r.technology for r in settings.pon_ranges} == {"XGS-PON"}
