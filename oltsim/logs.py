@@ -131,7 +131,7 @@ class SummedLines:
         self.name = name
         self.summary = Summary(clock, self._report, interval=interval, burst=burst, sustained=True)
 
-    def info(self, kind: str, fmt: str, **fields) -> None:
+    def info(self, kind: str, fmt: str, /, **fields) -> None:
         """Log `fmt` at info unless the burst of this interval is spent: then at debug, counted under `kind`."""
         if self.summary.offer(kind):
             self.log.info(fmt, **fields)

@@ -34,7 +34,7 @@ def send_up(service, pkt: bytes, gemport_id: int | None = None) -> None:
     onu.olt.emit(events.PacketIndication("pon", onu.pon.id, pkt, onu.onu_id, uni.id, gem, uni.port_no))
 
 
-def completed(lines, kind: str, fmt: str, **fields) -> None:
+def completed(lines, kind: str, fmt: str, /, **fields) -> None:
     """Log a service's `kind` completion (eapol-completed, dhcp-completed) through `lines` (the engine's
     SummedLines: a bring-up of thousands of UNIs is summed up), or at info when there is none."""
     if lines is None:

@@ -1,0 +1,154 @@
+"""Every log line follows the level (issue 23, items 1, 2 and 3): under twistd the level filter stands in front of
+every observer, Twisted's lines included, and follows SetLogLevel; bursts of per-UNI and per-ONU lines are summed up;
+alarms are logged once each, raised and cleared, and summed up under a burst."""
+from __future__ import annotations
+
+import io
+
+import pytest
+from twisted.internet.task import Clock
+from twisted.logger import LogBeginner, Logger, LogLevel, LogPublisher, capturedLogs, formatEvent
+
+from conftest import Sim
+from oltsim.api.eventbus import ALARM_LINES_PER_INTERVAL, EventBus
+from oltsim.logs import CONTROL, LogControl, SummedLines
+
+
+@pytest.fixture(autouse=True)
+def info_level():
+    """oltsim's own events at info, whatever an earlier test set."""
+    level = CONTROL.level
+    CONTROL.set_level("info")
+    yield
+    CONTROL.set_level(level)
+
+
+def texts(logged, prefix: str = "", debug: bool = False) -> list[str]:
+    """The formatted oltsim events starting with `prefix` (debug ones only when `debug`)."""
+    return [formatEvent(e) for e in logged if e.get("log_namespace", "").startswith("oltsim")
+            and (debug or e["log_level"].name != "debug") and formatEvent(e).startswith(prefix)]
+
+
+# ---- the level, for every namespace -----------------------------------------------------------------------
+
+
+class _Stdio:
+    stdout = io.StringIO()
+    stderr = io.StringIO()
+
+
+class _Warnings:
+    showwarning = None
+
+
+def begun(control: LogControl) -> tuple[LogPublisher, list]:
+    """A publisher whose logging began through a beginner filtered by `control` (as twistd after makeService)."""
+    publisher = LogPublisher()
+    beginner = LogBeginner(publisher, io.StringIO(), _Stdio(), _Warnings())
+    control.filter_everything(beginner)
+    control.filter_everything(beginner)  # idempotent
+    seen: list = []
+    beginner.beginLoggingTo([seen.append], redirectStandardIO=False)
+    return publisher, seen
+
+
+def test_the_level_applies_to_every_namespace_and_follows_set_level():
+    """At warn, no info line of any namespace (Twisted's, a library's) reaches the observers twistd begins with, a
+    warning does; set_level('info') (SetLogLevel, SetDmLogLevel) lets info lines through again."""
+    control = LogControl("warn")
+    publisher, seen = begun(control)
+    twisted_log = Logger(namespace="twisted.scripts._twistd_unix.UnixAppLogger", observer=publisher)
+    twisted_log.info("twistd starting up")
+    Logger(namespace="oltsim.packets", observer=publisher).info("eapol-completed serial=X")
+    Logger(namespace="oltsim.api", observer=publisher).warn("something-odd")
+    assert [formatEvent(e) for e in seen] == ["something-odd"]
+    control.set_level("info")
+    twisted_log.info("Starting factory")
+    assert [formatEvent(e) for e in seen][-1] == "Starting factory"
+
+
+def test_twisted_port_chatter_is_written_at_debug_only():
+    """Twisted's `Site starting on 50071` and `(TCP Port 50071 Closed)` lines are dropped at info (oltsim logs
+    rest-listener-started itself) and kept at debug; other legacy lines pass."""
+    control = LogControl("info")
+    publisher, seen = begun(control)
+
+    def legacy(text):
+        publisher({"log_namespace": "log_legacy", "log_level": LogLevel.info, "log_format": "{log_text}",
+                   "log_text": text})
+    legacy("QuietSite (LimitedFactory) starting on 50071")
+    legacy("(TCP Port 50071 Closed)")
+    legacy("something else")
+    assert [e["log_text"] for e in seen] == ["something else"]
+    control.set_level("debug")
+    legacy("(TCP Port 50071 Closed)")
+    assert seen[-1]["log_text"] == "(TCP Port 50071 Closed)"
+
+
+# ---- bursts summed up ---------------------------------------------------------------------------------------
+
+
+def test_summed_lines_write_a_few_then_one_summary_and_keep_every_line_at_debug():
+    """4096 completions in one instant: 4 info lines, the rest at debug, then one summary line when the second ends
+    with the count of each kind; while the burst goes on the next seconds are summary lines only."""
+    clock = Clock()
+    lines = SummedLines(Logger(namespace="oltsim.packets"), "services-completed", clock, burst=4)
+    with capturedLogs() as logged:
+        for i in range(4096):
+            kind = "eapol-completed" if i % 2 == 0 else "dhcp-completed"
+            lines.info(kind, kind + " serial={serial}", serial=f"BBSM{i:08X}")
+        clock.advance(1)
+        lines.info("dhcp-completed", "dhcp-completed serial={serial}", serial="late")
+        clock.advance(1)
+    info = texts(logged)
+    assert len(info) == 4 + 2
+    assert info[4] == ("services-completed count=4092 eapol-completed=2046 dhcp-completed=2046 "
+                       "(summary of 1 s)")
+    assert info[5] == "services-completed count=1 dhcp-completed=1 (summary of 1 s)"
+    assert len(texts(logged, debug=True)) == 4096 + 1 + 2
+    assert clock.getDelayedCalls() == []
+
+
+# ---- alarms -------------------------------------------------------------------------------------------------
+
+
+def test_each_alarm_raised_and_cleared_is_one_line_naming_it():
+    """ONU LOS, signal degrade, NNI LOS and PON LOS (as every API raises them: through the model) are one line each
+    when raised and when cleared, with the kind, the type and the ONU or port."""
+    sim = Sim()
+    bus = EventBus(sim.olt, sim.clock)
+    serial = sim.olt.onus[0].serial
+    with capturedLogs() as logged:
+        sim.olt.onu_alarm(serial, "ONU_ALARM_LOS", "on")
+        sim.olt.onu_alarm(serial, "ONU_ALARM_LOS", "off")
+        sim.olt.onu_alarm(serial, "ONU_SIGNAL_DEGRADE", "on", {"InverseBitErrorRate": 5})
+        sim.olt.olt_los("nni", 0, "on")
+        sim.clock.advance(1)
+        sim.olt.olt_los("nni", 0, "off")
+        sim.olt.olt_los("pon", 1, "on")
+    onu = sim.olt.onus[0]
+    where = f"serial={serial} pon={onu.pon.id} onu_id={onu.onu_id}"
+    assert texts(logged, "alarm") == [
+        f"alarm-raised kind=onu_alarm_ind type=onu_los {where}",
+        f"alarm-cleared kind=onu_alarm_ind type=onu_los {where}",
+        f"alarm-raised kind=onu_signal_degrade_ind type=onu_signal_degrade {where}",
+        "alarm-raised kind=los_ind type=nni_los port=nni-0",
+        "alarm-cleared kind=los_ind type=nni_los port=nni-0",
+        "alarm-raised kind=los_ind type=pon_los port=pon-1"]
+    bus.close_all()
+    assert texts(logged, "alarms ") == []
+
+
+def test_a_burst_of_alarms_is_summed_up():
+    """A whole PON's ONUs losing light at once: ALARM_LINES_PER_INTERVAL lines, then one line counting the rest;
+    close_all (servers stopping) reports at once and leaves no timer."""
+    sim = Sim(pon=1, onu=32)
+    bus = EventBus(sim.olt, sim.clock)
+    with capturedLogs() as logged:
+        for onu in sim.olt.onus:
+            sim.olt.onu_alarm(onu.serial, "ONU_ALARM_LOS", "on")
+        bus.close_all()
+    assert len(texts(logged, "alarm-raised")) == ALARM_LINES_PER_INTERVAL
+    assert texts(logged, "alarms ") == [f"alarms count={32 - ALARM_LINES_PER_INTERVAL} "
+                                        f"onu_los-raised={32 - ALARM_LINES_PER_INTERVAL} (summary of 1 s)"]
+    assert bus.alarm_lines.summary._call is None
