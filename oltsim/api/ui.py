@@ -17,6 +17,10 @@ from oltsim.model.alarms import ONU_ALARMS
 UI_PATH = "/ui"
 #: Marker in the page replaced by the ONU alarm types the alarm endpoint accepts (the model's catalogue).
 _ALARM_TYPES_MARKER = '<script id="alarm-types" type="application/json">[]</script>'
+#: Marker replaced by {indication kind: alarm type} for the ONU alarms whose indication names one type (all but
+#: onu_alarm_ind, whose status field names it: los_status is ONU_ALARM_LOS), so that the page names an alarm
+#: event as the alarm read API and the raise endpoint do.
+_ALARM_KINDS_MARKER = '<script id="alarm-kinds" type="application/json">{}</script>'
 #: The page may run its own inline script and style and talk to this origin only.
 CONTENT_SECURITY_POLICY = (b"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                            b"connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
@@ -26,15 +30,19 @@ _page: tuple[bytes, str] | None = None
 
 
 def page() -> tuple[bytes, str]:
-    """(the page's bytes, its ETag), read from the package data once and filled with the alarm types."""
+    """(the page's bytes, its ETag), read from the package data once and filled with the alarm types and kinds."""
     global _page
     if _page is None:
         text = resources.files("oltsim").joinpath("data/ui.html").read_text(encoding="utf-8")
-        if _ALARM_TYPES_MARKER not in text:
-            raise RuntimeError("oltsim/data/ui.html has no alarm-types element")
+        for marker in (_ALARM_TYPES_MARKER, _ALARM_KINDS_MARKER):
+            if marker not in text:
+                raise RuntimeError(f"oltsim/data/ui.html lacks {marker}")
         types = json.dumps(list(ONU_ALARMS))
+        kinds = json.dumps({kind: name for name, (kind, _, _) in ONU_ALARMS.items() if kind != "onu_alarm_ind"})
         text = text.replace(_ALARM_TYPES_MARKER,
                             f'<script id="alarm-types" type="application/json">{types}</script>')
+        text = text.replace(_ALARM_KINDS_MARKER,
+                            f'<script id="alarm-kinds" type="application/json">{kinds}</script>')
         body = text.encode("utf-8")
         _page = body, '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
     return _page

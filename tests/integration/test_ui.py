@@ -9,6 +9,8 @@ panel's texts; REST is asked the same questions over the real port. Every wait i
 """
 from __future__ import annotations
 
+import re
+
 import pytest
 import pytest_twisted
 import treq
@@ -72,9 +74,14 @@ class Page:
         return self.js("return window.oltsimUi ? window.oltsimUi.counts() : {}")
 
     def legend(self) -> dict[str, int]:
-        """state -> count as the legend shows it."""
-        return self.js("return Object.fromEntries(Array.from(document.querySelectorAll('#legend li'), "
+        """state -> count as the legend shows it (only the states some ONU is in)."""
+        return self.js("return Object.fromEntries(Array.from(document.querySelectorAll('#legend li[data-state]'), "
                        "(li) => [li.dataset.state, Number(li.dataset.count)]))")
+
+    def legend_marks(self) -> dict[str, int]:
+        """mark (down, alarm) -> count of ONUs drawn with it, as the legend shows it."""
+        return self.js("return Object.fromEntries(Array.from(document.querySelectorAll('#legend li[data-mark]'), "
+                       "(li) => [li.dataset.mark, Number(li.dataset.count)]))")
 
     def cell_color(self, serial: str) -> str | None:
         """The colour drawn at the centre of the ONU's cell, read back from the canvas."""
@@ -141,7 +148,7 @@ def test_cells_follow_bring_up_and_a_click_powers_an_onu_off(tmp_path, chrome):
             page.until(lambda p: set(p.drawn_states(serials).values()) == {CREATED}, "every cell created")
             return page.legend()
         legend = yield deferToThread(before)
-        assert legend[CREATED] == 8 and legend[ENABLED] == 0
+        assert legend == {CREATED: 8}   # no entry for the states no ONU is in
         assert page.text("olt-serial") == "BBSIM_OLT_0"
 
         bring_up = deferToThread(adapter.bring_up, 8)
@@ -154,7 +161,7 @@ def test_cells_follow_bring_up_and_a_click_powers_an_onu_off(tmp_path, chrome):
         seen, legend, olt_oper, pons = yield deferToThread(during)
         yield bring_up
         assert seen <= set(serials)
-        assert legend[ENABLED] == 8 and legend[CREATED] == 0
+        assert legend == {ENABLED: 8}
         assert olt_oper == "up" and pons == "2 (2 up)"
         onus = yield sim.get("/v1/olt/onus")
         assert {onu["InternalState"] for onu in onus["items"]} == {ENABLED}
@@ -171,15 +178,20 @@ def test_cells_follow_bring_up_and_a_click_powers_an_onu_off(tmp_path, chrome):
             page.until(lambda p: p.result()[0] is not None and p.result() != refused, "the power-off result")
             result = page.result()
             page.until(lambda p: p.drawn_states([target])[target] == DISABLED, f"{target} drawn disabled")
+            # powered off it is oper down and its dying gasp and LOS are active: the band and the corner
+            page.until(lambda p: p_marks(p, target) == {"alarm": True, "down": True}, f"{target}'s marks")
             others = page.drawn_states([s for s in serials if s != target])
-            return refused, result, others, page.legend()
+            unmarked = {s: p_marks(page, s) for s in serials if s != target}
+            return refused, result, others, page.legend(), unmarked, page.text("onu-fields")
         code, body = yield sim.request("POST", f"/v1/olt/onus/{target}")  # what the API says to powering on an ONU
         assert code >= 400                                                 # that is on (and changes nothing)
-        refused, result, others, legend = yield deferToThread(power_off)
+        refused, result, others, legend, unmarked, fields = yield deferToThread(power_off)
         assert refused == ("false", f"power on failed: {code}: {body['message']}")
         assert result == ("true", f"power off: ONU {target} successfully shut down.")
         assert set(others.values()) == {ENABLED}
-        assert legend[DISABLED] == 1 and legend[ENABLED] == 7
+        assert all(marks == {"alarm": False, "down": False} for marks in unmarked.values()), unmarked
+        assert "Active alarms DYING_GASP, ONU_ALARM_LOS" in fields
+        assert legend == {DISABLED: 1, ENABLED: 7}
         onu = yield sim.get(f"/v1/olt/onus/{target}")
         assert onu["InternalState"] == DISABLED and onu["OperState"] == "down"
 
@@ -187,13 +199,18 @@ def test_cells_follow_bring_up_and_a_click_powers_an_onu_off(tmp_path, chrome):
             from selenium.webdriver.support.ui import Select
             Select(chrome.find_element("id", "alarm-type")).select_by_value("ONU_ALARM_LOB")
             page.click("alarm-raise")
-            page.until(lambda p: "lob_status=on" in p.text("alarm-log") and target in p.text("alarm-log"),
+            page.until(lambda p: f"{target} ONU_ALARM_LOB on" in p.text("alarm-log"),
                        "the raised alarm in the alarm list")
             alarm_result = page.result()
             page.click("power-on")
             page.until(lambda p: p.drawn_states([target])[target] == ENABLED, f"{target} drawn enabled again")
-            return alarm_result, page.result()
-        alarm_result, on_result = yield deferToThread(alarm_and_power_on)
+            # powered on: LOS cleared, the dying gasp over (the OLT clears it without an event), LOB still on
+            page.until(lambda p: "Active alarms ONU_ALARM_LOB" in p.text("onu-fields"), "LOB alone active")
+            return alarm_result, page.result(), p_marks(page, target)
+        alarm_result, on_result, marks = yield deferToThread(alarm_and_power_on)
+        assert marks == {"alarm": True, "down": False}
+        alarms = yield sim.get("/v1/olt/alarms")
+        assert [(a["onu_serial"], a["type"]) for a in alarms["active"]] == [(target, "ONU_ALARM_LOB")]
         assert alarm_result == ("true", "raise ONU_ALARM_LOB: Onu Alarm Indication Sent.")
         assert on_result == ("true", f"power on: ONU {target} successfully powered on.")
         onu = yield sim.get(f"/v1/olt/onus/{target}")
@@ -235,7 +252,7 @@ def test_page_asks_for_the_token_and_works_with_it(tmp_path, chrome):
         serial = "BBSM00000003"
 
         def power_off():
-            page.until(lambda p: p.legend()[ENABLED] == 4, "4 ONUs enabled")
+            page.until(lambda p: p.legend().get(ENABLED) == 4, "4 ONUs enabled")
             page.click_cell(serial)
             page.until(lambda p: p.js("return window.oltsimUi.selected()") == serial, f"{serial} selected")
             page.click("power-off")
@@ -341,3 +358,90 @@ def test_page_reads_the_state_again_when_events_were_dropped(tmp_path, chrome):
         assert (yield deferToThread(redrawn)) == ENABLED
     finally:
         yield stop_oltsim(sim, adapter)
+
+
+@pytest_twisted.inlineCallbacks
+def test_alarms_raised_before_the_page_opened_are_marked_until_cleared(tmp_path, chrome):
+    """Alarms raised before the page is opened (an ONU's LOS, NNI 0's LOS, PON 1's LOS) are read with the page
+    (GET /v1/olt/alarms): the ONU's cell carries the alarm corner (read back from the canvas) and no other cell does,
+    the NNI's chip and the PON's row label carry the mark, the alarm list names each port and ONU, active and in
+    the history since start. Cleared through REST, every mark goes and the list shows the clears. The legend has no
+    entry for a state no ONU is in, and packet indications are received but not listed until chosen (no adapter: the ONUs stay created)."""
+    from oltsim.model import events
+    sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "2", "--delay", "0")
+    page = Page(chrome)
+    serial, others = "BBSM00000002", ["BBSM00000001", "BBSM00000101", "BBSM00000102"]
+    raise_paths = [f"/v1/olt/onus/{serial}/alarms/ONU_ALARM_LOS/on", "/v1/olt/ports/nni/0/alarms/los/on",
+                   "/v1/olt/ports/pon/1/alarms/los/on"]
+    try:
+        for path in raise_paths:
+            code, _ = yield sim.request("POST", path)
+            assert code == 200, path
+
+        def opened():
+            page.open(sim.rest + "/ui")
+            page.until(lambda p: p.status() == "live" and sum(p.counts().values()) == 4, "the 4 ONUs")
+            page.until(lambda p: (p.js("return window.oltsimUi.cellMarks(arguments[0])", serial) or {}).get("alarm"),
+                       f"the alarm mark on {serial}")
+            page.until(lambda p: p.js("return window.oltsimUi.ponMarked(1)"), "the alarm mark on PON 1")
+            page.until(lambda p: len(p.text("alarm-active").splitlines()) == 3, "the 3 active alarms listed")
+            marks = {s: p_marks(page, s)["alarm"] for s in others}
+            return (marks, p_nni(page), page.js("return window.oltsimUi.ponMarked(0)"), page.text("alarm-active"),
+                    page.text("alarm-log"), page.text("alarm-total"), page.legend_marks())
+        marks, nni, pon0, active, history, total, legend_marks = yield deferToThread(opened)
+        assert marks == {s: False for s in others}
+        assert nni[0] == "OLT_NNI_LOS" and re.fullmatch(r"NNI 0 (up|down) · LOS", nni[1]) and pon0 is False
+        assert f"{serial} ONU_ALARM_LOS active" in active
+        assert "NNI 0 OLT_NNI_LOS active" in active and "PON 1 OLT_PON_LOS active" in active
+        assert "NNI 0 OLT_NNI_LOS on" in history and f"{serial} ONU_ALARM_LOS on" in history
+        assert total == "3" and legend_marks.get("alarm") == 1
+
+        for index in range(3):   # what the packet engine emits for a packet to the adapter (an EAPOL start)
+            sim.olt.emit(events.PacketIndication("pon", 0, bytes.fromhex("0180c2000003") + bytes(12), 1, 0, 1024,
+                                                 index))
+
+        for path in raise_paths:
+            code, _ = yield sim.request("POST", path[:-len("on")] + "off")
+            assert code == 200, path
+
+        def cleared():
+            page.until(lambda p: not p_marks(p, serial)["alarm"], f"the mark on {serial} gone")
+            page.until(lambda p: not p.js("return window.oltsimUi.ponMarked(1)"), "the mark on PON 1 gone")
+            page.until(lambda p: p_nni(p)[0] == "", "the mark on NNI 0 gone")
+            page.until(lambda p: "PON 1 OLT_PON_LOS off" in p.text("alarm-log") and not p.text("alarm-active"),
+                       "the clears in the list")
+            return (page.text("alarm-active"), page.text("alarm-log"), page.text("alarm-total"),
+                    page.legend_marks(), p_nni(page))
+        active, history, total, legend_marks, nni = yield deferToThread(cleared)
+        assert active == "" and total == "0" and "alarm" not in legend_marks
+        assert "NNI 0 OLT_NNI_LOS off" in history and f"{serial} ONU_ALARM_LOS off" in history
+        assert nni[0] == "" and re.fullmatch(r"NNI 0 (up|down)", nni[1])
+
+        def listed():
+            page.until(lambda p: p.legend() == {CREATED: 4}, "4 ONUs created and no other legend entry")
+            page.until(lambda p: p.js("return window.oltsimUi.received()['packet-indication'] || 0") > 0,
+                       "a packet indication received")
+            page.until(lambda p: "OLT_PON_LOS off" in p.text("event-log"), "the clears in the event list")
+            listed = page.js("return Array.from(document.querySelectorAll('#event-log li'), (li) => li.textContent)")
+            page.click("type-summary")
+            chrome.find_element("css selector", "#type-boxes input[value='packet-indication']").click()
+            page.until(lambda p: "packet-indication" in p.text("event-log"), "packet indications once chosen")
+            return listed, page.text("type-summary")
+        listed, summary = yield deferToThread(listed)
+        assert listed and not [line for line in listed if "packet-indication" in line]
+        assert summary in ("all types", "types (1 hidden)")   # port-stats, hidden by default, may have come
+        alarms = yield sim.get("/v1/olt/alarms")
+        assert alarms["active"] == []
+    finally:
+        yield stop_oltsim(sim)
+
+
+def p_marks(page: Page, serial: str) -> dict:
+    """The marks drawn on the ONU's cell ({alarm, down}), read back from the canvas."""
+    return page.js("return window.oltsimUi.cellMarks(arguments[0])", serial) or {"alarm": None, "down": None}
+
+
+def p_nni(page: Page, nni: int = 0) -> tuple[str, str]:
+    """(the alarm types the NNI's chip carries, its text)."""
+    return tuple(page.js("const c = document.querySelector(`#nni-list [data-nni='${arguments[0]}']`); "
+                         "return [c.dataset.alarm, c.textContent];", nni))

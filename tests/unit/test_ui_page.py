@@ -84,6 +84,18 @@ def test_ui_lists_the_alarm_types_of_the_model():
     assert json.loads(match.group(1)) == list(ONU_ALARMS)
 
 
+def test_ui_names_alarm_events_as_the_alarm_api_does():
+    """The page gets {indication kind: alarm type} for every ONU alarm but onu_alarm_ind (whose status field names
+    the type), so that an alarm event and GET /v1/olt/alarms name an alarm alike (dying_gasp_ind: DYING_GASP)."""
+    _, _, body = call(v1_listener(Sim(), None), "GET", UI_PATH)
+    match = re.search(r'<script id="alarm-kinds" type="application/json">(.*?)</script>', body.decode("utf-8"))
+    assert match is not None
+    kinds = json.loads(match.group(1))
+    assert kinds["dying_gasp_ind"] == "DYING_GASP" and kinds["onu_itu_pon_stats_ind"] == "ONU_ITU_PON_STATS"
+    assert "onu_alarm_ind" not in kinds
+    assert set(kinds.values()) == {name for name, (kind, _, _) in ONU_ALARMS.items() if kind != "onu_alarm_ind"}
+
+
 def test_ui_answers_304_to_its_own_etag_and_head_without_a_body():
     """A browser revalidating with the page's ETag gets 304 and no body; HEAD gets the headers alone."""
     resource = v1_listener(Sim(), None)
