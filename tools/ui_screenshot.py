@@ -5,7 +5,8 @@ Starts the real daemon (`twistd -n oltsim`, this checkout, every listener on a f
 bench/startup.py does) with PONS x ONUS, opens GET /ui in headless Chromium (tests/integration/headless.py: Debian's
 chromium and chromium-driver, installed when missing and this runs as root), starts the scripted adapter of the
 integration tests (ActivateOnu for every discovered ONU) on a thread, powers two ONUs off and raises an alarm
-through REST so that the picture shows those states too, selects an ONU by clicking its cell, and saves the PNG
+through REST so that the picture shows those states too (with LOS raised on NNI 0, on the last PON and on that
+PON's first ONU before the page opened), selects an ONU by clicking its cell, and saves the PNG
 once the share of enabled ONUs reaches `--at` (mid bring-up). Prints the longest gap between two animation
 frames of the page during the bring-up (a page that locks up shows long gaps) and how many ONU state changes it
 drew. Exits 1 if the page did not reach the point to shoot within `--timeout`.
@@ -78,6 +79,11 @@ def main(argv=None) -> int:
     with Daemon("--pon", str(pons), "--onu", str(onus), "--delay", str(args.delay)) as daemon:
         daemon.start()
         try:
+            # alarms raised before the page opens: the page reads them (GET /v1/olt/alarms) and marks them
+            for path in ("/v1/olt/ports/nni/0/alarms/los/on", f"/v1/olt/ports/pon/{pons - 1}/alarms/los/on",
+                         f"/v1/olt/onus/BBSM0000{pons - 1:02x}01/alarms/ONU_ALARM_LOS/on"):
+                if rest(daemon, "POST", path) != 200:
+                    raise RuntimeError(f"POST {path} failed")
             driver = start_driver(args.width, args.height)
             driver.get(f"http://127.0.0.1:{daemon.ports['rest-v1']}/ui")
 
