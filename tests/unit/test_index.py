@@ -10,7 +10,7 @@ import pytest
 from treq.testing import StubTreq
 from twisted.internet.task import Clock
 
-from conftest import BASE_URL, Sim
+from conftest import BASE_URL, Sim, stub_request
 from oltsim.api.index import DOCS
 from oltsim.api.sadis import SadisRest
 from oltsim.api.v0.commands import V0Commands
@@ -22,15 +22,7 @@ from oltsim.model.builder import build_olt
 
 def get(resource, path: str, headers=None):
     """(status, headers, body) of one GET through StubTreq."""
-    stub = StubTreq(resource)
-    out = []
-    d = stub.get(BASE_URL + path, headers=headers)
-    d.addCallback(lambda r: stub.content(r).addCallback(lambda body: out.append((r.code, r.headers, body))))
-    d.addErrback(out.append)
-    stub.flush()
-    if not isinstance(out[0], tuple):
-        out[0].raiseException()
-    return out[0]
+    return stub_request(StubTreq(resource), BASE_URL + path, "GET", headers)
 
 
 def resources():

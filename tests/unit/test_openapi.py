@@ -10,7 +10,7 @@ import pytest
 from treq.testing import StubTreq
 from voltha_protos import openolt_pb2, tech_profile_pb2
 
-from conftest import BASE_URL, Rest, Sim, grpc_call
+from conftest import BASE_URL, Rest, Sim, grpc_call, stub_request
 from oltsim.api import translate
 from oltsim.api.eventbus import EventBus
 from oltsim.api.v0 import rest as v0_rest
@@ -217,17 +217,9 @@ def test_every_operation_documents_the_error_statuses(secured):
 # ---- served by the apps ---------------------------------------------------------------------------
 
 
-def get(resource, path, headers=None):
+def get(resource, path: str, headers=None):
     """(status, headers, body) of one GET through StubTreq."""
-    stub = StubTreq(resource)
-    out = []
-    d = stub.get(BASE_URL + path, headers=headers)
-    d.addCallback(lambda r: stub.content(r).addCallback(lambda body: out.append((r.code, r.headers, body))))
-    d.addErrback(out.append)
-    stub.flush()
-    if not isinstance(out[0], tuple):
-        out[0].raiseException()
-    return out[0]
+    return stub_request(StubTreq(resource), BASE_URL + path, "GET", headers)
 
 
 @pytest.mark.parametrize("revision", REVISIONS)
