@@ -85,9 +85,12 @@ def terminate(process: subprocess.Popen | None) -> None:
 
 
 class Daemon:
-    """One oltsim daemon on free loopback ports; `start()` returns seconds to the first 200 on GET /v1/olt."""
+    """One oltsim daemon on free loopback ports; `start()` returns seconds to the first 200 on GET /v1/olt.
+    `repo` is the checkout it runs from (default this one; another, e.g. a `git worktree` of an older commit,
+    must take the same listener options)."""
 
-    def __init__(self, *arguments: str, start_timeout: float = 60.0):
+    def __init__(self, *arguments: str, start_timeout: float = 60.0, repo: Path = REPO):
+        self.repo = repo        # the checkout the daemon runs from (its root goes on PYTHONPATH)
         listeners = listener_options()
         self.ports = dict(zip(listeners, free_ports(len(listeners))))
         self.arguments = [a for name, port in self.ports.items()
@@ -108,7 +111,7 @@ class Daemon:
 
     def start(self) -> float:
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO)] + [p for p in [env.get("PYTHONPATH")] if p])
+        env["PYTHONPATH"] = os.pathsep.join([str(self.repo)] + [p for p in [env.get("PYTHONPATH")] if p])
         begin = time.perf_counter()
         self.process = subprocess.Popen([*TWISTD, "-n", "--pidfile=", "oltsim", *self.arguments],
                                         cwd=tempfile.gettempdir(), env=env, stdout=self.log,
