@@ -272,6 +272,8 @@ def test_page_asks_for_the_token_and_works_with_it(tmp_path, chrome):
         def reload():
             chrome.refresh()
             page.until(lambda p: p.status() == "live" and sum(p.counts().values()) == 4, "the ONUs after a reload")
+            # The cells are painted on an animation frame after the counts: wait for the paint, not for a state.
+            page.until(lambda p: p.drawn_states([serial])[serial] is not None, f"{serial} painted after a reload")
             return chrome.find_element("id", "token-dialog").is_displayed(), page.drawn_states([serial])[serial]
         dialog, state = yield deferToThread(reload)
         assert not dialog and state == DISABLED

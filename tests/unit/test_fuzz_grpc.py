@@ -313,7 +313,7 @@ class World:
         self.servicers = {
             "bbsim.BBSim": on_loop(BBSimServicer(commands), bbsim_pb2_grpc.BBSimServicer),
             "legacy.BBSimService": on_loop(LegacyServicer(self.v0), legacy_pb2_grpc.BBSimServiceServicer),
-            "oltsim.v1.Oltsim": on_loop(OltsimServicer(self.bus), oltsim_pb2_grpc.OltsimServicer),
+            "oltsim.v1.Oltsim": on_loop(OltsimServicer(self.bus, commands=commands), oltsim_pb2_grpc.OltsimServicer),
             "openolt.Openolt": self.sim.openolt,
         }
         self.v1_rest = Rest(v1_rest.V1Rest(commands).resource())
