@@ -216,4 +216,3 @@ def test_relay_sets_no_delay_on_client_connections(tmp_path):
         yield defer.maybeDeferred(front.stop_listening)
         front.drop_connections()
         yield defer.maybeDeferred(engine.stopListening)
-
