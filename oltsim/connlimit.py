@@ -39,9 +39,9 @@ class ConnectionLimits:
 
     def admit(self, host: str) -> str | None:
         if self.open >= self.total:
-            reason = f"{self.open} connections open, the listener's limit"
+            reason = f"{_connections(self.open)} open, the listener's limit"
         elif self.by_peer.get(host, 0) >= self.per_peer:
-            reason = f"{self.by_peer[host]} connections open from this peer, the limit per peer"
+            reason = f"{_connections(self.by_peer[host])} open from this peer, the limit per peer"
         else:
             self.open += 1
             self.by_peer[host] = self.by_peer.get(host, 0) + 1
@@ -69,6 +69,10 @@ class ConnectionLimits:
             log.warn("connections-refused listener={listener} peer={peer} count={count} interval={interval} "
                      "total_limit={total} per_peer_limit={per_peer}", listener=self.name, peer=host, count=count,
                      interval=REFUSAL_LOG_INTERVAL, total=self.total, per_peer=self.per_peer)
+
+
+def _connections(count: int) -> str:
+    return f"{count} connection" if count == 1 else f"{count} connections"
 
 
 def _host(addr) -> str:

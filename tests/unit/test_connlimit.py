@@ -44,6 +44,9 @@ def test_a_peer_at_its_limit_is_refused_while_another_peer_is_admitted():
         assert limits.admit("10.0.0.1") is None
     reason = limits.admit("10.0.0.1")
     assert reason == "2 connections open from this peer, the limit per peer"
+    one = ConnectionLimits("rest-v1", total=8, per_peer=1, clock=Clock())
+    one.admit("10.0.0.9")
+    assert one.admit("10.0.0.9") == "1 connection open from this peer, the limit per peer"
     assert (limits.open, limits.by_peer["10.0.0.1"], limits.refused) == (2, 2, 1)
     assert limits.admit("10.0.0.2") is None
     limits.release("10.0.0.1")
