@@ -127,6 +127,17 @@ def _stop_descendants(grace: float = 5.0) -> None:
             time.sleep(0.05)
 
 
+@pytest.fixture
+def info_level():
+    """oltsim's own events at info for the test, whatever an earlier test set (modules that read log lines use it
+    for every test: ``pytestmark = pytest.mark.usefixtures("info_level")``)."""
+    from oltsim.logs import CONTROL
+    level = CONTROL.level
+    CONTROL.set_level("info")
+    yield
+    CONTROL.set_level(level)
+
+
 # ---- gRPC ----------------------------------------------------------------------------------------
 
 

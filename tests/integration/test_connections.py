@@ -17,6 +17,7 @@ from bench.startup import rss_bytes
 from scripted_adapter import free_ports
 from test_daemon import daemon  # noqa: F401 - the fixture
 from test_grpcserver import write_self_signed
+from test_limits import read_until_closed
 
 MIB = 1024 * 1024
 TIMEOUT = 10.0
@@ -38,12 +39,7 @@ def answer_of(sock: socket.socket, path: str) -> bytes:
     b"" when the server closed the connection without answering (or reset it)."""
     try:
         sock.sendall(b"GET " + path.encode() + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
-        chunks = []
-        while True:
-            data = sock.recv(65536)
-            if not data:
-                return b"".join(chunks)
-            chunks.append(data)
+        return read_until_closed(sock)
     except (ConnectionResetError, BrokenPipeError):
         return b""
 

@@ -63,12 +63,18 @@ def raw_exchange(port: int, head: bytes, body_parts=()) -> bytes:
                 sock.sendall(part)
             except OSError:
                 break
-        chunks = []
-        while True:
-            data = sock.recv(65536)
-            if not data:
-                return b"".join(chunks)
-            chunks.append(data)
+        return read_until_closed(sock)
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends on `sock` until it closes the connection (each read bounded by the socket's
+    timeout)."""
+    chunks = []
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            return b"".join(chunks)
+        chunks.append(data)
 
 
 def split_response(raw: bytes) -> tuple[int, dict, bytes]:

@@ -14,13 +14,7 @@ from oltsim.api.eventbus import ALARM_LINES_PER_INTERVAL, EventBus
 from oltsim.logs import CONTROL, LogControl, SummedLines
 
 
-@pytest.fixture(autouse=True)
-def info_level():
-    """oltsim's own events at info, whatever an earlier test set."""
-    level = CONTROL.level
-    CONTROL.set_level("info")
-    yield
-    CONTROL.set_level(level)
+pytestmark = pytest.mark.usefixtures("info_level")
 
 
 def texts(logged, prefix: str = "", debug: bool = False) -> list[str]:

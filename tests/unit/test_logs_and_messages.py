@@ -22,13 +22,7 @@ SN = "BBSM00000001"
 NOT_SENT = "(no adapter connected: indications not sent)"
 
 
-@pytest.fixture(autouse=True)
-def info_level():
-    """oltsim's own events at info, whatever an earlier test set."""
-    level = CONTROL.level
-    CONTROL.set_level("info")
-    yield
-    CONTROL.set_level(level)
+pytestmark = pytest.mark.usefixtures("info_level")
 
 
 def lines(logged, prefix: str = "") -> list[str]:
