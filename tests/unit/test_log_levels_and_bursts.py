@@ -11,7 +11,7 @@ from twisted.logger import LogBeginner, Logger, LogLevel, LogPublisher, captured
 
 from conftest import Sim
 from oltsim.api.eventbus import ALARM_LINES_PER_INTERVAL, EventBus
-from oltsim.logs import CONTROL, LogControl, SummedLines
+from oltsim.logs import LogControl, SummedLines
 
 
 pytestmark = pytest.mark.usefixtures("info_level")

@@ -14,7 +14,7 @@ from oltsim._proto import bbsim_pb2, legacy_pb2
 from oltsim.api.eventbus import ONU_LINES_PER_INTERVAL, EventBus
 from oltsim.api.v0.commands import V0Commands
 from oltsim.api.v0.rest import V0Rest
-from oltsim.logs import CONTROL, Summary
+from oltsim.logs import Summary
 from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition, InvalidArgument
 
