@@ -209,7 +209,7 @@ def test_relay_sets_no_delay_on_client_connections(tmp_path):
                 break
             yield task.deferLater(reactor, 0.01, lambda: None)
         (inbound,) = front.connections
-        handle = inbound.transport.getHandle()
+        handle = inbound.transport.get_extra_info("socket")  # the plain relay: asyncio's transport
         assert handle.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
     finally:
         client.close()
