@@ -22,6 +22,15 @@ Event types (BBSim's where it publishes them), and the model events they come fr
 - ``ONU-authentication-done`` (a service's EAPOL reached EAP-Success) and ``ONU-DHCP-ACK-received`` (its DHCP got
   the ACK): BBSim documents these two and never publishes them.
 
+oltsim's own, beyond BBSim's: ``scenario-started``, ``scenario-step-started``, ``scenario-step-ended`` and
+``scenario-ended`` (``events.ScenarioEvent``, a fault scenario of :mod:`oltsim.scenario`): OLT-level ids, then the
+keys ``Scenario``, ``Step``, ``Action``, ``Targets`` (a list of ONU serials, ``pon 3``, ``nni 0`` or ``olt``),
+``Outcome`` and ``Refusals`` after BBSim's (a reader of BBSim's records ignores keys it does not know)::
+
+    {"EventType":"scenario-step-started","OnuSerial":"","OltID":0,"IntfID":-1,"OnuID":-1,"EpochTime":...,
+     "Timestamp":"...","Scenario":"pon-3-brownout","Step":"cut","Action":"onu-power-off",
+     "Targets":["BBSM00000301"],"Outcome":"","Refusals":0}
+
 Deliberate difference: BBSim publishes ``MIB-upload-done`` for each MIB Upload Next after the 290th since the MIB
 Upload, so never with up to 7 UNIs (its MIB has 227 MEs with 4) and several times with more; here it marks the end
 of each upload, once.
@@ -36,13 +45,17 @@ from typing import Callable
 from oltsim.model import events
 from oltsim.model.errors import OltsimError
 
-__all__ = ["EVENT_TYPES", "BbsimEventPublisher", "FirstFlows", "encode", "map_event", "record", "timestamp"]
+__all__ = ["EVENT_TYPES", "SCENARIO_EVENT_TYPES", "BbsimEventPublisher", "FirstFlows", "encode", "map_event",
+           "record", "scenario_record", "timestamp"]
 
 #: Every EventType published, BBSim's ten then the two it only documents.
 EVENT_TYPES = ("OLT-enable-received", "OLT-disable-received", "OLT-reboot-received", "OLT-reenable-received",
                "ONU-discovery-indication-sent", "ONU-activate-indication-received", "Flow-add-received",
                "Flow-remove-received", "MIB-upload-received", "MIB-upload-done", "ONU-authentication-done",
                "ONU-DHCP-ACK-received")
+
+#: oltsim's own EventTypes: a fault scenario's and its steps' starts and ends (scenario_record).
+SCENARIO_EVENT_TYPES = ("scenario-started", "scenario-step-started", "scenario-step-ended", "scenario-ended")
 
 _OLT_RPCS = {"EnableIndication": "OLT-enable-received", "DisableOlt": "OLT-disable-received",
              "ReenableOlt": "OLT-reenable-received", "Reboot": "OLT-reboot-received"}
@@ -71,6 +84,14 @@ def record(event_type: str, olt_id: int, intf_id: int, onu_id: int, serial: str,
     epoch, stamp = timestamp(seconds, tz)
     return {"EventType": event_type, "OnuSerial": serial, "OltID": olt_id, "IntfID": intf_id, "OnuID": onu_id,
             "EpochTime": epoch, "Timestamp": stamp}
+
+
+def scenario_record(olt_id: int, event, seconds: float, tz=None) -> dict:
+    """The record of an events.ScenarioEvent: BBSim's keys (OLT-level ids), then the scenario's."""
+    rec = record(event.kind, olt_id, -1, -1, "", seconds, tz)
+    rec.update(Scenario=event.scenario, Step=event.step, Action=event.action, Targets=list(event.targets),
+               Outcome=event.outcome, Refusals=event.refusals)
+    return rec
 
 
 def encode(rec: dict) -> bytes:
@@ -166,6 +187,10 @@ class BbsimEventPublisher:
 
     def _on_event(self, event) -> None:
         kind = type(event)
+        if kind is events.ScenarioEvent:
+            self.publish(encode(scenario_record(self.olt.id, event, self.clock.seconds(), self.tz)))
+            self.published += 1
+            return
         if kind is events.StateChanged and event.device == "onu" and event.attribute == "InternalState" \
                 and event.dest == "disabled":
             self.first_flows.onu_disabled(event.serial)

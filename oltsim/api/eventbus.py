@@ -58,6 +58,8 @@ def to_record(olt, event, sequence: int, time: float) -> dict | None:
     """A plain record for `event`: type, time, OLT/PON/ONU/UNI identifiers, details (strings)."""
     if not is_dataclass(event):
         return None
+    if isinstance(event, events.ScenarioEvent):
+        return scenario_record(olt, event, sequence, time)
     if isinstance(event, events.StateChanged):
         kind = f"{event.device}-state-changed"
     elif isinstance(event, events.FlowChanged):
@@ -90,6 +92,19 @@ def to_record(olt, event, sequence: int, time: float) -> dict | None:
         else:
             details[f.name if f.name not in ("src", "dest") else {"src": "from", "dest": "to"}[f.name]] = str(value)
     return record
+
+
+def scenario_record(olt, event, sequence: int, time: float) -> dict:
+    """The record of an events.ScenarioEvent: its `kind` is the type; details name the scenario, the step, its
+    action and targets (comma-separated: ONU serials, `pon 3`, `nni 0`, `olt`) and, once ended, the outcome and the
+    refusals counted. Fields that do not apply (a step's on a scenario event) are left out."""
+    details = {"scenario": event.scenario}
+    if event.step:
+        details.update(step=event.step, action=event.action, targets=",".join(event.targets))
+    if event.kind.endswith("-ended"):
+        details.update(outcome=event.outcome, refusals=str(event.refusals))
+    return {"type": event.kind, "time": time, "olt_id": olt.id, "pon_id": -1, "onu_id": -1, "onu_serial": "",
+            "uni_id": -1, "sequence": sequence, "details": details}
 
 
 class Subscription:

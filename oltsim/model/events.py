@@ -141,3 +141,18 @@ class MibUpload:
     onu_id: int
     serial: str
     done: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioEvent:
+    """A fault scenario (oltsim.scenario) started or ended, or one of its steps did. `kind` is the event's type:
+    scenario-started, scenario-step-started, scenario-step-ended or scenario-ended; `targets` names what the step
+    acts on (ONU serials, `pon 3`, `nni 0`, `olt`); an ended event has its `outcome` (done, stopped, failed) and the
+    `refusals` counted (targets the model refused)."""
+    kind: str
+    scenario: str
+    step: str = ""
+    action: str = ""
+    targets: tuple = ()
+    outcome: str = ""
+    refusals: int = 0
