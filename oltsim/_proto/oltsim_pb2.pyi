@@ -110,3 +110,53 @@ class Alarms(_message.Message):
     active: _containers.RepeatedCompositeFieldContainer[ActiveAlarm]
     history: _containers.RepeatedCompositeFieldContainer[AlarmRecord]
     def __init__(self, active: _Optional[_Iterable[_Union[ActiveAlarm, _Mapping]]] = ..., history: _Optional[_Iterable[_Union[AlarmRecord, _Mapping]]] = ...) -> None: ...
+
+class ScenarioRequest(_message.Message):
+    __slots__ = ("text", "source")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    source: str
+    def __init__(self, text: _Optional[str] = ..., source: _Optional[str] = ...) -> None: ...
+
+class ScenarioStep(_message.Message):
+    __slots__ = ("step", "action", "targets", "started_at", "ends_at")
+    STEP_FIELD_NUMBER: _ClassVar[int]
+    ACTION_FIELD_NUMBER: _ClassVar[int]
+    TARGETS_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    ENDS_AT_FIELD_NUMBER: _ClassVar[int]
+    step: str
+    action: str
+    targets: _containers.RepeatedScalarFieldContainer[str]
+    started_at: float
+    ends_at: float
+    def __init__(self, step: _Optional[str] = ..., action: _Optional[str] = ..., targets: _Optional[_Iterable[str]] = ..., started_at: _Optional[float] = ..., ends_at: _Optional[float] = ...) -> None: ...
+
+class ScenarioStatus(_message.Message):
+    __slots__ = ("state", "name", "source", "seed", "started_at", "elapsed", "steps_total", "steps_started", "steps_ended", "refusals", "current", "error")
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FIELD_NUMBER: _ClassVar[int]
+    SEED_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    ELAPSED_FIELD_NUMBER: _ClassVar[int]
+    STEPS_TOTAL_FIELD_NUMBER: _ClassVar[int]
+    STEPS_STARTED_FIELD_NUMBER: _ClassVar[int]
+    STEPS_ENDED_FIELD_NUMBER: _ClassVar[int]
+    REFUSALS_FIELD_NUMBER: _ClassVar[int]
+    CURRENT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    state: str
+    name: str
+    source: str
+    seed: str
+    started_at: float
+    elapsed: float
+    steps_total: int
+    steps_started: int
+    steps_ended: int
+    refusals: int
+    current: _containers.RepeatedCompositeFieldContainer[ScenarioStep]
+    error: str
+    def __init__(self, state: _Optional[str] = ..., name: _Optional[str] = ..., source: _Optional[str] = ..., seed: _Optional[str] = ..., started_at: _Optional[float] = ..., elapsed: _Optional[float] = ..., steps_total: _Optional[int] = ..., steps_started: _Optional[int] = ..., steps_ended: _Optional[int] = ..., refusals: _Optional[int] = ..., current: _Optional[_Iterable[_Union[ScenarioStep, _Mapping]]] = ..., error: _Optional[str] = ...) -> None: ...

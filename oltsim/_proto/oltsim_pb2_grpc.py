@@ -50,6 +50,21 @@ class OltsimStub:
                 request_serializer=oltsim__pb2.AlarmFilter.SerializeToString,
                 response_deserializer=oltsim__pb2.Alarms.FromString,
                 _registered_method=True)
+        self.RunScenario = channel.unary_unary(
+                '/oltsim.v1.Oltsim/RunScenario',
+                request_serializer=oltsim__pb2.ScenarioRequest.SerializeToString,
+                response_deserializer=oltsim__pb2.ScenarioStatus.FromString,
+                _registered_method=True)
+        self.GetScenario = channel.unary_unary(
+                '/oltsim.v1.Oltsim/GetScenario',
+                request_serializer=oltsim__pb2.Empty.SerializeToString,
+                response_deserializer=oltsim__pb2.ScenarioStatus.FromString,
+                _registered_method=True)
+        self.StopScenario = channel.unary_unary(
+                '/oltsim.v1.Oltsim/StopScenario',
+                request_serializer=oltsim__pb2.Empty.SerializeToString,
+                response_deserializer=oltsim__pb2.ScenarioStatus.FromString,
+                _registered_method=True)
 
 
 class OltsimServicer:
@@ -77,6 +92,28 @@ class OltsimServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RunScenario(self, request, context):
+        """Start a scenario (docs/scenarios.md): INVALID_ARGUMENT for a file that does not load (the message names the
+        step), FAILED_PRECONDITION while another one runs.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetScenario(self, request, context):
+        """The running scenario, or the last one, and its current steps.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def StopScenario(self, request, context):
+        """Stop the running scenario, undoing what its steps hold; nothing to stop is no error.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OltsimServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -94,6 +131,21 @@ def add_OltsimServicer_to_server(servicer, server):
                     servicer.GetAlarms,
                     request_deserializer=oltsim__pb2.AlarmFilter.FromString,
                     response_serializer=oltsim__pb2.Alarms.SerializeToString,
+            ),
+            'RunScenario': grpc.unary_unary_rpc_method_handler(
+                    servicer.RunScenario,
+                    request_deserializer=oltsim__pb2.ScenarioRequest.FromString,
+                    response_serializer=oltsim__pb2.ScenarioStatus.SerializeToString,
+            ),
+            'GetScenario': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetScenario,
+                    request_deserializer=oltsim__pb2.Empty.FromString,
+                    response_serializer=oltsim__pb2.ScenarioStatus.SerializeToString,
+            ),
+            'StopScenario': grpc.unary_unary_rpc_method_handler(
+                    servicer.StopScenario,
+                    request_deserializer=oltsim__pb2.Empty.FromString,
+                    response_serializer=oltsim__pb2.ScenarioStatus.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -178,6 +230,87 @@ class Oltsim:
             '/oltsim.v1.Oltsim/GetAlarms',
             oltsim__pb2.AlarmFilter.SerializeToString,
             oltsim__pb2.Alarms.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RunScenario(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/oltsim.v1.Oltsim/RunScenario',
+            oltsim__pb2.ScenarioRequest.SerializeToString,
+            oltsim__pb2.ScenarioStatus.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetScenario(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/oltsim.v1.Oltsim/GetScenario',
+            oltsim__pb2.Empty.SerializeToString,
+            oltsim__pb2.ScenarioStatus.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def StopScenario(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/oltsim.v1.Oltsim/StopScenario',
+            oltsim__pb2.Empty.SerializeToString,
+            oltsim__pb2.ScenarioStatus.FromString,
             options,
             channel_credentials,
             insecure,

@@ -21,6 +21,8 @@ from oltsim.model.onu import IGMP_MACHINE
 log = logger("oltsim.api")
 
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error")
+#: The largest scenario text RunScenario takes (UTF-8 bytes): thousands of steps; more is refused, not parsed.
+MAX_SCENARIO_BYTES = 256 * 1024
 
 
 def parse_uint(value, name: str) -> int:
@@ -50,6 +52,9 @@ class V1Commands:
         self.logs = logs
         self.olt_ip = olt_ip
         self.revision = revision
+        #: the scenario runner (oltsim.scenario.runner.ScenarioRunner), set where the daemon is wired; None: no
+        #: scenarios on this OLT (the scenario calls are refused)
+        self.scenarios = None
         self._cache: dict = {}
 
     def cached(self, key, build):
@@ -257,6 +262,32 @@ class V1Commands:
             serial = self.olt.onu_by_serial(serial).serial
         return translate.alarms_to_pb(self.olt.alarms, serial)
 
+    # ---- scenarios (docs/scenarios.md) ---------------------------------------------------------
+
+    def RunScenario(self, request) -> oltsim_pb2.ScenarioStatus:
+        """oltsim.v1.Oltsim/RunScenario and POST /v1/scenario: start the scenario whose YAML `request.text` holds
+        (InvalidArgument, naming the step, for one that does not load; FailedPrecondition while one runs)."""
+        if not request.text.strip():
+            raise InvalidArgument("the scenario is empty: send the YAML text of a scenario file (docs/scenarios.md)")
+        if len(request.text.encode("utf-8")) > MAX_SCENARIO_BYTES:
+            raise InvalidArgument(f"the scenario is larger than {MAX_SCENARIO_BYTES // 1024} KiB")
+        return scenario_status_to_pb(self._need_scenarios().run(request.text, source=request.source or "api"))
+
+    def GetScenario(self, request) -> oltsim_pb2.ScenarioStatus:
+        """oltsim.v1.Oltsim/GetScenario and GET /v1/scenario: the running (or last) scenario and its current
+        steps."""
+        return scenario_status_to_pb(self._need_scenarios().status())
+
+    def StopScenario(self, request) -> oltsim_pb2.ScenarioStatus:
+        """oltsim.v1.Oltsim/StopScenario and DELETE /v1/scenario: stop the running scenario, undoing what it holds;
+        nothing running is no error."""
+        return scenario_status_to_pb(self._need_scenarios().stop())
+
+    def _need_scenarios(self):
+        if self.scenarios is None:
+            raise FailedPrecondition("this OLT runs no scenarios")
+        return self.scenarios
+
     def _ok_if_sent(self, message: str, unsent: str | None = None) -> bbsim_pb2.Response:
         """BBSim's success `message` while an adapter holds the indication stream; otherwise (`unsent` or) the
         message saying that the change is applied but its indications reached no one."""
@@ -335,6 +366,22 @@ class V1Commands:
         self.olt.touch()
         verb = bbsim_pb2.SubActionTypes.Name(action)
         return _ok(f"IGMP {verb} {group} sent on UNI {uni.id} of ONU {onu.serial}.")
+
+
+def scenario_status_to_pb(status: dict) -> oltsim_pb2.ScenarioStatus:
+    """The scenario runner's status dict (ScenarioRunner.status) as oltsim.v1.ScenarioStatus; a missing time is 0,
+    a missing name, source or error empty."""
+    msg = oltsim_pb2.ScenarioStatus(
+        state=status.get("state") or "idle", name=status.get("name") or "", source=status.get("source") or "",
+        seed=str(status.get("seed", 0)), started_at=float(status.get("started_at") or 0.0),
+        elapsed=float(status.get("elapsed") or 0.0), steps_total=int(status.get("steps_total") or 0),
+        steps_started=int(status.get("steps_started") or 0), steps_ended=int(status.get("steps_ended") or 0),
+        refusals=int(status.get("refusals") or 0), error=status.get("error") or "")
+    for step in status.get("current") or ():
+        msg.current.add(step=step.get("step") or "", action=step.get("action") or "",
+                        targets=[str(t) for t in step.get("targets") or ()],
+                        started_at=float(step.get("started_at") or 0.0), ends_at=float(step.get("ends_at") or 0.0))
+    return msg
 
 
 def _ok(message: str) -> bbsim_pb2.Response:

@@ -88,6 +88,8 @@ class ExtraPath:
     message: object = None
     #: the gRPC method answering the same, named as `x-rpc`
     rpc: str = ""
+    #: the OpenAPI requestBody object of a path that reads a body
+    body: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -314,6 +316,8 @@ def build_document(*, title: str, description: str, routes: Iterable[Route], ser
             operation["x-rpc"] = path.rpc
         if path.description:
             operation["description"] = path.description
+        if path.body is not None:
+            operation["requestBody"] = dict(path.body)
         if path.request is not None:
             operation["parameters"] = parameters_for(path.path, Route(path.method, path.path, "").placeholders,
                                                      path.request)

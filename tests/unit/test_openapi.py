@@ -53,12 +53,13 @@ def schema_of(document, name: str) -> dict:
 @pytest.mark.parametrize("revision", REVISIONS)
 def test_v1_document_has_every_route_and_nothing_else(revision):
     """Every route the v1 server routes with in a revision is documented with its method and RPC; the only other
-    operations are the document itself, the event stream and the alarms."""
+    operations are the document itself, the event stream, the alarms and the scenario runner."""
     document = v1_rest.openapi_document(revision)
     expected = {(r.method, r.path): r for r in routes_for(revision)}
     found = operations(document)
     assert set(found) - set(expected) == {("GET", "/v1/openapi.json"), ("GET", "/v1/events"),
-                                          ("GET", "/v1/olt/alarms")}
+                                          ("GET", "/v1/olt/alarms"), ("GET", "/v1/scenario"),
+                                          ("POST", "/v1/scenario"), ("DELETE", "/v1/scenario")}
     for key, route in expected.items():
         assert key in found, key
         assert found[key]["x-rpc"] == f"bbsim.BBSim/{route.rpc}"
@@ -206,8 +207,12 @@ def test_every_operation_documents_the_error_statuses(secured):
             statuses = set(op["responses"])
             assert {"200", "405", "500"} <= statuses, (method, path)
             if (method, path) not in (("GET", "/v1/openapi.json"), ("GET", "/v0/openapi.json")):
-                assert {"400", "404"} <= statuses, (method, path)
-            if "/openapi.json" not in path and "/events" not in path and path != "/v1/olt/alarms":  # a read: 400, 404
+                assert "400" in statuses, (method, path)
+                if path != "/v1/scenario":  # no path parameter, no NOT_FOUND: the runner answers 400 and 409
+                    assert "404" in statuses, (method, path)
+            if path == "/v1/scenario":
+                assert "409" in statuses, (method, path)
+            elif "/openapi.json" not in path and "/events" not in path and path != "/v1/olt/alarms":  # a read: 400, 404
                 assert {"409", "503"} <= statuses, (method, path)
             assert ("401" in statuses) is secured
         assert ("securitySchemes" in document["components"]) is secured

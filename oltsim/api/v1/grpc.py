@@ -21,8 +21,8 @@ BBSimServicer = delegating_servicer(bbsim_pb2_grpc.BBSimServicer, bbsim_pb2.DESC
 
 
 class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
-    """oltsim's own additions on the v1 gRPC port: version details, the event stream and the alarms (through
-    `commands`, the V1Commands REST shares)."""
+    """oltsim's own additions on the v1 gRPC port: version details, the event stream, the alarms and the scenarios
+    (through `commands`, the V1Commands REST shares)."""
 
     def __init__(self, bus=None, buffer: int = 4096, buffer_bytes: int = 512 * 1024, commands=None):
         self._bus = bus
@@ -56,6 +56,23 @@ class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
             raise NotImplementedError("this server has no alarms to show")
         return self._commands.GetAlarms(request)
 
+    def _need_commands(self):
+        if self._commands is None:
+            raise NotImplementedError("this server has no scenarios to run")
+        return self._commands
+
+    def RunScenario(self, request, context):
+        """Start a scenario from its YAML text (V1Commands.RunScenario)."""
+        return self._need_commands().RunScenario(request)
+
+    def GetScenario(self, request, context):
+        """The running or last scenario (V1Commands.GetScenario)."""
+        return self._need_commands().GetScenario(request)
+
+    def StopScenario(self, request, context):
+        """Stop the running scenario (V1Commands.StopScenario)."""
+        return self._need_commands().StopScenario(request)
+
     def VersionDetails(self, request, context):
         return oltsim_pb2.VersionDetails(version=__version__, python_version=platform.python_version(),
                                          grpc_version=grpc.__version__,
@@ -80,6 +97,15 @@ def add_to_server(servicer, server) -> None:
         "GetAlarms": grpc.unary_unary_rpc_method_handler(
             servicer.GetAlarms, request_deserializer=oltsim_pb2.AlarmFilter.FromString,
             response_serializer=oltsim_pb2.Alarms.SerializeToString),
+        "RunScenario": grpc.unary_unary_rpc_method_handler(
+            servicer.RunScenario, request_deserializer=oltsim_pb2.ScenarioRequest.FromString,
+            response_serializer=oltsim_pb2.ScenarioStatus.SerializeToString),
+        "GetScenario": grpc.unary_unary_rpc_method_handler(
+            servicer.GetScenario, request_deserializer=oltsim_pb2.Empty.FromString,
+            response_serializer=oltsim_pb2.ScenarioStatus.SerializeToString),
+        "StopScenario": grpc.unary_unary_rpc_method_handler(
+            servicer.StopScenario, request_deserializer=oltsim_pb2.Empty.FromString,
+            response_serializer=oltsim_pb2.ScenarioStatus.SerializeToString),
     }
     server.add_registered_method_handlers(oltsim_pb2.DESCRIPTOR.services_by_name["Oltsim"].full_name, handlers)
 

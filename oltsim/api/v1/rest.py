@@ -10,6 +10,7 @@ from werkzeug.exceptions import NotFound as RouteNotFound
 
 from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.api import translate, ui
+from oltsim.api.commands import MAX_SCENARIO_BYTES
 from oltsim.api.index import render_index
 from oltsim.api.openapi import ExtraPath, build_document
 from oltsim.api.rest import (ListWriter, Route, bad_url, build_request, json_bytes, json_response, page, page_of,
@@ -69,6 +70,7 @@ def routes_for(revision: str) -> tuple[Route, ...]:
 OPENAPI_PATH = "/v1/openapi.json"
 ALARMS_PATH = "/v1/olt/alarms"
 EVENTS_PATH = "/v1/events"
+SCENARIO_PATH = "/v1/scenario"
 METRICS_PATH = "/metrics"
 
 
@@ -85,6 +87,7 @@ def openapi_document(revision: str = "extended", secured: bool = False, events: 
                                    "(Unix seconds); `history`: the last 1000 raises (`status` on) and clears (off) "
                                    "since start, newest last, each with `at`. `onu_serial` keeps one ONU's "
                                    "(404 if no such ONU). docs/alarms.md says what clears what.")]
+    extra += scenario_paths()
     if events:
         extra.append(ExtraPath(
             "GET", EVENTS_PATH, "Server-Sent Events: every event of the simulator", media_type="text/event-stream",
@@ -114,6 +117,51 @@ def openapi_document(revision: str = "extended", secured: bool = False, events: 
                     "--kafka, publishes BBSim's events to Kafka (topic BBSim-OLT-<id>-Events); GET /ui is a live "
                     "view of this API for a browser.",
         routes=routes_for(revision), service=_SERVICE, revision=revision, secured=secured, extra=extra)
+
+
+def scenario_paths() -> list[ExtraPath]:
+    """POST, GET and DELETE /v1/scenario in the OpenAPI document (docs/scenarios.md)."""
+    status = oltsim_pb2.ScenarioStatus.DESCRIPTOR
+    shape = ("`state` idle (none run yet), running, done, stopped or failed; `current` the steps running now, each "
+             "with its targets and Unix times (`ends_at` 0 without a duration); `seed` as text (the file's seed "
+             "is a number or a string).")
+    return [
+        ExtraPath("POST", SCENARIO_PATH, "Run a scenario", message=status, errors=(400, 409),
+                  rpc="oltsim.v1.Oltsim/RunScenario",
+                  body={"required": True, "description": "the scenario file's YAML text (docs/scenarios.md), UTF-8, "
+                        f"at most {MAX_SCENARIO_BYTES // 1024} KiB; any textual Content-Type (send a file with "
+                        "curl --data-binary @FILE)",
+                        "content": {"application/yaml": {"schema": {"type": "string"}},
+                                    "text/plain": {"schema": {"type": "string"}}}},
+                  description="Starts the scenario and answers its status. 400: the file does not load (the "
+                              "message names the step and the problem), an empty or oversized body; 409: a "
+                              "scenario is running already (one at a time). " + shape),
+        ExtraPath("GET", SCENARIO_PATH, "The running or last scenario", message=status, errors=(400, 409),
+                  rpc="oltsim.v1.Oltsim/GetScenario", description=shape),
+        ExtraPath("DELETE", SCENARIO_PATH, "Stop the running scenario", message=status, errors=(400, 409),
+                  rpc="oltsim.v1.Oltsim/StopScenario",
+                  description="Stops it and undoes what its steps hold (power back on, alarms cleared, ...); "
+                              "nothing running is no error. " + shape),
+    ]
+
+
+def scenario_text(request) -> str:
+    """The body of POST /v1/scenario as text: not empty, not multipart (a form upload), UTF-8, at most
+    MAX_SCENARIO_BYTES (the listener's --max-request-body refused larger bodies before they were read)."""
+    content_type = (request.getHeader(b"content-type") or b"").split(b";")[0].strip().lower()
+    if content_type.startswith(b"multipart/"):
+        raise InvalidArgument("send the scenario file itself as the request body, not a form "
+                              "(curl --data-binary @FILE)")
+    raw = request.content.read(MAX_SCENARIO_BYTES + 1) if request.content is not None else b""
+    if len(raw) > MAX_SCENARIO_BYTES:
+        raise InvalidArgument(f"the scenario is larger than {MAX_SCENARIO_BYTES // 1024} KiB")
+    if not raw.strip():
+        raise InvalidArgument("the request body is empty: send the YAML text of a scenario file "
+                              "(docs/scenarios.md)")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidArgument("the scenario is not UTF-8 text") from None
 
 
 class EventStream:
@@ -297,6 +345,21 @@ class V1Rest:
             raise InvalidArgument(f"unknown parameter(s) {', '.join(sorted(unknown))}; use onu_serial")
         message = oltsim_pb2.AlarmFilter(onu_serial=(query.get("onu_serial") or [""])[-1])
         return json_response(request, 200, json_bytes(translate.to_json_dict(self.commands.GetAlarms(message))))
+
+    @app.route(SCENARIO_PATH, methods=["GET", "POST", "DELETE"], branch=False)
+    def scenario(self, request):
+        """Run (POST, the YAML as the body), show (GET) or stop (DELETE) a scenario (docs/scenarios.md)."""
+        query = query_params(request) if request.method != b"POST" else {}
+        if query:  # a POST body sent as a form fills request.args: only other methods' queries are checked
+            raise InvalidArgument(f"unknown parameter(s) {', '.join(sorted(query))}")
+        if request.method == b"POST":
+            answer = self.commands.RunScenario(oltsim_pb2.ScenarioRequest(text=scenario_text(request),
+                                                                          source="api"))
+        elif request.method == b"DELETE":
+            answer = self.commands.StopScenario(oltsim_pb2.Empty())
+        else:
+            answer = self.commands.GetScenario(oltsim_pb2.Empty())
+        return json_response(request, 200, json_bytes(translate.to_json_dict(answer)))
 
     @app.route(ui.UI_PATH, methods=["GET"], branch=False)
     def ui_page(self, request):
