@@ -55,6 +55,7 @@ setup(
         "oltsim.platform",
         "oltsim.ctl",
         "oltsim.dmi",
+        "oltsim.scenario",
         # Twisted discovers plugins in twisted.plugins; named explicitly because
         # twisted/ and twisted/plugins/ deliberately have no __init__.py.
         "twisted.plugins",
