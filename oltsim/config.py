@@ -301,6 +301,8 @@ class Settings:
     kafka_event_topic: str = ""
     # built-in adapter (issue 16): "builtin" has oltsim drive its own OpenOLT side; "none" waits for VOLTHA or bbr
     adapter: str = "none"
+    # fault scenarios (issue 25): a scenario file (docs/scenarios.md) played once the OLT is up; "" = none
+    scenario: str = ""
     # security (issue 5): the control APIs' access token, "" = open as BBSim; kept out of repr so it is never logged
     api_token: str = field(default="", repr=False)
     api_token_file: str = ""
@@ -384,6 +386,7 @@ _BBSIM_KEYS = {
     "kafka_address": "kafka_address",
     "kafka_event_topic": "kafka_event_topic",
     "adapter": "adapter",
+    "scenario": "scenario",
 }
 _OLT_KEYS = {
     "model": "model",
@@ -576,7 +579,7 @@ def _read_config_file(path: str) -> tuple[dict[str, Any], dict[str, str], list[s
                 if not isinstance(raw, str):
                     raise ConfigError(f"{where}: {label} must be a file name (got {raw!r})", setting)
                 values[setting] = os.path.expanduser(raw)
-            elif setting == "api_token_file":
+            elif setting in ("api_token_file", "scenario"):
                 if not isinstance(raw, str):
                     raise ConfigError(f"{where}: {label} must be a file name (got {raw!r})", setting)
                 # Relative to the config file, as the services file is.

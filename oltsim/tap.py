@@ -29,7 +29,7 @@ from twisted.python import usage
 from oltsim import __version__
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim._proto import bbsim_dmi_pb2
-from oltsim.api.commands import V1Commands
+from oltsim.api.commands import MAX_SCENARIO_BYTES, V1Commands
 from oltsim.api.eventbus import EventBus
 from oltsim.api.images import ImageServer, with_images
 from oltsim.api.sadis import SadisRest
@@ -58,10 +58,12 @@ from oltsim.metrics import AioMetricsInterceptor, Metrics, counted, with_metrics
 from oltsim.security import AccessToken, check_listener, guard, interceptors, server_service
 from oltsim.model import events
 from oltsim.model.builder import build_olt, check_buildable
-from oltsim.model.errors import OltsimError
+from oltsim.model.errors import InvalidArgument, OltsimError
 from oltsim.omci.responder import OmciResponder
 from oltsim.onloop import on_loop
 from oltsim.packets.engine import ProtocolEngine
+from oltsim.scenario import schema as scenario_schema
+from oltsim.scenario.runner import ScenarioRunner
 from oltsim.southbound.builtin import BuiltinAdapter
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
 
@@ -114,6 +116,9 @@ PARAMETERS = [
     # built-in adapter (issue 16)
     ("adapter", None, None, "who drives the OpenOLT side: none (default: wait for VOLTHA or bbr) or builtin "
      "(oltsim brings its ONUs up itself)", "adapter"),
+    # fault scenarios (issue 25)
+    ("scenario", None, None, "fault scenario file (docs/scenarios.md) to play once the OLT is up; checked at "
+     "start (YAML bbsim.scenario)", "scenario"),
     # security (issue 5): off by default, as BBSim
     ("api-token", None, None, "access token the v1/v0 REST and gRPC APIs and /metrics require as "
      "'Authorization: Bearer TOKEN' (default none: open, as BBSim); prefer --api-token-file", "api_token"),
@@ -187,6 +192,7 @@ class Options(usage.Options):
             settings = load_settings(given, self["config"])
             check_buildable(settings)
             check_listeners(settings)
+            self.scenario_text = check_scenario(settings.scenario)
             if self["strict-config"] and settings.warnings:
                 raise strict_error(settings.warnings)
         except (ConfigError, OltsimError, ValueError) as exc:
@@ -196,6 +202,114 @@ class Options(usage.Options):
             sys.stderr.write(f"oltsim: {prefix}{exc}\n")
             raise SystemExit(2) from None
         self.settings = settings
+
+
+def read_scenario(path: str) -> str:
+    """The text of the scenario file at `path`; ConfigError (naming the setting) if it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read(MAX_SCENARIO_BYTES + 1)
+    except FileNotFoundError:
+        raise ConfigError(f"scenario file {path} does not exist", "scenario") from None
+    except IsADirectoryError:
+        raise ConfigError(f"scenario file {path} is a directory, not a file", "scenario") from None
+    except OSError as error:
+        raise ConfigError(f"scenario file {path} cannot be read: {error.strerror or error}", "scenario") from None
+    if len(raw) > MAX_SCENARIO_BYTES:
+        raise ConfigError(f"scenario file {path} is larger than {MAX_SCENARIO_BYTES // 1024} KiB", "scenario")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ConfigError(f"scenario file {path} is not UTF-8 text", "scenario") from None
+
+
+def check_scenario(path: str) -> str | None:
+    """The text of the scenario file at `path` (None without one) once it loads (oltsim.scenario.schema): a file
+    that does not is refused now, with one line naming the file, the step and the problem."""
+    if not path:
+        return None
+    text = read_scenario(path)
+    try:
+        scenario_schema.parse(text, path)
+    except InvalidArgument as error:
+        message = str(error)
+        raise ConfigError(message if path in message else f"scenario file {path}: {message}", "scenario") from None
+    return text
+
+
+def check_scenario_targets(olt, scenario, path: str) -> None:
+    """The ONUs, PONs and NNI the scenario names exist on `olt` (built, not started): ConfigError naming the file
+    and the step otherwise, as the runner would refuse the file once the OLT is up."""
+    for step in scenario.steps:
+        try:
+            for serial in step.targets.onus:
+                olt.onu_by_serial(serial)
+            for pon_id in step.targets.pons:
+                olt.pon(pon_id)
+            if step.kind == "nni":
+                olt.nni(step.targets.nni)
+        except OltsimError as exc:
+            raise ConfigError(f"scenario file {path}: step {step.index} {step.name!r}: {exc}", "scenario") from None
+
+
+class ScenarioAtStart(service.Service):
+    """Plays the --scenario file once, when the OLT first comes up (enabled: an adapter, VOLTHA or the built-in
+    one, has enabled it), through `runner` (oltsim.scenario.runner.ScenarioRunner), which its stop closes."""
+
+    name = "scenario"
+
+    def __init__(self, olt, runner, text: str | None, source: str, clock):
+        self.olt = olt
+        self.runner = runner
+        self.text = text
+        self.source = source
+        self.clock = clock
+        self._unsubscribe = None
+        self._call = None
+
+    def startService(self):
+        super().startService()
+        if self.text is None:
+            return
+        if self.olt.state == "enabled":
+            self._call = self.clock.callLater(0, self._start)
+        else:
+            self._unsubscribe = self.olt.subscribe(self._on_event)
+
+    def _on_event(self, event) -> None:
+        if (isinstance(event, events.StateChanged) and event.device == "olt" and event.attribute == "InternalState"
+                and event.dest == "enabled" and self._call is None):
+            self._forget()
+            # Not inside the model's emit: the scenario's first steps act on the model.
+            self._call = self.clock.callLater(0, self._start)
+
+    def _start(self) -> None:
+        self._call = None
+        text, self.text = self.text, None
+        try:
+            self.runner.run(text, source=self.source)
+        except OltsimError as error:  # loaded at start; only a refusal of the moment (one running already)
+            log.error("scenario-not-started source={source} reason={reason}", source=self.source, reason=str(error))
+        except Exception:
+            log.failure("scenario-start-failed source={source}", source=self.source)
+        else:
+            log.info("scenario-started-at-start source={source}", source=self.source)
+
+    def _forget(self) -> None:
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+
+    def stopService(self):
+        super().stopService()
+        self._forget()
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+        self._call = None
+        try:
+            self.runner.close()
+        except Exception:
+            log.failure("scenario-close-failed")
 
 
 def local_ip(openolt_endpoint: str) -> str:
@@ -416,6 +530,20 @@ def makeService(options, reactor=None):
     bus = EventBus(olt, reactor)
     commands = V1Commands(olt, openolt=openolt, logs=CONTROL, olt_ip=local_ip(settings.openolt),
                           revision=settings.api_revision)
+    # Fault scenarios (issue 25): one runner over the same use cases, for the v1 API and --scenario; its stop (before
+    # the OLT's, children stop last first) undoes what a running scenario holds.
+    commands.scenarios = ScenarioRunner(olt, commands, clock=reactor)
+    scenario_text = getattr(options, "scenario_text", None)
+    if settings.scenario:
+        try:
+            if scenario_text is None:  # options built without postOptions: checked now
+                scenario_text = check_scenario(settings.scenario)
+            check_scenario_targets(olt, scenario_schema.parse(scenario_text, settings.scenario), settings.scenario)
+        except ConfigError as exc:
+            typed = options.get("scenario") if isinstance(options, dict) else None
+            sys.stderr.write(f"oltsim: {'--scenario: ' if typed else ''}{exc}\n")
+            raise SystemExit(2) from None
+    ScenarioAtStart(olt, commands.scenarios, scenario_text, settings.scenario, reactor).setServiceParent(top)
     # The control APIs are served on the reactor's loop too, by the same engines: no call holds a thread, a request
     # that never arrives costs no Python at all on the native engine, and open streams are capped per server
     # (RESOURCE_EXHAUSTED beyond; HTTP/2 streams per connection are set above that cap, so that a client is refused
