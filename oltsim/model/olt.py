@@ -14,6 +14,7 @@ from oltsim.logs import logger
 from oltsim.model import events
 from oltsim.model.alarms import NNI_PORT_BASE, PON_PORT_BASE, AlarmBook
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable
+from oltsim.model.faults import FaultBook
 from oltsim.model.flows import Flow, FlowStore
 from oltsim.model.fsm import Machine, StateHolder
 from oltsim.model.onu import ACTIVE_STATES, ONU_MACHINE, Onu, serial_key
@@ -313,6 +314,8 @@ class Olt(StateHolder):
         self._stats_call = None
         #: every alarm the OLT reported (`emit` notes each events.Alarm): the active ones and the history
         self.alarms = AlarmBook(clock, changed=self.touch)
+        #: fault knobs per ONU (OMCI delay, rate, mute; EAPOL/DHCP drops), set by scenarios
+        self.faults = FaultBook(self)
 
     # ---- plumbing --------------------------------------------------------------------------
 
@@ -374,7 +377,8 @@ class Olt(StateHolder):
         return n
 
     def stop(self) -> None:
-        """Cancel every timer of the OLT and its ONUs (process shutdown)."""
+        """Cancel every timer of the OLT and its ONUs and every fault knob (process shutdown)."""
+        self.faults.cancel_all()
         for call in list(self._calls):
             if call.active():
                 call.cancel()

@@ -196,7 +196,7 @@ class Onu(StateHolder):
     __slots__ = ("olt", "pon", "index", "serial", "onu_id", "state", "oper_state", "unis",
                  "flow_keys", "traffic_schedulers", "mib_data_sync", "_discovery_call",
                  "_timer_calls", "image_expected_sections", "image_received_sections",
-                 "active_image", "committed_image", "handlers")
+                 "active_image", "committed_image", "handlers", "faults")
 
     def __init__(self, olt: "Olt", pon: "PonPort", index: int, serial: str):
         self.olt = olt
@@ -217,6 +217,8 @@ class Onu(StateHolder):
         self.active_image = 0
         self.committed_image = 0
         self.handlers = None
+        #: the ONU's fault knobs (oltsim.model.faults.OnuFaults), None when it has none: OMCI and packets check it
+        self.faults = None
 
     # ---- views -----------------------------------------------------------------------------
 

@@ -123,6 +123,9 @@ class ProtocolEngine:
             log.info("packet-out-dropped serial={serial} uni={uni} service={service} why=service-not-running",
                      **describe(service))
             return
+        faults = onu.faults
+        if faults is not None and faults.drops(onu, frame.kind):
+            return                  # lost on the way (packet-drop knob, oltsim.model.faults)
         if frame.kind == "eapol":
             self.eapol.receive(service, frame)
         else:
