@@ -398,10 +398,16 @@ def parse(text: str, source: str = "<text>") -> Scenario:
 
 
 def load(path) -> Scenario:
-    """The Scenario in file `path`; InvalidArgument naming the path when it cannot be read or is not valid."""
+    """The Scenario in file `path`; InvalidArgument starting with the path when it cannot be read or is not valid
+    (`labs/x.yaml: step 2 'pull': unknown action ...`)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise InvalidArgument(f"{path}: cannot read the scenario: {getattr(exc, 'strerror', None) or exc}") from None
-    return parse(text, str(path))
+    try:
+        return parse(text, str(path))
+    except InvalidArgument as exc:
+        if exc.message.startswith(f"{path}: "):
+            raise
+        raise InvalidArgument(f"{path}: {exc.message}") from None
