@@ -142,6 +142,11 @@ def _verbose(parser, what: str) -> None:
     parser.add_argument("-v", "--verbose", action="store_true", help=f"add a column with {what}")
 
 
+def _json(parser) -> None:
+    parser.add_argument("--json", dest="output", action="store_const", const="json", default=argparse.SUPPRESS,
+                        help="the same as -o json")
+
+
 def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
     """The whole command line, named after `profile`."""
     parser = argparse.ArgumentParser(
@@ -241,6 +246,19 @@ def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
     p.add_argument("--history", action="store_true", help="the raises and clears since start instead (newest last)")
     p.add_argument("--onu", metavar="ONU_SN", help="only this ONU's alarms")
 
+    scenario = root.group("scenario", "run, show and stop fault scenarios (docs/scenarios.md)")
+    p = scenario.command("run", c.scenario_run, "run a scenario file; a progress bar until it ends (exit 1 if it "
+                                                "fails or is stopped)")
+    p.add_argument("file", metavar="FILE", help="the scenario file (YAML), read here and sent to oltsim")
+    p.add_argument("--detach", action="store_true", help="return once it has started")
+    p.add_argument("--interval", type=_seconds, default=0.5, metavar="SECONDS",
+                   help="time between two looks (default 0.5)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    _json(p)
+    _json(scenario.command("status", c.scenario_status, "show the running (or last) scenario and its current "
+                                                        "steps"))
+    _json(scenario.command("stop", c.scenario_stop, "stop the running scenario, undoing what its steps hold"))
+
     p = root.command("events", watch.events, "print events as they happen (Ctrl-C ends)")
     p.add_argument("--type", dest="types", action="append", metavar="TYPE",
                    help="only this event type, e.g. onu-state-changed, alarm, flow-added (repeatable)")
@@ -287,7 +305,7 @@ def _run(args, profile: Profile) -> int:
         if args.handler is c.show_config:
             return c.show_config(settings, args, sys.stdout)
         with Connection(settings) as conn:
-            if args.handler in (watch.events, watch.wait):
+            if args.handler in (watch.events, watch.wait, c.scenario_run):
                 if args.handler is watch.events:
                     interrupted = 0
                 return args.handler(conn, args, sys.stdout, sys.stderr)

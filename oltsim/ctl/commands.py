@@ -482,3 +482,116 @@ def alarms(conn, args, out) -> int:
                           [[_when(a.since), a.kind, a.type, a.onu_serial, _id(a.pon_id), _id(a.port_id)]
                            for a in answer.active]))
     return EXIT_OK
+
+
+# ---- scenarios (oltsim.v1.Oltsim/RunScenario, GetScenario, StopScenario; docs/scenarios.md) ------------------
+
+#: The states a scenario ends in, and the exit code each gives `scenario run` (done 0, the others 1).
+SCENARIO_ENDS = {"done": EXIT_OK, "stopped": EXIT_REFUSED, "failed": EXIT_REFUSED}
+#: `scenario run`'s exit code when Ctrl-C ends the watching (the scenario goes on).
+EXIT_INTERRUPTED = 130
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.1f}s"
+
+
+def scenario_table(status) -> str:
+    """A ScenarioStatus as two tabwriter tables: the scenario, then its current steps (if any), and the error of a
+    failed one."""
+    started = _when(status.started_at) if status.started_at else ""
+    text = columns(["NAME", "STATE", "SOURCE", "SEED", "STARTED", "ELAPSED", "STEPS", "REFUSALS"],
+                   [[status.name, status.state, status.source, status.seed if status.name else "", started,
+                     _duration(status.elapsed) if status.started_at else "",
+                     f"{status.steps_ended}/{status.steps_total}" if status.name else "", str(status.refusals)]])
+    if status.current:
+        text += "\n" + columns(["STEP", "ACTION", "TARGETS", "STARTED", "ENDS"],
+                               [[step.step, step.action, ",".join(step.targets) or "-", _when(step.started_at),
+                                 _when(step.ends_at) if step.ends_at else "-"] for step in status.current])
+    if status.error:
+        text += f"\nerror: {status.error}\n"
+    return text
+
+
+def _show_scenario(args, out, status) -> None:
+    if args.output == "json":
+        print_json(out, status)
+    else:
+        out.write(scenario_table(status))
+
+
+def read_scenario_file(path: str) -> str:
+    """The text of a scenario file given on the command line; a usage error (exit 2) if it cannot be read."""
+    try:
+        with open(path, "rb") as handle:
+            raw = handle.read()
+    except OSError as exc:
+        raise CtlError(f"cannot read {path}: {exc.strerror or exc}", EXIT_USAGE) from None
+    if not raw.strip():
+        raise CtlError(f"{path} is empty", EXIT_USAGE)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CtlError(f"{path} is not UTF-8 text", EXIT_USAGE) from None
+
+
+def scenario_status(conn, args, out) -> int:
+    """`scenario status`: the running (or last) scenario and its current steps."""
+    from oltsim._proto import oltsim_pb2
+    _show_scenario(args, out, conn.call("GetScenario", oltsim_pb2.Empty(), service="oltsim"))
+    return EXIT_OK
+
+
+def scenario_stop(conn, args, out) -> int:
+    """`scenario stop`: stop the running scenario (its steps undone); nothing running is no error."""
+    from oltsim._proto import oltsim_pb2
+    _show_scenario(args, out, conn.call("StopScenario", oltsim_pb2.Empty(), service="oltsim"))
+    return EXIT_OK
+
+
+def _scenario_bar(args, err, status):
+    from tqdm import tqdm
+    quiet = args.quiet or not (hasattr(err, "isatty") and err.isatty())
+    return tqdm(total=status.steps_total, desc=f"scenario {status.name}", file=err, disable=quiet, unit="step",
+                leave=True, bar_format="{desc}: {n}/{total} steps |{bar}| {elapsed}{postfix}")
+
+
+def scenario_run(conn, args, out, err) -> int:
+    """`scenario run FILE [--detach]`: send the file's text; with --detach print the status at once. Otherwise
+    watch it (GetScenario every --interval, a bar on stderr: steps ended of all, the current steps' names) until
+    it ends, then print its status: exit 0 when done, 1 when stopped or failed. Ctrl-C ends the watching only,
+    saying how to stop the scenario (exit 130)."""
+    import time
+
+    from oltsim._proto import oltsim_pb2
+    text = read_scenario_file(args.file)
+    status = conn.call("RunScenario", oltsim_pb2.ScenarioRequest(text=text, source=args.file), service="oltsim")
+    if args.detach:
+        _show_scenario(args, out, status)
+        return EXIT_OK
+    started_at, name = status.started_at, status.name
+    try:
+        with _scenario_bar(args, err, status) as bar:
+            while status.state == "running":
+                bar.total, bar.n = status.steps_total, status.steps_ended
+                bar.set_postfix_str(", ".join(step.step for step in status.current), refresh=False)
+                bar.refresh()
+                time.sleep(args.interval)
+                status = conn.call("GetScenario", oltsim_pb2.Empty(), service="oltsim")
+                if status.started_at != started_at or status.name != name:
+                    # Ours ended between two looks and another one started: its end is not known here.
+                    raise CtlError(f"scenario {name} ended and another one ({status.name}) started; see the "
+                                   f"events for how {name} ended", EXIT_REFUSED)
+            bar.total, bar.n = status.steps_total, status.steps_ended
+            bar.set_postfix_str("", refresh=False)
+            bar.refresh()
+    except KeyboardInterrupt:
+        err.write(f"oltsimctl: scenario {name} is still running; `oltsimctl scenario status` shows it, "
+                  "`oltsimctl scenario stop` stops it\n")
+        return EXIT_INTERRUPTED
+    _show_scenario(args, out, status)
+    code = SCENARIO_ENDS.get(status.state, EXIT_REFUSED)
+    if code != EXIT_OK:
+        err.write(f"oltsimctl: scenario {name} {status.state}" + (f": {status.error}" if status.error else "")
+                  + "\n")
+    return code
