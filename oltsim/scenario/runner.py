@@ -76,6 +76,7 @@ class ScenarioRunner:
         self._round = 0
         self._round_start = 0.0
         self._ended_in_round: dict[str, int] = {}
+        self._tick = olt.guarded(self._fire, "scenario-agenda")
 
     # ---- the API ---------------------------------------------------------------------------------------------
 
@@ -141,6 +142,10 @@ class ScenarioRunner:
             self._cancel_call()
             self._agenda.clear()
 
+    def pending_calls(self) -> int:
+        """Delayed calls of the runner still on the clock: 1 while a scenario waits for its next entry, else 0."""
+        return 1 if self._call is not None and self._call.active() else 0
+
     # ---- checks ----------------------------------------------------------------------------------------------
 
     def _refuse_if_running(self) -> None:
@@ -185,7 +190,7 @@ class ScenarioRunner:
         self._cancel_call()
         if self._agenda and self._state == "running":
             delay = max(0.0, self._agenda[0][0] - self.clock.seconds())
-            self._call = self.clock.callLater(delay, self.olt.guarded(self._fire, "scenario-agenda"))
+            self._call = self.clock.callLater(delay, self._tick)
 
     def _fire(self) -> None:
         self._call = None
@@ -281,14 +286,15 @@ class ScenarioRunner:
             self._end_step(live, "done")
 
     def _refused(self, live: _Live, reasons: list[str], what: str) -> None:
-        """Count refusals and log them as one line for the step."""
+        """Count refusals and log them as one line for the step: scenario-step-refused (the action) or
+        scenario-step-undo-refused (its undo), with the count and the first reason."""
         if not reasons:
             return
         live.refusals += len(reasons)
         self._refusals += len(reasons)
-        log.warn("scenario-step-{what} scenario={scenario} step={step} action={action} count={count} "
-                 "first={first}", what=what, scenario=self._scenario.name, step=live.step.name,
-                 action=live.step.action, count=len(reasons), first=reasons[0])
+        log.warn(f"scenario-step-{what} " "scenario={scenario} step={step} action={action} count={count} "
+                 "first={first}", scenario=self._scenario.name, step=live.step.name, action=live.step.action,
+                 count=len(reasons), first=reasons[0])
 
     def _undo(self, live: _Live) -> None:
         """Undo what `live` holds, latest first; refusals counted, never raised."""
