@@ -88,6 +88,8 @@ class _Context(aio.ServicerContext):
         self._cancelled = False
         self._done = False
         self._trailing: Sequence[tuple[str, Any]] = ()
+        #: set by a server-streaming call: send one item at once, True if taken (see AsyncStreamQueue.put)
+        self.direct_send: Callable[[Any], bool] | None = None
 
     async def abort(self, code: grpc.StatusCode, details: str = "", trailing_metadata=()) -> None:
         if code is _OK:
@@ -224,6 +226,9 @@ class NativeServer(aio.Server):
         self._table: list[_Method] = []
         self._tasks: dict[int, tuple[asyncio.Task, _Context]] = {}
         self._answered: dict[str, int] = {}  # calls answered OK in the batch being handled, by method
+        #: stream messages sent at once while an inline call runs: they go out after its answer, as a Task-run
+        #: stream's would (the adapter sees OmciMsgOut answered before the omci_ind it caused)
+        self._held: list[tuple[_StreamOut, bytes]] | None = None
         self._pending: list = []  # events the dispatch thread received that the loop has not taken yet
         self._pending_lock = threading.Lock()
         self._fallback: aio.Server | None = None
@@ -441,14 +446,36 @@ class NativeServer(aio.Server):
             answered.clear()
 
     def _answer_inline(self, front: Any, call_id: int, method: _Method, request: Any, peer: str) -> None:
+        held = self._held = []
         try:
-            response = method.inline(request, _InlineContext(peer))
-        except Exception as exc:
-            code, details = failure_status(method.servicer, method.name, exc)
-            self._fail(call_id, method.path, code, details)
-            return
-        front.respond(call_id, method.serialize(response))
-        self._answered[method.path] = self._answered.get(method.path, 0) + 1
+            try:
+                response = method.inline(request, _InlineContext(peer))
+            except Exception as exc:
+                code, details = failure_status(method.servicer, method.name, exc)
+                self._fail(call_id, method.path, code, details)
+            else:
+                front.respond(call_id, method.serialize(response))
+                self._answered[method.path] = self._answered.get(method.path, 0) + 1
+        finally:
+            self._held = None
+            for out, data in held:
+                out.send(data)
+
+    def _direct_sender(self, out: _StreamOut, serialize: Callable[[Any], bytes],
+                       context: _Context) -> Callable[[Any], bool]:
+        """A stream's ``direct_send``: the item serialized and sent now (after the answer of the inline call
+        running, if any), unless the stream is backed up (a worker drains it) or over: then False, and the item
+        takes the stream's queue and its Task."""
+        def direct_send(item: Any) -> bool:
+            if out.closed or out._worker is not None or context._cancelled or self._stopping:
+                return False
+            data = serialize(item)
+            if self._held is not None:
+                self._held.append((out, data))
+            else:
+                out.send(data)
+            return True
+        return direct_send
 
     def _refused_entry(self, call_id: int, path: str, metadata: Sequence[tuple[str, Any]]) -> bool:
         """Ask the admission interceptors (the access token) about a call; True if one refused it (answered)."""
@@ -517,6 +544,7 @@ class NativeServer(aio.Server):
     async def _run_stream(self, call_id: int, method: _Method, request: Any, context: _Context) -> None:
         serialize = method.serialize
         out = _StreamOut(self._front, call_id, self._loop)
+        context.direct_send = self._direct_sender(out, serialize, context)
         items = method.handler(request, context)
         try:
             async for item in items:

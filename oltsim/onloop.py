@@ -202,6 +202,18 @@ class AsyncStreamQueue(StreamQueue):
     def __init__(self, maxsize: int = 1000, max_bytes: int | None = None) -> None:
         super().__init__(maxsize, max_bytes)
         self._waiter: asyncio.Future | None = None
+        #: while the reader waits on an empty queue: the server's way to send an item at once (the native engine's
+        #: ``context.direct_send``), True if it took the item; None on servers without one (grpc.aio)
+        self._direct: Any = None
+
+    def put(self, item: Any) -> bool:
+        """Queue ``item`` (see :class:`StreamQueue`), or, while nothing is queued and the stream's server can send
+        it at once, send it without waking the reader: the hop through the reader's Task cost about a fifth of a
+        sequential OMCI exchange. Order is kept: anything queued, or a stream backed up, takes the queue."""
+        direct = self._direct
+        if direct is not None and not self._items and self._closed is None and direct(item):
+            return True
+        return super().put(item)
 
     def _changed(self) -> None:
         waiter, self._waiter = self._waiter, None
@@ -213,15 +225,24 @@ class AsyncStreamQueue(StreamQueue):
 
         A cancelled RPC ends the wait (grpc.aio cancels the task), so nothing outlives its stream.
         """
-        while True:
-            while self._items:
-                yield self._pop()
-            if self._closed is not None:
-                if self._closed.status is not None and not _gone(context):
-                    await context.abort(self._closed.status, self._closed.details or "")
-                return
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
+        direct = getattr(context, "direct_send", None)
+        try:
+            while True:
+                while self._items:
+                    yield self._pop()
+                if self._closed is not None:
+                    self._direct = None
+                    if self._closed.status is not None and not _gone(context):
+                        await context.abort(self._closed.status, self._closed.details or "")
+                    return
+                self._waiter = asyncio.get_running_loop().create_future()
+                self._direct = direct
+                try:
+                    await self._waiter
+                finally:
+                    self._direct = None
+        finally:
+            self._direct = None
 
 
 def _gone(context: Any) -> bool:

@@ -3,6 +3,7 @@ a failure becomes a status (oltsim.onloop)."""
 
 import grpc
 import pytest
+import pytest_twisted
 from twisted.logger import capturedLogs
 
 from oltsim.onloop import StreamQueue, failure_status, rpc_functions
@@ -107,3 +108,101 @@ def test_close_ends_after_queued_items_and_only_the_first_counts():
     closed = q.get()
     assert (closed.status, closed.details) == (grpc.StatusCode.UNAVAILABLE, "the simulator is stopping")
     assert q.put("late") is False and q.dropped == 1
+
+
+class _Reader:
+    """A stream context whose server sends items at once while ``accept`` is True (as the native engine's
+    ``direct_send`` does while the stream is not backed up), recording what it took."""
+
+    def __init__(self):
+        self.accept = True
+        self.sent = []
+
+    def direct_send(self, item):
+        if self.accept:
+            self.sent.append(item)
+        return self.accept
+
+    def cancelled(self):
+        return False
+
+    def done(self):
+        return False
+
+
+def _on_loop(coroutine):
+    """Run ``coroutine`` as an asyncio Task on the reactor's loop (pytest runs Twisted's asyncio reactor)."""
+    import asyncio
+
+    from twisted.internet.defer import Deferred
+    return Deferred.fromFuture(asyncio.ensure_future(coroutine))
+
+
+@pytest_twisted.ensureDeferred
+async def test_async_queue_sends_directly_while_its_reader_waits_and_keeps_order_otherwise():
+    """An indication put while the stream's reader waits on an empty queue goes straight to the server's sender
+    (no Task wake-up per indication); once the server refuses (stream backed up), items queue and come out after
+    what was sent, in order; and nothing is sent directly while items are still queued."""
+    import asyncio
+
+    from oltsim.onloop import AsyncStreamQueue
+
+    async def scenario():
+        queue, reader = AsyncStreamQueue(10), _Reader()
+        got = []
+
+        async def read():
+            async for item in queue.items(reader):
+                got.append(item)
+
+        task = asyncio.ensure_future(read())
+        await asyncio.sleep(0)            # the reader now waits on the empty queue
+        assert queue.put("a") and queue.put("b")
+        assert reader.sent == ["a", "b"] and got == []
+        reader.accept = False             # backed up: the queue and its reader take over
+        assert queue.put("c")
+        reader.accept = True
+        assert queue.put("d")             # "c" is still queued: "d" must not overtake it
+        assert reader.sent == ["a", "b"]
+        await asyncio.sleep(0)
+        assert got == ["c", "d"]
+        await asyncio.sleep(0)
+        assert queue.put("e") and reader.sent == ["a", "b", "e"]  # waiting again: direct again
+        queue.close()
+        assert not queue.put("f")         # closed: refused, never sent
+        await task
+        assert reader.sent == ["a", "b", "e"] and got == ["c", "d"]
+
+    await _on_loop(scenario())
+
+
+@pytest_twisted.ensureDeferred
+async def test_async_queue_without_a_direct_sender_queues_everything():
+    """On servers without ``direct_send`` (grpc.aio) the queue behaves as before: every item is read by its Task."""
+    import asyncio
+
+    from oltsim.onloop import AsyncStreamQueue
+
+    class Plain:
+        def cancelled(self):
+            return False
+
+        def done(self):
+            return False
+
+    async def scenario():
+        queue, got = AsyncStreamQueue(10), []
+
+        async def read():
+            async for item in queue.items(Plain()):
+                got.append(item)
+
+        task = asyncio.ensure_future(read())
+        await asyncio.sleep(0)
+        queue.put(1)
+        queue.put(2)
+        queue.close()
+        await task
+        assert got == [1, 2]
+
+    await _on_loop(scenario())
