@@ -105,6 +105,18 @@ class DhcpClient:
             self._fire(service, "dhcp_failed")
         self.start(service)
 
+    def abandon(self, service) -> bool:
+        """The attempt under way, if any, fails now without a new one (its timer cancelled): the adapter lost the
+        frames it exchanged (its stream ended), and its next trigger (FlowAdd) would otherwise be refused until the
+        timeout. True if one was under way."""
+        if not self.timers.pending(service) or service.dhcp_state == DONE:
+            return False
+        self.timers.cancel(service)
+        if DHCP_MACHINE.can(service.dhcp_state, "dhcp_failed"):
+            self._fire(service, "dhcp_failed")
+        log.info("dhcp-attempt-abandoned serial={serial} uni={uni} service={service}", **describe(service))
+        return True
+
     def _fail(self, service, why: str) -> None:
         log.warn("dhcp-attempt-failed serial={serial} uni={uni} service={service} state={state} why={why}",
                  state=service.dhcp_state, why=why, **describe(service))

@@ -112,6 +112,18 @@ class Supplicant:
             self._fire(service, "auth_failed")
         self.start(service)
 
+    def abandon(self, service) -> bool:
+        """The attempt under way, if any, fails now without a new one (its timer cancelled): the adapter lost the
+        frames it exchanged (its stream ended), and its next trigger (FlowAdd) would otherwise be refused until the
+        timeout. True if one was under way."""
+        if not self.timers.pending(service) or service.eapol_state == SUCCESS:
+            return False
+        self.timers.cancel(service)
+        if EAPOL_MACHINE.can(service.eapol_state, "auth_failed"):
+            self._fire(service, "auth_failed")
+        log.info("eapol-attempt-abandoned serial={serial} uni={uni} service={service}", **describe(service))
+        return True
+
     def _fail(self, service, why: str) -> None:
         log.warn("eapol-frame-rejected serial={serial} uni={uni} service={service} state={state} why={why}",
                  state=service.eapol_state, why=why, **describe(service))

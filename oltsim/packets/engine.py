@@ -164,6 +164,21 @@ class ProtocolEngine:
             raise FailedPrecondition(f"service {service.name} does not use DHCP")
         self.dhcp.restart(service)
 
+    def abandon_exchanges(self, onu, restart: bool = False) -> int:
+        """EAPOL and DHCP attempts under way on `onu`'s services fail now: for an adapter whose indication stream
+        ended mid-exchange (the frames were lost with it). Without `restart` none starts again (the flows the
+        adapter adds again start new attempts); with it, each starts over at once (the flows are still there).
+        Returns how many were abandoned."""
+        count = 0
+        for uni in onu.eth_unis:
+            for service in uni.services:
+                for client in (self.eapol, self.dhcp):
+                    if client.abandon(service):
+                        count += 1
+                        if restart:
+                            client.start(service)
+        return count
+
     def change_igmp(self, service, event: str, group: str, vlan: int) -> None:
         """ChangeIgmpState: send the join (v2 or v3) or leave frame; the caller moves
         `igmp_state` and `igmp_groups`."""

@@ -26,7 +26,8 @@ was; the next OnuInd up (power-on, re-enable, rediscovery after DeleteOnu and re
 flows. When the stream ends (OLT reboot, the OpenOLT server stopped or restarted), the adapter connects again as
 soon as the OLT's OpenOLT endpoint is back (GetDeviceInfo, EnableIndication) and reconciles: an ONU the OLT no
 longer has active is forgotten (after a reboot the OLT's rediscoveries bring every ONU up again), an active one
-whose bring-up was cut short or that came back unseen is brought up again. RestartEapol and RestartDhcp need nothing: the ONU starts over and the adapter answers. Alarms need nothing.
+whose bring-up was cut short or that came back unseen is brought up again, and an EAPOL or DHCP exchange under
+way when the stream ended (its frames were lost with it) starts over at once. RestartEapol and RestartDhcp need nothing: the ONU starts over and the adapter answers. Alarms need nothing.
 
 How it talks to the OLT: on the reactor thread, no socket. Every request goes through the same `OpenoltServicer`
 methods the gRPC server serves (FlowAdd's validation, OmciMsgOut's hex decoding, the model's refusals), called
@@ -331,7 +332,15 @@ class BuiltinAdapter(service.Service):
                 continue
             if info.state != openolt_pb2.OnuInfo.ACTIVE or model.onu_id != onu.onu_id:
                 self._down(onu)
-            elif not (onu.up and onu.step == "ready" and self.olt.flows.for_onu(model)):
+                continue
+            # An EAPOL or DHCP exchange under way lost its frames with the stream (dropped: no adapter). It fails
+            # now and starts over: through the flows added again for an ONU brought up again, at once for a ready
+            # one (a RestartDhcp while the stream was down), instead of waiting out its timeout.
+            redo = not (onu.up and onu.step == "ready" and self.olt.flows.for_onu(model))
+            abandon = getattr(model.handlers, "abandon_exchanges", None)
+            if abandon is not None:
+                abandon(model, restart=not redo)
+            if redo:
                 onu.forget()
                 self._bring_up(onu)
 

@@ -348,3 +348,40 @@ def test_controlled_activation_modes_reach_dhcp_ack_received(rig, mode):
         assert not any(onu.is_active for onu in r.olt.onus)
         r.olt.power_on_all()
     r.run_until(r.all_up, 20, f"every service at dhcp_ack_received under --ca {mode}")
+
+
+@pytest.mark.parametrize("cut", ["mid-bring-up", "restarted"])
+def test_an_exchange_under_way_when_the_stream_ended_starts_over_after_the_reconnection(rig, cut):
+    """EAPOL and DHCP frames sent while the adapter's stream is down reach no one. After the reconnection the
+    exchange under way starts over at once, instead of its next start being refused until the attempt times out
+    (the OLT's default timeout is 60 s and retry is off: the service would stay dhcp_failed): for an ONU whose
+    bring-up the stream's end cut short in the middle of DHCP (it is brought up again: its flows come again) and
+    for a ready one whose DHCP was restarted while the stream was down (its flows are still there)."""
+    r = rig()
+    under_way = ("dhcp_discovery_sent", "dhcp_request_sent")
+    if cut == "mid-bring-up":
+        cut_at: list = []
+
+        def stop_serving_at_the_first_request(event):
+            # The state changes before the Request goes up: the stream ends between the two, as a server stopping
+            # in the middle of the exchange ends it.
+            if (not cut_at and isinstance(event, events.StateChanged) and event.attribute == "DhcpState"
+                    and event.dest == "dhcp_request_sent"):
+                cut_at.append(event.serial)
+                r.serving = False
+                r.hub.end_all(details="the OpenOLT server is stopping")
+        r.olt.subscribe(stop_serving_at_the_first_request)
+        r.run_until(lambda: cut_at, 20, "a DHCP Request")
+        onu = r.olt.onu_by_serial(cut_at[0])
+    else:
+        r.run_until(r.all_up, 20, "bring-up")
+        onu = r.olt.onus[5]
+        r.serving = False
+        r.hub.end_all(details="the OpenOLT server is stopping")
+        r.commands.RestartDhcp(bbsim_pb2.UNIRequest(OnuSerialNumber=onu.serial, UniID=""))
+    r.run(1)
+    assert any(s.dhcp_state in under_way for s in onu.services)
+    r.serving = True
+    r.run(builtin.RECONNECT_DELAY + 0.2)
+    assert r.adapter.connects == 2
+    r.run_until(r.all_up, 10, "every service through again well before the 60 s attempt timeout")
