@@ -175,14 +175,16 @@ class RelayFront:
 class _Plain:
     """A plain TCP listener relayed with asyncio's transports on the reactor's loop (see the module docstring).
 
-    The same contract as the Twisted one: bound when :meth:`listen` returns (connections wait in the backlog until
-    the loop serves it, a turn later), a connection beyond the limits closed unread, flow control both ways."""
+    The same contract as the Twisted one: bound and accepting when :meth:`listen` returns, a connection beyond the
+    limits closed unread, flow control both ways, nothing of it left on the loop once :meth:`stopListening`
+    returns (its reader removed before its socket is closed, so no later socket can inherit it)."""
+
+    #: connections accepted per readiness, so that a flood of connects cannot hold the reactor
+    ACCEPTS_PER_TURN = 64
 
     def __init__(self, front: RelayFront, loop: asyncio.AbstractEventLoop) -> None:
         self.front = front
         self.loop = loop
-        self.server: asyncio.AbstractServer | None = None
-        self._serving: asyncio.Task | None = None
         self._sock: socket.socket | None = None
 
     def listen(self, interface: str, port: int) -> int:
@@ -199,59 +201,81 @@ class _Plain:
             sock.close()
             raise CannotListenError(interface, port, exc) from None
         self._sock = sock
-        self._serving = self.loop.create_task(
-            self.loop.create_server(lambda: _PlainInbound(self.front, self.loop), sock=sock))
-        self._serving.add_done_callback(self._served)
+        self.loop.add_reader(sock.fileno(), self._accept)
         return sock.getsockname()[1]
 
-    def _served(self, task: asyncio.Task) -> None:
-        if task.cancelled():
+    def _accept(self) -> None:
+        sock = self._sock
+        if sock is None:
             return
-        error = task.exception()
-        if error is not None:
-            log.error("relay-front-listen-failed server={server} error={error}", server=self.front.name, error=error)
+        for _ in range(self.ACCEPTS_PER_TURN):
+            try:
+                conn, address = sock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:  # EMFILE and the like: logged, the listener goes on
+                log.warn("relay-front-accept-failed server={server} error={error}", server=self.front.name,
+                         error=exc)
+                return
+            try:
+                self._admit(conn, address)
+            except Exception:
+                log.failure("relay-front-accept-failed server={server}", server=self.front.name)
+                conn.close()
+
+    def _admit(self, conn: socket.socket, address: Any) -> None:
+        host = str(address[0]) if isinstance(address, tuple) and address else str(address)
+        limits = self.front._limits
+        if limits is not None and limits.admit(host) is not None:
+            conn.close()  # beyond the limits: closed unread
             return
-        self.server = task.result()
+        conn.setblocking(False)
+        # As gRPC servers do (see _Inbound.connectionMade); asyncio sets it only on sockets it creates itself.
+        conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        inbound = _PlainInbound(self.front, self.loop, host)
+        self.front.connections.add(inbound)
+        wrapping = self.loop.create_task(self.loop.connect_accepted_socket(lambda: inbound, sock=conn))
+        wrapping.add_done_callback(lambda task: inbound.wrapped(task, conn))
 
     def stopListening(self) -> None:
-        serving, self._serving = self._serving, None
-        if self.server is not None:
-            self.server.close()  # stops accepting and closes the socket now
-        elif serving is not None:
-            serving.cancel()
-        if self._sock is not None and self._sock.fileno() != -1 and self.server is None:
-            self._sock.close()
-        self._sock = None
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            self.loop.remove_reader(sock.fileno())
+            sock.close()
 
 
 class _PlainInbound(asyncio.Protocol):
-    """One client of a plain relay: held (not read) until the front accepted our connection, then relayed both
-    ways; each side stops reading while the other side's writes are backed up."""
+    """One admitted client of a plain relay: held (not read) until the front accepted our connection, then relayed
+    both ways; each side stops reading while the other side's writes are backed up. Counted in its listener's
+    limits from its accept until its connection is lost (or its transport could not be made)."""
 
-    def __init__(self, front: RelayFront, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, front: RelayFront, loop: asyncio.AbstractEventLoop, host: str) -> None:
         self.front = front
         self.loop = loop
+        self.host: str | None = host  # None once released from the limits
         self.transport: asyncio.Transport | None = None
         self.outbound: _PlainOutbound | None = None
-        self.host: str | None = None  # set once admitted
         self.closed = False
+
+    def wrapped(self, task: asyncio.Task, conn: socket.socket) -> None:
+        """The accepted socket's transport is made (or not: then nothing else will release it)."""
+        if task.cancelled() or task.exception() is not None:
+            if self.transport is None:
+                conn.close()
+                self._release()
+
+    def _release(self) -> None:
+        self.closed = True
+        self.front.connections.discard(self)
+        host, self.host = self.host, None
+        if host is not None and self.front._limits is not None:
+            self.front._limits.release(host)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
-        sock = transport.get_extra_info("socket")
-        if sock is not None:
-            # As gRPC servers do (see _Inbound.connectionMade). asyncio sets it only on sockets whose proto is
-            # IPPROTO_TCP, which an accepted socket's (0) is not.
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        peer = transport.get_extra_info("peername")
-        host = str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
-        limits = self.front._limits
-        if limits is not None and limits.admit(host) is not None:
-            self.closed = True
+        if self.closed:  # dropped (the listener stopping) before its transport was made
             transport.abort()
             return
-        self.host = host
-        self.front.connections.add(self)
         transport.pause_reading()
         connecting = self.loop.create_task(
             self.loop.create_unix_connection(lambda: _PlainOutbound(self), self.front.path))
@@ -285,14 +309,11 @@ class _PlainInbound(asyncio.Protocol):
     def abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
+        else:
+            self.closed = True  # its transport, when made, is aborted at once
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.closed = True
-        if self.host is not None:
-            host, self.host = self.host, None
-            self.front.connections.discard(self)
-            if self.front._limits is not None:
-                self.front._limits.release(host)
+        self._release()
         if self.outbound is not None:
             self.outbound.transport.close()
 

@@ -205,7 +205,7 @@ def test_relay_sets_no_delay_on_client_connections(tmp_path):
     client = socket.create_connection(("127.0.0.1", port), timeout=5)
     try:
         for _ in range(200):  # bounded: the relay's side of the connection appears within a few reactor turns
-            if front.connections:
+            if front.connections and all(inbound.transport is not None for inbound in front.connections):
                 break
             yield task.deferLater(reactor, 0.01, lambda: None)
         (inbound,) = front.connections
@@ -216,3 +216,52 @@ def test_relay_sets_no_delay_on_client_connections(tmp_path):
         yield defer.maybeDeferred(front.stop_listening)
         front.drop_connections()
         yield defer.maybeDeferred(engine.stopListening)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_relay_stopped_as_it_started_leaves_nothing_behind(tmp_path):
+    """A gRPC server stopped right after it started (a restart with no delay, the OLT's reboot) stops its relay in
+    the turn it started or the next: the port is released and nothing of the old listener stays on the loop, so the next
+    relay on the same port accepts, and relays to its own engine, every time."""
+    from twisted.internet import defer, protocol, reactor, task
+
+    from oltsim.connlimit import ConnectionLimits
+    from oltsim.tlsfront import RelayFront
+
+    class Greeter(protocol.Protocol):
+        def connectionMade(self):
+            self.transport.write(self.factory.greeting)
+
+    port = 0
+    for round_ in range(20):
+        path = str(tmp_path / f"engine-{round_}.sock")
+        factory = protocol.Factory.forProtocol(Greeter)
+        factory.greeting = f"engine {round_}\n".encode()
+        engine = reactor.listenUNIX(path, factory)
+        front = RelayFront(reactor, "grpc-test", port, "127.0.0.1", path,
+                           limits=ConnectionLimits("grpc-test", 4, 4, reactor))
+        port = front.listen()
+        if round_ % 2 == 0:  # every other one is stopped at once or a turn later, never having served
+            if round_ % 4 == 2:
+                yield task.deferLater(reactor, 0, lambda: None)
+            yield defer.maybeDeferred(front.stop_listening)
+            yield defer.maybeDeferred(engine.stopListening)
+            continue
+        client = socket.create_connection(("127.0.0.1", port), timeout=5)
+        client.setblocking(False)
+        try:
+            received = b""
+            for _ in range(300):  # bounded
+                try:
+                    received += client.recv(100)
+                except BlockingIOError:
+                    pass
+                if received.endswith(b"\n"):
+                    break
+                yield task.deferLater(reactor, 0.01, lambda: None)
+            assert received == factory.greeting
+        finally:
+            client.close()
+            yield defer.maybeDeferred(front.stop_listening)
+            front.drop_connections()
+            yield defer.maybeDeferred(engine.stopListening)
