@@ -255,6 +255,7 @@ class _PlainInbound(asyncio.Protocol):
         self.host: str | None = host  # None once released from the limits
         self.transport: asyncio.Transport | None = None
         self.outbound: _PlainOutbound | None = None
+        self.pending: list[bytes] = []  # read before the front accepted our connection
         self.closed = False
 
     def wrapped(self, task: asyncio.Task, conn: socket.socket) -> None:
@@ -293,9 +294,18 @@ class _PlainInbound(asyncio.Protocol):
             transport.close()
             return
         self.outbound = outbound
+        for data in self.pending:
+            outbound.transport.write(data)
+        self.pending.clear()
         self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
+        if self.outbound is None:
+            # Read before the front accepted our connection: some Pythons (3.11.2, Debian 12's) start reading
+            # after a connection_made that paused it. Kept for the front, and reading paused again.
+            self.pending.append(data)
+            self.transport.pause_reading()
+            return
         self.outbound.transport.write(data)
 
     def pause_writing(self) -> None:  # the client does not read: stop reading the front

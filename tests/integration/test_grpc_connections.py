@@ -265,3 +265,54 @@ def test_a_relay_stopped_as_it_started_leaves_nothing_behind(tmp_path):
             yield defer.maybeDeferred(front.stop_listening)
             front.drop_connections()
             yield defer.maybeDeferred(engine.stopListening)
+
+
+@pytest_twisted.inlineCallbacks
+def test_bytes_read_before_the_front_accepted_are_relayed_first(tmp_path, monkeypatch):
+    """Python 3.11.2 (Debian 12's, the package's) starts reading an accepted socket even though the relay paused it
+    in connection_made, so a client's first bytes can arrive before the relay's own connection to the engine
+    exists. They are kept and reach the engine first, in order (they used to raise AttributeError in the reactor,
+    and the client saw its connection closed: the .deb test's OpenOLT and v1 ports)."""
+    from twisted.internet import defer, protocol, reactor, task
+
+    from oltsim import tlsfront
+    from oltsim.connlimit import ConnectionLimits
+    from oltsim.tlsfront import RelayFront
+
+    made = tlsfront._PlainInbound.connection_made
+
+    def reads_at_once(self, transport):  # what 3.11.2 does: the pause in connection_made does not hold
+        made(self, transport)
+        transport.resume_reading()
+    monkeypatch.setattr(tlsfront._PlainInbound, "connection_made", reads_at_once)
+
+    received = []
+
+    class Recorder(protocol.Protocol):
+        def dataReceived(self, data):
+            received.append(data)
+
+    path = str(tmp_path / "engine.sock")
+    engine = reactor.listenUNIX(path, protocol.Factory.forProtocol(Recorder))
+    front = RelayFront(reactor, "grpc-test", 0, "127.0.0.1", path, limits=ConnectionLimits("grpc-test", 4, 4, reactor))
+    port = front.listen()
+    client = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        client.sendall(b"first ")
+        client.sendall(b"second")
+        for _ in range(300):  # bounded
+            if b"".join(received) == b"first second":
+                break
+            yield task.deferLater(reactor, 0.01, lambda: None)
+        assert b"".join(received) == b"first second"
+        client.sendall(b" third")
+        for _ in range(300):
+            if b"".join(received).endswith(b"third"):
+                break
+            yield task.deferLater(reactor, 0.01, lambda: None)
+        assert b"".join(received) == b"first second third"
+    finally:
+        client.close()
+        yield defer.maybeDeferred(front.stop_listening)
+        front.drop_connections()
+        yield defer.maybeDeferred(engine.stopListening)
