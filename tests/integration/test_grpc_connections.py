@@ -316,3 +316,49 @@ def test_bytes_read_before_the_front_accepted_are_relayed_first(tmp_path, monkey
         yield defer.maybeDeferred(front.stop_listening)
         front.drop_connections()
         yield defer.maybeDeferred(engine.stopListening)
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_last_bytes_before_a_close_are_relayed_before_it(tmp_path):
+    """The relay gathers what one turn of the loop read and writes it at the next; a side that closes right after
+    writing (the engine's GOAWAY and last statuses, a client's last frame) still has every byte delivered before
+    the close reaches the other side."""
+    from twisted.internet import defer, protocol, reactor, task
+
+    from oltsim.connlimit import ConnectionLimits
+    from oltsim.tlsfront import RelayFront
+
+    received = []
+
+    class SaysGoodbye(protocol.Protocol):
+        def connectionMade(self):
+            self.transport.write(b"the engine's last words")
+            self.transport.loseConnection()
+
+        def dataReceived(self, data):
+            received.append(data)
+
+    path = str(tmp_path / "engine.sock")
+    engine = reactor.listenUNIX(path, protocol.Factory.forProtocol(SaysGoodbye))
+    front = RelayFront(reactor, "grpc-test", 0, "127.0.0.1", path, limits=ConnectionLimits("grpc-test", 4, 4, reactor))
+    port = front.listen()
+    client = socket.create_connection(("127.0.0.1", port), timeout=5)
+    client.setblocking(False)
+    try:
+        got, ended = b"", False
+        for _ in range(300):  # bounded
+            try:
+                chunk = client.recv(100)
+                got += chunk
+                ended = chunk == b""
+            except BlockingIOError:
+                pass
+            if ended:
+                break
+            yield task.deferLater(reactor, 0.01, lambda: None)
+        assert ended and got == b"the engine's last words"
+    finally:
+        client.close()
+        yield defer.maybeDeferred(front.stop_listening)
+        front.drop_connections()
+        yield defer.maybeDeferred(engine.stopListening)
