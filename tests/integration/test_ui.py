@@ -447,3 +447,42 @@ def p_nni(page: Page, nni: int = 0) -> tuple[str, str]:
     """(the alarm types the NNI's chip carries, its text)."""
     return tuple(page.js("const c = document.querySelector(`#nni-list [data-nni='${arguments[0]}']`); "
                          "return [c.dataset.alarm, c.textContent];", nni))
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_running_scenario_and_its_step_are_shown_until_it_ends(tmp_path, chrome):
+    """A scenario started over REST while the page is open appears in the header: its name, the step running and its
+    target; when it ends (its step's duration over, the alarm it raised cleared) the header says it is done."""
+    sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "2", "--delay", "0")
+    page = Page(chrome)
+    text = ("name: ui-demo\nsteps:\n  - name: gasp\n    action: onu-alarm\n    alarm: ONU_ALARM_LOS\n"
+            "    targets: {onu: BBSM00000002}\n    duration: 3s\n")
+    try:
+        def opened():
+            page.open(sim.rest + "/ui")
+            page.until(lambda p: p.status() == "live", "the event stream live")
+            return page.js("return document.getElementById('scenario').hidden")
+        hidden = yield deferToThread(opened)
+        assert hidden is True  # no scenario yet: nothing shown
+        response = yield treq.post(sim.rest + "/v1/scenario", data=text.encode(), pool=sim.pool, timeout=10)
+        body = yield treq.json_content(response)
+        assert response.code == 200, body
+
+        def running():
+            page.until(lambda p: p.js("return document.getElementById('scenario').dataset.state") == "running",
+                       "the scenario shown running")
+            page.until(lambda p: "gasp" in p.text("scenario-detail"), "its running step shown")
+            return page.text("scenario-name"), page.text("scenario-detail")
+        name, detail = yield deferToThread(running)
+        assert name == "ui-demo" and "BBSM00000002" in detail and "onu-alarm" in detail, detail
+
+        def ended():
+            page.until(lambda p: p.js("return document.getElementById('scenario').dataset.state") == "done",
+                       "the scenario shown done")
+            return page.text("scenario-detail")
+        detail = yield deferToThread(ended)
+        assert "gasp" not in detail, detail
+        code, alarms = yield sim.request("GET", "/v1/olt/alarms")
+        assert code == 200 and alarms.get("active", []) == []
+    finally:
+        yield stop_oltsim(sim)
