@@ -12,6 +12,7 @@ import h2.config
 import h2.connection
 import pytest
 import pytest_twisted
+from twisted.internet.defer import inlineCallbacks
 
 from bench.startup import rss_bytes
 from engines import engine_options, grpc_engine  # noqa: F401 - the fixture
@@ -188,45 +189,84 @@ def test_held_streams_over_many_connections_are_bounded(daemon):
     assert process.process.poll() is None
 
 
+def _relay(tmp_path, engine_factory, name: str = "engine.sock", port: int = 0):
+    """A relay (limits of 4) on a free 127.0.0.1 port in front of a Unix socket served by `engine_factory`:
+    (relay, engine listener, port)."""
+    from twisted.internet import reactor
+
+    from oltsim.connlimit import ConnectionLimits
+    from oltsim.tlsfront import RelayFront
+
+    path = str(tmp_path / name)
+    engine = reactor.listenUNIX(path, engine_factory)
+    front = RelayFront(reactor, "grpc-test", port, "127.0.0.1", path,
+                       limits=ConnectionLimits("grpc-test", 4, 4, reactor))
+    return front, engine, front.listen()
+
+
+@inlineCallbacks
+def _stop_relay(front, engine):
+    from twisted.internet import defer
+    yield defer.maybeDeferred(front.stop_listening)
+    front.drop_connections()
+    yield defer.maybeDeferred(engine.stopListening)
+
+
+@inlineCallbacks
+def _turns_until(condition, turns: int = 300):
+    """Let the reactor run (10 ms at a time, at most `turns` times) until `condition()` holds; returns it."""
+    from twisted.internet import reactor, task
+    for _ in range(turns):
+        if condition():
+            break
+        yield task.deferLater(reactor, 0.01, lambda: None)
+    return condition()
+
+
+def _reader(client: socket.socket):
+    """A non-blocking read of what `client` received so far: (bytes, ended)."""
+    got = bytearray()
+    state = {"ended": False}
+
+    def read():
+        while not state["ended"]:
+            try:
+                chunk = client.recv(4096)
+            except BlockingIOError:
+                break
+            state["ended"] = chunk == b""
+            got.extend(chunk)
+        return bytes(got), state["ended"]
+    client.setblocking(False)
+    return read
+
+
 @pytest_twisted.inlineCallbacks
 def test_relay_sets_no_delay_on_client_connections(tmp_path):
     """The relay in front of a gRPC engine sets TCP_NODELAY on every client connection, as gRPC servers do: without
     it, an answer written while the client's last segment is unacked waits for the delayed ACK (about 40 ms), which
     stalled one sequential OMCI exchange in 15 (docs/performance.md)."""
-    from twisted.internet import defer, protocol, reactor, task
+    from twisted.internet import protocol
 
-    from oltsim.connlimit import ConnectionLimits
-    from oltsim.tlsfront import RelayFront
-
-    engine = reactor.listenUNIX(str(tmp_path / "engine.sock"), protocol.Factory.forProtocol(protocol.Protocol))
-    front = RelayFront(reactor, "grpc-test", 0, "127.0.0.1", str(tmp_path / "engine.sock"),
-                       limits=ConnectionLimits("grpc-test", 4, 4, reactor))
-    port = front.listen()
+    front, engine, port = _relay(tmp_path, protocol.Factory.forProtocol(protocol.Protocol))
     client = socket.create_connection(("127.0.0.1", port), timeout=5)
     try:
-        for _ in range(200):  # bounded: the relay's side of the connection appears within a few reactor turns
-            if front.connections and all(inbound.transport is not None for inbound in front.connections):
-                break
-            yield task.deferLater(reactor, 0.01, lambda: None)
+        # bounded: the relay's side of the connection appears within a few reactor turns
+        yield _turns_until(lambda: front.connections and all(i.transport is not None for i in front.connections))
         (inbound,) = front.connections
         handle = inbound.transport.get_extra_info("socket")  # the plain relay: asyncio's transport
         assert handle.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
     finally:
         client.close()
-        yield defer.maybeDeferred(front.stop_listening)
-        front.drop_connections()
-        yield defer.maybeDeferred(engine.stopListening)
+        yield _stop_relay(front, engine)
 
 
 @pytest_twisted.inlineCallbacks
 def test_a_relay_stopped_as_it_started_leaves_nothing_behind(tmp_path):
     """A gRPC server stopped right after it started (a restart with no delay, the OLT's reboot) stops its relay in
-    the turn it started or the next: the port is released and nothing of the old listener stays on the loop, so the next
-    relay on the same port accepts, and relays to its own engine, every time."""
-    from twisted.internet import defer, protocol, reactor, task
-
-    from oltsim.connlimit import ConnectionLimits
-    from oltsim.tlsfront import RelayFront
+    the turn it started or the next: the port is released and nothing of the old listener stays on the loop, so the
+    next relay on the same port accepts, and relays to its own engine, every time."""
+    from twisted.internet import protocol, reactor, task
 
     class Greeter(protocol.Protocol):
         def connectionMade(self):
@@ -234,37 +274,22 @@ def test_a_relay_stopped_as_it_started_leaves_nothing_behind(tmp_path):
 
     port = 0
     for round_ in range(20):
-        path = str(tmp_path / f"engine-{round_}.sock")
         factory = protocol.Factory.forProtocol(Greeter)
         factory.greeting = f"engine {round_}\n".encode()
-        engine = reactor.listenUNIX(path, factory)
-        front = RelayFront(reactor, "grpc-test", port, "127.0.0.1", path,
-                           limits=ConnectionLimits("grpc-test", 4, 4, reactor))
-        port = front.listen()
+        front, engine, port = _relay(tmp_path, factory, f"engine-{round_}.sock", port)
         if round_ % 2 == 0:  # every other one is stopped at once or a turn later, never having served
             if round_ % 4 == 2:
                 yield task.deferLater(reactor, 0, lambda: None)
-            yield defer.maybeDeferred(front.stop_listening)
-            yield defer.maybeDeferred(engine.stopListening)
+            yield _stop_relay(front, engine)
             continue
         client = socket.create_connection(("127.0.0.1", port), timeout=5)
-        client.setblocking(False)
+        read = _reader(client)
         try:
-            received = b""
-            for _ in range(300):  # bounded
-                try:
-                    received += client.recv(100)
-                except BlockingIOError:
-                    pass
-                if received.endswith(b"\n"):
-                    break
-                yield task.deferLater(reactor, 0.01, lambda: None)
-            assert received == factory.greeting
+            yield _turns_until(lambda: read()[0].endswith(b"\n"))
+            assert read()[0] == factory.greeting
         finally:
             client.close()
-            yield defer.maybeDeferred(front.stop_listening)
-            front.drop_connections()
-            yield defer.maybeDeferred(engine.stopListening)
+            yield _stop_relay(front, engine)
 
 
 @pytest_twisted.inlineCallbacks
@@ -273,11 +298,9 @@ def test_bytes_read_before_the_front_accepted_are_relayed_first(tmp_path, monkey
     in connection_made, so a client's first bytes can arrive before the relay's own connection to the engine
     exists. They are kept and reach the engine first, in order (they used to raise AttributeError in the reactor,
     and the client saw its connection closed: the .deb test's OpenOLT and v1 ports)."""
-    from twisted.internet import defer, protocol, reactor, task
+    from twisted.internet import protocol
 
     from oltsim import tlsfront
-    from oltsim.connlimit import ConnectionLimits
-    from oltsim.tlsfront import RelayFront
 
     made = tlsfront._PlainInbound.connection_made
 
@@ -292,30 +315,17 @@ def test_bytes_read_before_the_front_accepted_are_relayed_first(tmp_path, monkey
         def dataReceived(self, data):
             received.append(data)
 
-    path = str(tmp_path / "engine.sock")
-    engine = reactor.listenUNIX(path, protocol.Factory.forProtocol(Recorder))
-    front = RelayFront(reactor, "grpc-test", 0, "127.0.0.1", path, limits=ConnectionLimits("grpc-test", 4, 4, reactor))
-    port = front.listen()
+    front, engine, port = _relay(tmp_path, protocol.Factory.forProtocol(Recorder))
     client = socket.create_connection(("127.0.0.1", port), timeout=5)
     try:
         client.sendall(b"first ")
         client.sendall(b"second")
-        for _ in range(300):  # bounded
-            if b"".join(received) == b"first second":
-                break
-            yield task.deferLater(reactor, 0.01, lambda: None)
-        assert b"".join(received) == b"first second"
+        assert (yield _turns_until(lambda: b"".join(received) == b"first second")), received
         client.sendall(b" third")
-        for _ in range(300):
-            if b"".join(received).endswith(b"third"):
-                break
-            yield task.deferLater(reactor, 0.01, lambda: None)
-        assert b"".join(received) == b"first second third"
+        assert (yield _turns_until(lambda: b"".join(received) == b"first second third")), received
     finally:
         client.close()
-        yield defer.maybeDeferred(front.stop_listening)
-        front.drop_connections()
-        yield defer.maybeDeferred(engine.stopListening)
+        yield _stop_relay(front, engine)
 
 
 @pytest_twisted.inlineCallbacks
@@ -323,42 +333,19 @@ def test_the_last_bytes_before_a_close_are_relayed_before_it(tmp_path):
     """The relay gathers what one turn of the loop read and writes it at the next; a side that closes right after
     writing (the engine's GOAWAY and last statuses, a client's last frame) still has every byte delivered before
     the close reaches the other side."""
-    from twisted.internet import defer, protocol, reactor, task
-
-    from oltsim.connlimit import ConnectionLimits
-    from oltsim.tlsfront import RelayFront
-
-    received = []
+    from twisted.internet import protocol
 
     class SaysGoodbye(protocol.Protocol):
         def connectionMade(self):
             self.transport.write(b"the engine's last words")
             self.transport.loseConnection()
 
-        def dataReceived(self, data):
-            received.append(data)
-
-    path = str(tmp_path / "engine.sock")
-    engine = reactor.listenUNIX(path, protocol.Factory.forProtocol(SaysGoodbye))
-    front = RelayFront(reactor, "grpc-test", 0, "127.0.0.1", path, limits=ConnectionLimits("grpc-test", 4, 4, reactor))
-    port = front.listen()
+    front, engine, port = _relay(tmp_path, protocol.Factory.forProtocol(SaysGoodbye))
     client = socket.create_connection(("127.0.0.1", port), timeout=5)
-    client.setblocking(False)
+    read = _reader(client)
     try:
-        got, ended = b"", False
-        for _ in range(300):  # bounded
-            try:
-                chunk = client.recv(100)
-                got += chunk
-                ended = chunk == b""
-            except BlockingIOError:
-                pass
-            if ended:
-                break
-            yield task.deferLater(reactor, 0.01, lambda: None)
-        assert ended and got == b"the engine's last words"
+        assert (yield _turns_until(lambda: read()[1])), "the close never reached the client"
+        assert read()[0] == b"the engine's last words"
     finally:
         client.close()
-        yield defer.maybeDeferred(front.stop_listening)
-        front.drop_connections()
-        yield defer.maybeDeferred(engine.stopListening)
+        yield _stop_relay(front, engine)
