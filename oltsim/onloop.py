@@ -208,8 +208,8 @@ class AsyncStreamQueue(StreamQueue):
 
     def put(self, item: Any) -> bool:
         """Queue ``item`` (see :class:`StreamQueue`), or, while nothing is queued and the stream's server can send
-        it at once, send it without waking the reader: the hop through the reader's Task cost about a fifth of a
-        sequential OMCI exchange. Order is kept: anything queued, or a stream backed up, takes the queue."""
+        it at once, send it without waking the reader (no future, no Task step, no extra turn of the loop per
+        indication). Order is kept: anything queued, or a stream backed up, takes the queue."""
         direct = self._direct
         if direct is not None and not self._items and self._closed is None and direct(item):
             return True
@@ -226,23 +226,19 @@ class AsyncStreamQueue(StreamQueue):
         A cancelled RPC ends the wait (grpc.aio cancels the task), so nothing outlives its stream.
         """
         direct = getattr(context, "direct_send", None)
-        try:
-            while True:
-                while self._items:
-                    yield self._pop()
-                if self._closed is not None:
-                    self._direct = None
-                    if self._closed.status is not None and not _gone(context):
-                        await context.abort(self._closed.status, self._closed.details or "")
-                    return
-                self._waiter = asyncio.get_running_loop().create_future()
-                self._direct = direct
-                try:
-                    await self._waiter
-                finally:
-                    self._direct = None
-        finally:
-            self._direct = None
+        while True:
+            while self._items:
+                yield self._pop()
+            if self._closed is not None:
+                if self._closed.status is not None and not _gone(context):
+                    await context.abort(self._closed.status, self._closed.details or "")
+                return
+            self._waiter = asyncio.get_running_loop().create_future()
+            self._direct = direct  # only while waiting: a woken reader takes what comes next from the queue
+            try:
+                await self._waiter
+            finally:
+                self._direct = None
 
 
 def _gone(context: Any) -> bool:
