@@ -213,6 +213,20 @@ def _step_error(index: int, name: str, message: str) -> InvalidArgument:
     return InvalidArgument(f"{label}: {message}")
 
 
+def _one_or_many(raw: dict, key: str, one: str, many: str, parse) -> list:
+    """The values of `key` (one value) and of its plural (a non-empty list) in a targets mapping, each parsed by
+    `parse(item, where)`; InvalidArgument naming the key for anything else."""
+    values: list = []
+    for name, plural in ((key, False), (key + "s", True)):
+        if name in raw:
+            value = raw[name]
+            items = value if plural else [value]
+            if not isinstance(items, list) or not items:
+                raise InvalidArgument(f"targets.{name} must be {many if plural else one} (got {value!r})")
+            values.extend(parse(item, f"targets.{name}") for item in items)
+    return values
+
+
 def _targets(raw, kind: str) -> Targets:
     if raw is None:
         raw = {}
@@ -224,24 +238,9 @@ def _targets(raw, kind: str) -> Targets:
             what = {ONU: "ONUs", PON: "PONs", NNI: "the NNI", OLT: "the OLT"}[kind]
             hint = f"takes {', '.join(allowed)}" if allowed else "takes none"
             raise InvalidArgument(f"unknown target key {key!r}: this action acts on {what} and {hint}")
-    onus: list[str] = []
-    for key in ("onu", "onus"):
-        if key in raw:
-            value = raw[key]
-            items = value if key == "onus" else [value]
-            if not isinstance(items, list) or not items:
-                raise InvalidArgument(f"targets.{key} must be {'a list of serials' if key == 'onus' else 'a serial'}"
-                                      f" (got {value!r})")
-            onus.extend(_text(item, f"targets.{key}") for item in items)
-    pons: list[int] = []
-    for key in ("pon", "pons"):
-        if key in raw:
-            value = raw[key]
-            items = value if key == "pons" else [value]
-            if not isinstance(items, list) or not items:
-                raise InvalidArgument(f"targets.{key} must be {'a list of PON ids' if key == 'pons' else 'a PON id'}"
-                                      f" (got {value!r})")
-            pons.extend(_int(item, f"targets.{key}", 0, 0xFFFF) for item in items)
+    onus = _one_or_many(raw, "onu", "a serial", "a list of serials", _text)
+    pons = _one_or_many(raw, "pon", "a PON id", "a list of PON ids",
+                        lambda item, where: _int(item, where, 0, 0xFFFF))
     if onus and pons:
         raise InvalidArgument("targets take ONUs by serial or by PON, not both")
     if "fraction" in raw and "count" in raw:
