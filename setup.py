@@ -56,6 +56,7 @@ setup(
         "oltsim.ctl",
         "oltsim.dmi",
         "oltsim.scenario",
+        "oltsim.serving",
         # Twisted discovers plugins in twisted.plugins; named explicitly because
         # twisted/ and twisted/plugins/ deliberately have no __init__.py.
         "twisted.plugins",
@@ -66,7 +67,7 @@ setup(
         "klein>=24.8",
         "grpcio==1.85.1",
         "grpcio-reflection==1.85.1",
-        # The OpenOLT endpoint's default engine (oltsim.nativeserver): its low-level front, pinned because the
+        # The OpenOLT endpoint's default engine (oltsim.serving.nativeserver): its low-level front, pinned because the
         # daemon relies on its event and stream-send contract.
         "pygrpc-native==0.5.0",
         "protobuf==7.36.2",
@@ -75,7 +76,7 @@ setup(
         "treq>=24.9",  # oltsim-platform talks to the controller's REST API
         "service-identity>=24.1",
         "pyOpenSSL>=24",
-        "cryptography>=42",  # TLS listeners read keys and certificates with it (oltsim.security)
+        "cryptography>=42",  # TLS listeners read keys and certificates with it (oltsim.serving.security)
         "prometheus_client>=0.20",  # GET /metrics (oltsim.metrics)
         # The Device Management Interface server (--dmi): its generated modules, never copied protos.
         "device-management-interface==1.18.2",

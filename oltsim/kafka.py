@@ -1,7 +1,7 @@
 """Publishing to a Kafka broker without ever blocking the simulator (BBSim's events, DMI's message bus).
 
 The client is aiokafka, run on the reactor's own asyncio loop: the daemon runs on Twisted's asyncio reactor
-(:mod:`oltsim.onloop`), so one asyncio task of that loop drains the buffer and talks to the broker. There is no
+(:mod:`oltsim.serving.onloop`), so one asyncio task of that loop drains the buffer and talks to the broker. There is no
 thread and no poll timer. confluent-kafka would have needed a reactor timer polling librdkafka, which runs threads of
 its own and logs on its own.
 
@@ -25,7 +25,7 @@ from twisted.application.service import Service
 from twisted.internet.defer import Deferred, succeed
 
 from oltsim.logs import logger
-from oltsim.onloop import check_asyncio_reactor
+from oltsim.serving.onloop import check_asyncio_reactor
 
 __all__ = ["DEFAULT_BUFFER", "KafkaSink", "SinkService", "parse_address"]
 

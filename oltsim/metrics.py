@@ -38,7 +38,7 @@ from oltsim.api import translate
 from oltsim.api.rest import json_response
 from oltsim.model import events
 from oltsim.model.onu import ONU_MACHINE
-from oltsim.onloop import handler_with
+from oltsim.serving.onloop import handler_with
 
 __all__ = ["AioMetricsInterceptor", "CountingResource", "Metrics", "MetricsResource", "counted", "with_metrics"]
 
@@ -234,7 +234,7 @@ def counted(resource: Resource, metrics: Metrics | None, surface: str) -> Resour
 class AioMetricsInterceptor(grpc.aio.ServerInterceptor):
     """Counts every gRPC call answered on a server by the status it ended with (a stream when it ends), and OMCI
     requests accepted on the OpenOLT server, around the coroutine handlers of a server on the reactor's loop (see
-    :mod:`oltsim.onloop`). Put it first, so calls refused by the token interceptor count too."""
+    :mod:`oltsim.serving.onloop`). Put it first, so calls refused by the token interceptor count too."""
 
     def __init__(self, metrics: Metrics, surface: str) -> None:
         self.metrics = metrics
@@ -242,7 +242,7 @@ class AioMetricsInterceptor(grpc.aio.ServerInterceptor):
 
     def record(self, method: str, code: grpc.StatusCode, count: int = 1) -> None:
         """``count`` (one) calls of ``method`` answered with ``code``: what the native engine calls for the calls it
-        answers inline (oltsim.nativeserver, one call per method and batch), where no interceptor chain runs."""
+        answers inline (oltsim.serving.nativeserver, one call per method and batch), where no interceptor chain runs."""
         self.metrics.count_request(self.surface, code.name, count)
         if method == OMCI_REQUEST_METHOD and code is grpc.StatusCode.OK:
             self.metrics.omci_requests.inc(count)

@@ -1,13 +1,13 @@
 """The composition root: `twistd oltsim` options and `makeService`, the ONLY place things are wired.
 
 Building has no side effects: sockets, threads and timers start in startService. The one thing done at import is
-choosing the reactor: the OpenOLT server runs on Twisted's asyncio reactor (oltsim.onloop), and it has to be
+choosing the reactor: the OpenOLT server runs on Twisted's asyncio reactor (oltsim.serving.onloop), and it has to be
 installed before Klein, imported below, imports the global reactor. twistd imports this module only for the
 `oltsim` subcommand, after its own --reactor option (which then wins, and is checked in makeService).
 """
 from __future__ import annotations
 
-from oltsim.onloop import NotOnLoop, check_asyncio_reactor, install_asyncio_reactor
+from oltsim.serving.onloop import NotOnLoop, check_asyncio_reactor, install_asyncio_reactor
 
 install_asyncio_reactor()
 
@@ -48,19 +48,20 @@ from oltsim.dmi.sw import SoftwareManagementServicer
 from oltsim.dmi import transceivers as dmi_transceivers
 from oltsim.config import (LISTENER_FIELDS, ConfigError, ConfigWarning, load_settings,
                            strict_error)
-from oltsim import nativeserver
-from oltsim.connlimit import ConnectionLimits, LimitedFactory
+from oltsim.serving import nativeserver
+from oltsim.serving.connlimit import ConnectionLimits, LimitedFactory
 from oltsim.bbsimevents import BbsimEventPublisher
 from oltsim.kafka import KafkaSink, SinkService
-from oltsim.grpcserver import GrpcServerService, parse_grpc_endpoint
+from oltsim.serving.endpoints import parse_grpc_endpoint
+from oltsim.serving.grpcserver import GrpcServerService
 from oltsim.logs import CONTROL, logger
 from oltsim.metrics import AioMetricsInterceptor, Metrics, counted, with_metrics
-from oltsim.security import AccessToken, check_listener, guard, interceptors, server_service
+from oltsim.serving.security import AccessToken, check_listener, guard, interceptors, server_service
 from oltsim.model import events
 from oltsim.model.builder import build_olt, check_buildable
 from oltsim.model.errors import InvalidArgument, OltsimError
 from oltsim.omci.responder import OmciResponder
-from oltsim.onloop import on_loop
+from oltsim.serving.onloop import on_loop
 from oltsim.packets.engine import ProtocolEngine
 from oltsim.scenario import schema as scenario_schema
 from oltsim.scenario.runner import ScenarioRunner

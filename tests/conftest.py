@@ -3,9 +3,9 @@ and the gRPC servicers' on_loop handlers run inline with a fake context (style h
 
 from __future__ import annotations
 
-# The daemon runs on Twisted's asyncio reactor (oltsim.onloop); so do the tests (pytest.ini: --reactor=asyncio). It
+# The daemon runs on Twisted's asyncio reactor (oltsim.serving.onloop); so do the tests (pytest.ini: --reactor=asyncio). It
 # has to be installed before treq and Klein, imported below, import the global reactor.
-from oltsim.onloop import install_asyncio_reactor
+from oltsim.serving.onloop import install_asyncio_reactor
 
 install_asyncio_reactor()
 
@@ -34,7 +34,7 @@ from oltsim.config import load_settings  # noqa: E402
 from oltsim.model import events  # noqa: E402
 from oltsim.model.builder import build_olt  # noqa: E402
 from oltsim.model.onu import serial_key  # noqa: E402
-from oltsim.onloop import StreamQueue, on_loop  # noqa: E402
+from oltsim.serving.onloop import StreamQueue, on_loop  # noqa: E402
 from oltsim._proto import bbsim_pb2_grpc  # noqa: E402
 from oltsim.southbound.indications import to_indications  # noqa: E402
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer  # noqa: E402

@@ -8,7 +8,7 @@ from oltsim.model.errors import OltsimError
 
 def abort_for(context, exc) -> None:
     """Answer a refused request with the status of the one error table; anything that is not a
-    domain error is left to `oltsim.onloop.failure_status`, which logs it with a request id and answers INTERNAL."""
+    domain error is left to `oltsim.serving.onloop.failure_status`, which logs it with a request id and answers INTERNAL."""
     if isinstance(exc, OltsimError):
         code, _ = translate.status_for(exc)
         context.abort(code, exc.message)
@@ -16,7 +16,7 @@ def abort_for(context, exc) -> None:
 
 def delegating_servicer(base: type, service, commands_name: str) -> type:
     """A servicer class built as `cls(commands)`, whose every RPC of `service` (a ServiceDescriptor) calls
-    `commands.<RPC name>(request)` on the reactor thread (served through `oltsim.onloop.on_loop`)."""
+    `commands.<RPC name>(request)` on the reactor thread (served through `oltsim.serving.onloop.on_loop`)."""
 
     def __init__(self, commands):
         self._commands = commands

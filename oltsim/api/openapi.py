@@ -29,10 +29,10 @@ from oltsim.api import translate
 from oltsim.api.rest import PAGE_MAX, Route
 from oltsim.config import (DEFAULT_MAX_API_CALLS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER,
                            DEFAULT_MAX_UNSENT_OUTPUT)
-from oltsim.grpcserver import STREAMS_ABOVE_CAP
+from oltsim.serving.grpcserver import STREAMS_ABOVE_CAP
 
 OPENAPI_VERSION = "3.0.3"
-#: What every REST listener bounds per connection (oltsim.connlimit, oltsim.api.site), said in each document.
+#: What every REST listener bounds per connection (oltsim.serving.connlimit, oltsim.api.site), said in each document.
 CONNECTION_LIMITS = (
     f"Connections: this port holds at most --max-connections (default {DEFAULT_MAX_CONNECTIONS}) open at once, at "
     f"most --max-connections-per-peer (default {DEFAULT_MAX_CONNECTIONS_PER_PEER}) from one client address; a "

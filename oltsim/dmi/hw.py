@@ -32,7 +32,7 @@ class HWManagementServicer:
 
     def _abort(self, context, exc):
         """A method that is not implemented answers UNIMPLEMENTED with its own message, as BBSim's does (the
-        generic answer of :func:`oltsim.onloop.failure_status` says only "method not implemented")."""
+        generic answer of :func:`oltsim.serving.onloop.failure_status` says only "method not implemented")."""
         if isinstance(exc, NotImplementedError) and exc.args:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, str(exc.args[0]))
 

@@ -17,7 +17,7 @@ from dmi import hw_pb2
 
 from oltsim.dmi.answers import answer, reconfigure
 from oltsim.model.errors import InvalidArgument
-from oltsim.onloop import AsyncStreamQueue
+from oltsim.serving.onloop import AsyncStreamQueue
 
 __all__ = ["METRICS", "MetricsConfig", "MetricsServicer", "PollIntervalUnsupported", "sample"]
 

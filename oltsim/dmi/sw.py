@@ -19,7 +19,7 @@ from oltsim.dmi.answers import answer
 from oltsim.logs import logger
 from oltsim.model.errors import InvalidArgument
 from oltsim.model.software import Image, ImageError, check_url
-from oltsim.onloop import AsyncStreamQueue
+from oltsim.serving.onloop import AsyncStreamQueue
 
 __all__ = ["SoftwareManagementServicer"]
 

@@ -28,7 +28,7 @@ from dmi import hw_events_mgmt_service_pb2 as ev, hw_pb2
 from oltsim._proto import bbsim_dmi_pb2, bbsim_dmi_pb2_grpc
 from oltsim.logs import logger
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound, OltsimError
-from oltsim.onloop import on_loop
+from oltsim.serving.onloop import on_loop
 
 __all__ = ["TransceiverServicer", "add_to_server"]
 
@@ -49,7 +49,7 @@ def _answer(code: int, message: str) -> bbsim_dmi_pb2.DmiResponse:
 class TransceiverServicer:
     """``bbsim.BBsim_dmi`` over the OLT model ``olt`` and its DMI state ``device`` (an
     ``oltsim.dmi.device.ManagedDevice``). Plain unary methods, run on the reactor thread by
-    ``oltsim.onloop.on_loop`` (``add_to_server`` does the wrapping)."""
+    ``oltsim.serving.onloop.on_loop`` (``add_to_server`` does the wrapping)."""
 
     def __init__(self, olt, device) -> None:
         self.olt = olt

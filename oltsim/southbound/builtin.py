@@ -62,7 +62,7 @@ from oltsim.model import events
 from oltsim.model.errors import NotFound, OltsimError
 from oltsim.omci import codec
 from oltsim.omci.responder import TCONT_IDS
-from oltsim.onloop import StreamQueue
+from oltsim.serving.onloop import StreamQueue
 from oltsim.packets import frames as f
 from oltsim.packets.common import uplink_tag
 from oltsim.packets.eapol import PASSWORD, identity_request_frame, md5_request_frame, md5_response

@@ -1,7 +1,7 @@
 """The OpenOLT southbound: `openolt.Openolt` as a real OLT agent answers it.
 
-One servicer, served on the reactor's own loop through `oltsim.onloop.on_loop` by either engine (pygrpc-native's
-front, `oltsim.nativeserver`, or grpc.aio for TLS): every unary method is a plain method that runs inline on the
+One servicer, served on the reactor's own loop through `oltsim.serving.onloop.on_loop` by either engine (pygrpc-native's
+front, `oltsim.serving.nativeserver`, or grpc.aio for TLS): every unary method is a plain method that runs inline on the
 reactor thread and raises a domain error to refuse; EnableIndication is an async generator reading a queue the
 model feeds on the same thread. The in-memory tests drive the same `on_loop` handlers.
 """
@@ -15,7 +15,7 @@ from oltsim.api import translate
 from oltsim.api.grpc_common import abort_for
 from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition, InvalidArgument
-from oltsim.onloop import AsyncStreamQueue, StreamQueue
+from oltsim.serving.onloop import AsyncStreamQueue, StreamQueue
 from oltsim.southbound.indications import port_statistics, to_indications
 
 log = logger("oltsim.southbound")

@@ -59,7 +59,7 @@ EAPOL_PACKET_OUT_GEM = 1             # BBR's OnuPacketOut always names GEM port 
 RELAY_TAG = 900                      # BBR double-tags relayed DHCP 900/900, priority 0
 EAP_PASSWORD = b"password"
 #: Calls outstanding at once; more wait in a queue on this side. (The server accepts thousands pending, see
-#: oltsim.grpcserver.MAX_PENDING_CALLS; grpcio's default refused streams beyond 1000, which BBR found at 2048 ONUs.)
+#: oltsim.serving.grpcserver.MAX_PENDING_CALLS; grpcio's default refused streams beyond 1000, which BBR found at 2048 ONUs.)
 MAX_IN_FLIGHT = 128
 
 EXPECTED_EAPOL = "eap_response_success_received"

@@ -194,8 +194,8 @@ def _relay(tmp_path, engine_factory, name: str = "engine.sock", port: int = 0):
     (relay, engine listener, port)."""
     from twisted.internet import reactor
 
-    from oltsim.connlimit import ConnectionLimits
-    from oltsim.tlsfront import RelayFront
+    from oltsim.serving.connlimit import ConnectionLimits
+    from oltsim.serving.tlsfront import RelayFront
 
     path = str(tmp_path / name)
     engine = reactor.listenUNIX(path, engine_factory)
@@ -300,7 +300,7 @@ def test_bytes_read_before_the_front_accepted_are_relayed_first(tmp_path, monkey
     and the client saw its connection closed: the .deb test's OpenOLT and v1 ports)."""
     from twisted.internet import protocol
 
-    from oltsim import tlsfront
+    from oltsim.serving import tlsfront
 
     made = tlsfront._PlainInbound.connection_made
 

@@ -14,8 +14,9 @@ from twisted.internet.threads import deferToThread
 from twisted.python import threadable
 
 from engines import grpc_engine  # noqa: F401 - the fixture
-from oltsim.grpcserver import AlreadyRunning, GrpcListen, GrpcServerService, parse_grpc_endpoint
-from oltsim.onloop import AsyncStreamQueue, on_loop
+from oltsim.serving.endpoints import GrpcListen, parse_grpc_endpoint
+from oltsim.serving.grpcserver import AlreadyRunning, GrpcServerService
+from oltsim.serving.onloop import AsyncStreamQueue, on_loop
 
 SERVICE = "oltsim.test.Echo"
 

@@ -1,5 +1,5 @@
-"""Servers on the reactor's own loop (oltsim.onloop), on both engines the OpenOLT endpoint can use (grpc.aio and
-pygrpc-native's front, oltsim.nativeserver): real sockets on 127.0.0.1, a real grpcio channel."""
+"""Servers on the reactor's own loop (oltsim.serving.onloop), on both engines the OpenOLT endpoint can use (grpc.aio and
+pygrpc-native's front, oltsim.serving.nativeserver): real sockets on 127.0.0.1, a real grpcio channel."""
 
 import asyncio
 
@@ -11,9 +11,9 @@ from twisted.internet.task import Clock, deferLater
 from twisted.internet.threads import deferToThread
 from twisted.python import threadable
 
-from oltsim.grpcserver import GrpcServerService
+from oltsim.serving.grpcserver import GrpcServerService
 from oltsim.metrics import AioMetricsInterceptor, Metrics
-from oltsim.onloop import AsyncStreamQueue, NotOnLoop, check_asyncio_reactor, on_loop
+from oltsim.serving.onloop import AsyncStreamQueue, NotOnLoop, check_asyncio_reactor, on_loop
 
 SERVICE = "oltsim.test.Loop"
 METHODS = ("Echo", "Refuse", "Crash", "Missing")

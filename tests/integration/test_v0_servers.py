@@ -17,9 +17,9 @@ from oltsim._proto import legacy_pb2, legacy_pb2_grpc
 from oltsim.api.v0.commands import V0Commands
 from oltsim.api.v0.grpc import LegacyServicer
 from oltsim.api.v0.rest import V0Rest
-from oltsim.onloop import on_loop
+from oltsim.serving.onloop import on_loop
 from oltsim.config import load_settings
-from oltsim.grpcserver import GrpcServerService
+from oltsim.serving.grpcserver import GrpcServerService
 from oltsim.model.builder import build_olt
 
 

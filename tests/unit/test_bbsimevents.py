@@ -21,7 +21,7 @@ from oltsim.model.builder import build_olt
 from oltsim.model.flows import Flow
 from oltsim.omci import codec
 from oltsim.omci.responder import OmciResponder
-from oltsim.onloop import on_loop
+from oltsim.serving.onloop import on_loop
 from oltsim.packets import dhcp, eapol, frames as f
 from oltsim.packets.engine import ProtocolEngine
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer

@@ -12,7 +12,7 @@ from twisted.web.resource import Resource
 from twisted.web.server import NOT_DONE_YET
 
 from oltsim.api.site import ApiSite
-from oltsim.connlimit import ConnectionLimits, LimitedFactory
+from oltsim.serving.connlimit import ConnectionLimits, LimitedFactory
 
 ANSWER = 10_000
 MARK = 16_384

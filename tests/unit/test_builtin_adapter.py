@@ -19,7 +19,7 @@ from oltsim.config import load_settings
 from oltsim.model import events
 from oltsim.model.builder import build_olt
 from oltsim.omci.responder import OmciResponder
-from oltsim.onloop import on_loop
+from oltsim.serving.onloop import on_loop
 from oltsim.packets.engine import ProtocolEngine
 from oltsim.southbound import builtin
 from oltsim.southbound.builtin import BuiltinAdapter, uni_port_no

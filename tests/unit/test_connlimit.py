@@ -1,4 +1,4 @@
-"""oltsim.connlimit in memory: connections counted per listener and per peer, refusals beyond the limits (closed
+"""oltsim.serving.connlimit in memory: connections counted per listener and per peer, refusals beyond the limits (closed
 unread, logged once and then summed up per peer on a fake clock), and LimitedFactory around a server factory."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from twisted.internet.testing import StringTransport
 from twisted.logger import capturedLogs
 from twisted.python.failure import Failure
 
-from oltsim.connlimit import REFUSAL_LOG_INTERVAL, ConnectionLimits, LimitedFactory
+from oltsim.serving.connlimit import REFUSAL_LOG_INTERVAL, ConnectionLimits, LimitedFactory
 
 
 def address(host: str, port: int = 40000) -> IPv4Address:

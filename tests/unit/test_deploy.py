@@ -15,7 +15,7 @@ import yaml
 
 import oltsim
 from oltsim.config import _BBSIM_KEYS, _OLT_KEYS, LISTENER_FIELDS, Settings, load_services, load_settings
-from oltsim.grpcserver import parse_grpc_endpoint
+from oltsim.serving.endpoints import parse_grpc_endpoint
 
 REPO = Path(__file__).resolve().parents[2]
 DEPLOY = REPO / "deploy"

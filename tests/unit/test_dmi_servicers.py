@@ -25,7 +25,7 @@ from oltsim.dmi.hw import HWManagementServicer
 from oltsim.dmi.metrics import MetricsServicer
 from oltsim.dmi.sw import SoftwareManagementServicer
 from oltsim.logs import CONTROL
-from oltsim.onloop import failure_status
+from oltsim.serving.onloop import failure_status
 
 OK = commons_pb2.OK_STATUS
 

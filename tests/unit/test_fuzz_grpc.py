@@ -34,7 +34,7 @@ from oltsim.api.v0.grpc import LegacyServicer
 from oltsim.api.v0.mapping import LEGACY_ONU_ALARMS
 from oltsim.api.v1 import rest as v1_rest
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer, event_to_pb
-from oltsim.onloop import on_loop
+from oltsim.serving.onloop import on_loop
 from oltsim.model import events
 from oltsim.model.alarms import ONU_ALARMS
 from oltsim.model.errors import Unavailable

@@ -17,7 +17,7 @@ from oltsim.api.v0 import rest as v0_rest
 from oltsim.api.v0.commands import V0Commands
 from oltsim.api.v1 import rest as v1_rest
 from oltsim.api.v1.rest import V1Rest, routes_for
-from oltsim.security import AccessToken, guard
+from oltsim.serving.security import AccessToken, guard
 
 REVISIONS = ("base", "extended")
 SN = "BBSM00000001"

@@ -17,7 +17,7 @@ from oltsim.api.v1.rest import V1Rest
 from oltsim.ctl import commands
 from oltsim.ctl.cli import build_parser
 from oltsim.ctl.connection import CtlError
-from oltsim.onloop import on_loop
+from oltsim.serving.onloop import on_loop
 from oltsim.scenario.runner import ScenarioRunner
 
 SN = "BBSM00000001"

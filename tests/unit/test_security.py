@@ -15,7 +15,7 @@ from oltsim.api.v0.commands import V0Commands
 from oltsim.api.v0.rest import V0Rest
 from oltsim.api.v1.rest import V1Rest
 from oltsim.config import ConfigError, load_settings
-from oltsim.security import AccessToken, AioTokenInterceptor, check_listener, guard, interceptors, server_endpoint
+from oltsim.serving.security import AccessToken, AioTokenInterceptor, check_listener, guard, interceptors, server_endpoint
 from oltsim.tap import Options, makeService
 
 from conftest import Aborted, FakeContext, Sim, run_now, stream_now

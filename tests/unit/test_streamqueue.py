@@ -1,12 +1,12 @@
 """What every gRPC servicer served on the reactor's loop shares, in memory: the bounded stream queue and the one way
-a failure becomes a status (oltsim.onloop)."""
+a failure becomes a status (oltsim.serving.onloop)."""
 
 import grpc
 import pytest
 import pytest_twisted
 from twisted.logger import capturedLogs
 
-from oltsim.onloop import StreamQueue, failure_status, rpc_functions
+from oltsim.serving.onloop import StreamQueue, failure_status, rpc_functions
 
 
 class DomainError(Exception):
@@ -145,7 +145,7 @@ async def test_async_queue_sends_directly_while_its_reader_waits_and_keeps_order
     what was sent, in order; and nothing is sent directly while items are still queued."""
     import asyncio
 
-    from oltsim.onloop import AsyncStreamQueue
+    from oltsim.serving.onloop import AsyncStreamQueue
 
     async def scenario():
         queue, reader = AsyncStreamQueue(10), _Reader()
@@ -181,7 +181,7 @@ async def test_async_queue_without_a_direct_sender_queues_everything():
     """On servers without ``direct_send`` (grpc.aio) the queue behaves as before: every item is read by its Task."""
     import asyncio
 
-    from oltsim.onloop import AsyncStreamQueue
+    from oltsim.serving.onloop import AsyncStreamQueue
 
     class Plain:
         def cancelled(self):

@@ -12,7 +12,7 @@ from oltsim._proto import bbsim_dmi_pb2 as pb, bbsim_dmi_pb2_grpc
 from oltsim.dmi.device import ManagedDevice
 from oltsim.dmi.transceivers import TransceiverServicer
 from oltsim.model.olt import PON_PORT_BASE
-from oltsim.onloop import on_loop
+from oltsim.serving.onloop import on_loop
 
 OK, NOT_FOUND, ABORTED, UNAVAILABLE = 0, 5, 10, 14
 

@@ -15,7 +15,7 @@ from oltsim.api.ui import UI_PATH
 from oltsim.api.v1.rest import EVENTS_PATH, OPENAPI_PATH, V1Rest, routes_for
 from oltsim.metrics import Metrics, with_metrics
 from oltsim.model.alarms import ONU_ALARMS
-from oltsim.security import AccessToken, guard
+from oltsim.serving.security import AccessToken, guard
 
 TOKEN = "s3cret"
 # A value for each path placeholder of the v1 route table.

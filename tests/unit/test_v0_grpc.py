@@ -11,7 +11,7 @@ from oltsim._proto import bbsim_pb2, legacy_pb2, legacy_pb2_grpc
 from oltsim.api.commands import V1Commands
 from oltsim.api.v0.commands import V0Commands
 from oltsim.api.v0.grpc import LegacyServicer
-from oltsim.onloop import on_loop
+from oltsim.serving.onloop import on_loop
 from oltsim.config import load_settings
 from oltsim.model.builder import build_olt
 from conftest import run_now

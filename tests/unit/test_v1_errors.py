@@ -19,7 +19,7 @@ from conftest import Sim, grpc_call, grpc_error
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2_grpc
 from oltsim.api import translate
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
-from oltsim.onloop import on_loop, rpc_functions
+from oltsim.serving.onloop import on_loop, rpc_functions
 from oltsim.southbound.openolt import OpenoltServicer
 
 SN = "BBSM00000001"

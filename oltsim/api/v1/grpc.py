@@ -10,7 +10,7 @@ import twisted
 from oltsim import __version__
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api.grpc_common import abort_for, delegating_servicer
-from oltsim.onloop import AsyncStreamQueue
+from oltsim.serving.onloop import AsyncStreamQueue
 
 RPC_NAMES = tuple(m.name for m in bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"].methods)
 __all__ = ["BBSimServicer", "OltsimServicer", "abort_for", "add_to_server", "event_to_pb"]
@@ -85,7 +85,7 @@ def _serialized(message) -> bytes:
 
 
 def add_to_server(servicer, server) -> None:
-    """Register `servicer` (OltsimServicer adapted by `oltsim.onloop.on_loop`) as the generated
+    """Register `servicer` (OltsimServicer adapted by `oltsim.serving.onloop.on_loop`) as the generated
     `add_OltsimServicer_to_server` does, except that StreamEvents sends the bytes its handler yields as they are."""
     handlers = {
         "VersionDetails": grpc.unary_unary_rpc_method_handler(

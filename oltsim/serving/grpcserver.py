@@ -9,13 +9,9 @@ can also be stopped and restarted at runtime on the same port (OLT reboot, Stop/
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
-import re
 import shutil
-import socket
 import tempfile
-from dataclasses import dataclass, replace
 from typing import Any, Callable, Sequence
 
 import grpc
@@ -23,19 +19,18 @@ from twisted.application.service import Service
 from twisted.internet.defer import Deferred, succeed
 from twisted.internet.error import CannotListenError
 from oltsim.logs import logger
-from oltsim.nativeserver import NativeServer
-from oltsim.onloop import DecodeGuard, OpenCallLimit, check_asyncio_reactor
+from oltsim.serving.endpoints import GrpcListen, bind_error, bind_refusal, parse_grpc_endpoint
+from oltsim.serving.nativeserver import NativeServer
+from oltsim.serving.onloop import DecodeGuard, OpenCallLimit, check_asyncio_reactor
 
 __all__ = ["AlreadyRunning", "ENGINES", "GrpcListen", "GrpcServerService", "parse_grpc_endpoint"]
 
 #: How a GrpcServerService serves: grpc.aio on the
-#: reactor's loop, or pygrpc-native's front on the reactor's loop (oltsim.nativeserver; TLS through oltsim.tlsfront).
+#: reactor's loop, or pygrpc-native's front on the reactor's loop (oltsim.serving.nativeserver; TLS through oltsim.serving.tlsfront).
 ENGINES = ("grpcio", "native")
 
-log = logger("oltsim.grpcserver")
+log = logger("oltsim.serving.grpcserver")
 
-_TRUE = {"yes", "true", "1", "on"}
-_FALSE = {"no", "false", "0", "off"}
 
 #: Calls grpc.aio accepts before its handlers take them (C-core's default is 1000, then 3000 as a hard limit).
 #: An adapter bringing up 2048 ONUs at once has about that many unary calls outstanding (BBR does: one OMCI
@@ -82,264 +77,8 @@ _GRPCIO_OPTIONS = _OPTIONS
 STREAMS_ABOVE_CAP = 64
 
 
-def bind_error(host: str | None, port: int, error: BaseException | None) -> OSError:
-    """The operating system's reason why a gRPC engine could not bind ``host:port`` (grpcio only says "Failed to bind
-    ... set GRPC_VERBOSITY=debug"): the OSError the engine raised, else the one a plain socket gets binding there now
-    (a name that does not resolve, an address in use or not on this host)."""
-    cause = error.__cause__ if error is not None else None
-    if isinstance(cause, OSError) and cause.errno:
-        return OSError(cause.errno, os.strerror(cause.errno))  # the native engine's text repeats the address
-    return bind_refusal(host, port) or OSError(f"{error or 'bind failed'}")
-
-
-def bind_refusal(host: str | None, port: int) -> OSError | None:
-    """Why a plain socket cannot bind ``host:port`` now (None when it can, on one of the host's addresses): a name
-    that does not resolve (socket.gaierror), an address in use or not on this host."""
-    try:
-        candidates = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except OSError as exc:  # socket.gaierror: the interface does not resolve
-        return exc
-    reason: OSError | None = None
-    for family, kind, proto, _, address in candidates:
-        try:
-            with socket.socket(family, kind, proto) as probe:
-                probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers bind
-                probe.bind(address)
-        except OSError as exc:
-            reason = reason or exc
-        else:
-            return None
-    return reason
-
-
 class AlreadyRunning(Exception):
     """start_server was called while the gRPC server is serving."""
-
-
-@dataclass(frozen=True)
-class GrpcListen:
-    """Where and how a grpcio server listens.
-
-    ``host`` None means all interfaces (``[::]``, which grpcio binds dual-stack and falls back to IPv4 on a host
-    without IPv6).  TLS fields hold file paths, read by :meth:`credentials` each time the server starts.
-    """
-
-    port: int
-    host: str | None = None
-    private_key: str | None = None
-    cert_key: str | None = None
-    extra_cert_chain: str | None = None
-    ca_certs_dir: str | None = None
-    require_client_cert: bool = False
-
-    @property
-    def secure(self) -> bool:
-        """True for an ``ssl:`` endpoint."""
-        return self.private_key is not None
-
-    @property
-    def address(self) -> str:
-        """The address in grpcio's ``host:port`` form, IPv6 hosts bracketed."""
-        return self.address_for(self.host if self.host is not None else "::")
-
-    def address_for(self, host: str) -> str:
-        """``host:port`` for this port on another host (used for the IPv4 fallback)."""
-        return f"[{host}]:{self.port}" if ":" in host else f"{host}:{self.port}"
-
-    def with_port(self, port: int) -> GrpcListen:
-        """The same listener on another port (a restart re-binds the port bound the first time)."""
-        return replace(self, port=port)
-
-    def credentials(self) -> grpc.ServerCredentials:
-        """Read the key and certificate files and build grpcio server credentials; ValueError if one is unreadable."""
-        key = _read(self.private_key, "privateKey")
-        chain = _read(self.cert_key or self.private_key, "certKey")
-        if self.extra_cert_chain:
-            # As in Twisted: intermediate certificates sent after ours.
-            chain = chain.rstrip(b"\n") + b"\n" + _read(self.extra_cert_chain, "extraCertChain")
-        roots = _read_ca_dir(self.ca_certs_dir) if self.ca_certs_dir else None
-        return grpc.ssl_server_credentials(
-            [(key, chain)], root_certificates=roots, require_client_auth=self.require_client_cert
-        )
-
-
-def _read(path: str | None, option: str) -> bytes:
-    try:
-        with open(path, "rb") as f:  # type: ignore[arg-type]
-            return f.read()
-    except OSError as exc:
-        raise ValueError(f"cannot read {option} file {path!r}: {exc.strerror}") from None
-
-
-def _read_ca_dir(path: str) -> bytes:
-    try:
-        names = sorted(os.listdir(path))
-    except OSError as exc:
-        raise ValueError(f"cannot read caCertsDir {path!r}: {exc.strerror}") from None
-    pems = []
-    for name in names:
-        full = os.path.join(path, name)
-        if os.path.isfile(full):
-            data = _read(full, "caCertsDir")
-            if b"-----BEGIN CERTIFICATE-----" in data:
-                pems.append(data.rstrip(b"\n") + b"\n")
-    if not pems:
-        raise ValueError(f"caCertsDir {path!r} holds no PEM certificate")
-    return b"".join(pems)
-
-
-def _split_endpoint(description: str) -> list[tuple[str | None, str]]:
-    """Twisted's endpoint-string grammar, as ``(keyword or None, value)`` pairs in order: ``:`` separates
-    arguments, the first ``=`` makes one a keyword, and a backslash takes the next character literally
-    (``privateKey=C\\:/key.pem``)."""
-    parts: list[list[str]] = []
-    current: list[str] = []
-    chars = iter(description)
-    for ch in chars:
-        if ch == "\\":
-            nxt = next(chars, None)
-            if nxt is None:
-                raise ValueError(f"endpoint {description!r} ends with a lone backslash")
-            current.append("\\" + nxt)  # kept escaped until split on '='
-        elif ch == ":":
-            parts.append(current)
-            current = []
-        else:
-            current.append(ch)
-    parts.append(current)
-
-    def unescape(tokens: list[str]) -> str:
-        return "".join(t[-1] if t.startswith("\\") else t for t in tokens)
-
-    items: list[tuple[str | None, str]] = []
-    for tokens in parts:
-        eq = next((i for i, t in enumerate(tokens) if t == "="), None)
-        if eq is None:
-            items.append((None, unescape(tokens)))
-        else:
-            items.append((unescape(tokens[:eq]), unescape(tokens[eq + 1 :])))
-    return items
-
-
-_FIRST_GROUP = re.compile(r"\[?[0-9A-Fa-f]{0,4}")
-_NEXT_GROUP = re.compile(r"[0-9A-Fa-f]{0,4}\]?|(?:\d{1,3}\.){3}\d{1,3}\]?")
-
-
-def _join_ipv6_interface(items: list[tuple[str | None, str]]) -> list[tuple[str | None, str]]:
-    """Accept an unescaped IPv6 ``interface=::1``: Twisted would split it on its colons, which nobody means."""
-    out: list[tuple[str | None, str]] = []
-    i = 0
-    while i < len(items):
-        key, value = items[i]
-        i += 1
-        if key == "interface" and _FIRST_GROUP.fullmatch(value):
-            groups = [value]
-            while i < len(items) and items[i][0] is None and _NEXT_GROUP.fullmatch(items[i][1]):
-                groups.append(items[i][1])
-                i += 1
-                if groups[-1].endswith("]"):
-                    break
-            if len(groups) > 1:
-                value = ":".join(groups)
-        out.append((key, value))
-    return out
-
-
-def _port(value: str, description: str) -> int:
-    try:
-        port = int(value)
-    except ValueError:
-        raise ValueError(f"endpoint {description!r}: port {value!r} is not a number") from None
-    if not 0 <= port <= 65535:
-        raise ValueError(f"endpoint {description!r}: port {port} is outside 0..65535")
-    return port
-
-
-def _flag(value: str, name: str, description: str) -> bool:
-    if value.lower() in _TRUE:
-        return True
-    if value.lower() in _FALSE:
-        return False
-    raise ValueError(f"endpoint {description!r}: {name} must be yes or no, not {value!r}")
-
-
-def _take(args: list[str], kwargs: dict[str, str], positional: list[str], description: str) -> dict[str, str]:
-    """Merge positional arguments (in Twisted's order) into keywords, refusing duplicates and extras."""
-    if len(args) > len(positional):
-        raise ValueError(f"endpoint {description!r}: too many positional arguments")
-    merged = dict(kwargs)
-    for name, value in zip(positional, args):
-        if name in merged:
-            raise ValueError(f"endpoint {description!r}: {name} given twice")
-        merged[name] = value
-    return merged
-
-
-_TCP_OPTIONS = ["port", "interface", "backlog"]
-_SSL_POSITIONAL = ["port", "privateKey", "certKey", "sslmethod", "interface", "backlog"]
-_SSL_OPTIONS = _SSL_POSITIONAL + ["extraCertChain", "caCertsDir", "requireClientCert"]
-
-
-def parse_grpc_endpoint(description: str) -> GrpcListen:
-    """Translate a Twisted server endpoint string into a :class:`GrpcListen`.
-
-    Accepted: ``tcp:PORT[:interface=HOST]`` (all interfaces when no interface is given) and
-    ``ssl:PORT:privateKey=KEY[:certKey=CERT][:extraCertChain=CHAIN][:caCertsDir=DIR][:requireClientCert=yes]``
-    (``certKey`` defaults to ``privateKey``; ``caCertsDir`` verifies client certificates, which
-    ``requireClientCert=yes`` makes mandatory).  ``backlog`` is accepted and ignored.  Anything else: ValueError.
-    """
-    items = _join_ipv6_interface(_split_endpoint(description))
-    args = [value for key, value in items if key is None]
-    kwargs: dict[str, str] = {}
-    for key, value in items:
-        if key is not None:
-            if key in kwargs:
-                raise ValueError(f"endpoint {description!r}: {key} given twice")
-            kwargs[key] = value
-    kind = args.pop(0).strip().lower() if args else ""
-    if kind == "tcp":
-        options = _take(args, kwargs, _TCP_OPTIONS, description)
-        allowed = _TCP_OPTIONS
-    elif kind == "ssl":
-        options = _take(args, kwargs, _SSL_POSITIONAL, description)
-        allowed = _SSL_OPTIONS
-    else:
-        raise ValueError(
-            f"endpoint {description!r}: gRPC servers listen on tcp:PORT[:interface=HOST] or "
-            f"ssl:PORT:privateKey=KEY[:certKey=CERT], not {kind or 'nothing'!r}"
-        )
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ValueError(f"endpoint {description!r}: unsupported option(s) {', '.join(unknown)} for {kind}")
-    if "port" not in options:
-        raise ValueError(f"endpoint {description!r}: no port (write colons inside a value as \\:)")
-    port = _port(options["port"], description)
-    host = options.get("interface") or None
-    if host is not None:
-        host = host.strip("[]")
-        if ":" in host:
-            try:
-                ipaddress.IPv6Address(host)
-            except ValueError:
-                raise ValueError(f"endpoint {description!r}: interface {host!r} is not an IPv6 address") from None
-    if kind == "tcp":
-        return GrpcListen(port=port, host=host)
-    if options.get("sslmethod"):
-        raise ValueError(f"endpoint {description!r}: sslmethod is not supported by grpcio")
-    if not options.get("privateKey"):
-        raise ValueError(f"endpoint {description!r}: ssl needs privateKey=FILE")
-    require = _flag(options.get("requireClientCert", "no"), "requireClientCert", description)
-    if require and not options.get("caCertsDir"):
-        raise ValueError(f"endpoint {description!r}: requireClientCert=yes needs caCertsDir=DIR to verify clients")
-    return GrpcListen(
-        port=port,
-        host=host,
-        private_key=options["privateKey"],
-        cert_key=options.get("certKey") or None,
-        extra_cert_chain=options.get("extraCertChain") or None,
-        ca_certs_dir=options.get("caCertsDir") or None,
-        require_client_cert=require,
-    )
 
 
 class GrpcServerService(Service):
@@ -350,15 +89,15 @@ class GrpcServerService(Service):
     reactor thread just before each stop, so open streams can be closed (UNAVAILABLE) through their StreamQueues.
 
     ``engine`` (one of :data:`ENGINES`): ``grpcio`` is a ``grpc.aio`` server and ``native`` (the default) a
-    :class:`oltsim.nativeserver.NativeServer`, both on the reactor's
-    own asyncio loop (Twisted's asyncio reactor; see :mod:`oltsim.onloop`), where handlers run on the reactor thread
+    :class:`oltsim.serving.nativeserver.NativeServer`, both on the reactor's
+    own asyncio loop (Twisted's asyncio reactor; see :mod:`oltsim.serving.onloop`), where handlers run on the reactor thread
     and ``interceptors`` are ``grpc.aio`` ones.  Starting either on another reactor fails with
-    :class:`oltsim.onloop.NotOnLoop`. ``native`` serves an ``ssl:`` endpoint through a TLS relay in front of it
-    (:mod:`oltsim.tlsfront`).
+    :class:`oltsim.serving.onloop.NotOnLoop`. ``native`` serves an ``ssl:`` endpoint through a TLS relay in front of it
+    (:mod:`oltsim.serving.tlsfront`).
 
     ``max_connections`` and ``max_connections_per_peer`` (both or neither) bound the connections the endpoint
     holds, in total and from one peer address: either engine then sits behind that relay (plain or TLS) on a
-    private Unix socket, and a connection beyond a limit is closed unread (:mod:`oltsim.connlimit`).
+    private Unix socket, and a connection beyond a limit is closed unread (:mod:`oltsim.serving.connlimit`).
     """
 
     def __init__(
@@ -392,7 +131,7 @@ class GrpcServerService(Service):
         #: connections the endpoint holds (None: unbounded, the engine listens on the endpoint itself)
         self.max_connections = max_connections
         self.max_connections_per_peer = max_connections_per_peer
-        self._limits: Any = None  # their counts (oltsim.connlimit.ConnectionLimits), kept across restarts
+        self._limits: Any = None  # their counts (oltsim.serving.connlimit.ConnectionLimits), kept across restarts
         self._add_servicers = add_servicers
         self._reactor = reactor
         self.grace = grace
@@ -407,7 +146,7 @@ class GrpcServerService(Service):
         self._stopping: Deferred | None = None  # a stop in progress, until the old server has let the port go
         self._start_after_stop = False  # start_server was called during that stop
         self._starting: asyncio.Task | None = None  # a loop server's start coroutine (a stop waits for it)
-        self._tls: Any = None  # the relay in front of the engine (oltsim.tlsfront), TLS or bounding connections
+        self._tls: Any = None  # the relay in front of the engine (oltsim.serving.tlsfront), TLS or bounding connections
         self._tls_dir: str | None = None  # the private directory of its Unix socket
 
     def _get_reactor(self) -> Any:
@@ -512,12 +251,12 @@ class GrpcServerService(Service):
         return (self.engine == "native" and listen.secure) or self.max_connections is not None
 
     def _bind_tls_front(self, server: Any, listen: GrpcListen) -> tuple[str, int]:
-        """The relay (oltsim.tlsfront): the engine on a private Unix socket, Twisted's listener (TLS for an ssl:
+        """The relay (oltsim.serving.tlsfront): the engine on a private Unix socket, Twisted's listener (TLS for an ssl:
         endpoint) on the endpoint's port relaying to it, behind the connection limits if any. Returns the address
         bound and the port."""
-        from oltsim.connlimit import ConnectionLimits
-        from oltsim.security import certificate_options  # security builds on this module
-        from oltsim.tlsfront import RelayFront
+        from oltsim.serving.connlimit import ConnectionLimits
+        from oltsim.serving.security import certificate_options
+        from oltsim.serving.tlsfront import RelayFront
 
         # ValueError for unusable files, before binding
         options = certificate_options(listen, protocols=[b"h2"]) if listen.secure else None

@@ -5,7 +5,7 @@ spends about 300 µs of server CPU on an empty call here, the drop-in ``pygrpc_n
 of it an asyncio Task, a context and the interceptor chain per call. This server uses the front underneath it
 (``pygrpc_native.NativeGrpcFront``, its stable 0.x API): HTTP/2 and gRPC framing run in Rust outside the GIL, calls
 arrive in batches through one dispatch thread, and one ``call_soon_threadsafe`` per batch hands them to the reactor
-thread, where each unary call of a servicer adapted by :func:`oltsim.onloop.on_loop` runs inline: parse, the
+thread, where each unary call of a servicer adapted by :func:`oltsim.serving.onloop.on_loop` runs inline: parse, the
 servicer's plain method, serialize, respond. No Task, no context object, no interceptor.
 
 Everything else keeps grpc.aio's behaviour: coroutine unary handlers and async-generator streams (EnableIndication)
@@ -15,7 +15,7 @@ private Unix socket behind it, which the front forwards to. A counting intercept
 code, count)``, as :class:`oltsim.metrics.AioMetricsInterceptor`) is told about every native call, and runs as an ordinary
 interceptor on the fallback; other interceptors are refused, since they could not run on the inline path.
 
-No TLS of its own: on ``ssl:`` endpoints :mod:`oltsim.tlsfront` terminates TLS and relays to the front.
+No TLS of its own: on ``ssl:`` endpoints :mod:`oltsim.serving.tlsfront` terminates TLS and relays to the front.
 """
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ import grpc
 from grpc import aio
 from twisted.python.failure import Failure
 
-from oltsim.onloop import DecodeGuard, OpenCallLimit, failure_status, undecodable_message
+from oltsim.serving.onloop import DecodeGuard, OpenCallLimit, failure_status, undecodable_message
 from oltsim.logs import logger
 
 try:
@@ -44,7 +44,7 @@ except ImportError:  # available() says so; the daemon then serves with grpcio
 
 __all__ = ["NativeServer", "available"]
 
-log = logger("oltsim.nativeserver")
+log = logger("oltsim.serving.nativeserver")
 
 #: events taken from the front per trip into Python; a burst of calls costs one ``call_soon_threadsafe`` per batch
 BATCH = 256
@@ -188,7 +188,7 @@ class _Method:
 class NativeServer(aio.Server):
     """A ``grpc.aio.Server`` on pygrpc-native's front whose handlers run on ``loop`` (the reactor's).
 
-    The calls :class:`oltsim.grpcserver.GrpcServerService` and generated code make: ``add_registered_method_handlers``
+    The calls :class:`oltsim.serving.grpcserver.GrpcServerService` and generated code make: ``add_registered_method_handlers``
     and ``add_generic_rpc_handlers``, one ``add_insecure_port``, ``start`` and ``stop`` (coroutines).
     """
 
@@ -265,7 +265,7 @@ class NativeServer(aio.Server):
         return self._front.bound_port
 
     def add_secure_port(self, address: str, server_credentials: grpc.ServerCredentials) -> int:
-        raise NotImplementedError("the native engine's TLS is a relay in front of it (oltsim.tlsfront)")
+        raise NotImplementedError("the native engine's TLS is a relay in front of it (oltsim.serving.tlsfront)")
 
     def discard(self) -> None:
         """Release what a server that will never start holds (its port), e.g. after a later step failed to bind."""
@@ -651,7 +651,7 @@ class _StreamOut:
 
 class _InlineContext:
     """The context an inline unary method gets: its peer only. A servicer method run inline reports a refusal by
-    raising (see :func:`oltsim.onloop.on_loop`), never through the context."""
+    raising (see :func:`oltsim.serving.onloop.on_loop`), never through the context."""
 
     __slots__ = ("_peer",)
 

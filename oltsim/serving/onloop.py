@@ -9,7 +9,7 @@ a thread (bench/bringup.py, docs/performance.md).  The control APIs followed (is
 
 :func:`on_loop` turns the one servicer (plain unary methods over the model that raise domain errors, mapped by its
 ``_abort``; async generators for streams) into grpc.aio handlers that call the same methods inline; the native engine
-(:mod:`oltsim.nativeserver`) calls the plain methods without even a coroutine.  A stream reads an
+(:mod:`oltsim.serving.nativeserver`) calls the plain methods without even a coroutine.  A stream reads an
 :class:`AsyncStreamQueue`, which the model feeds on the same thread.  The in-memory tests drive these same handlers.
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ from oltsim.logs import Summary, logger
 __all__ = ["AsyncStreamQueue", "DecodeGuard", "NotOnLoop", "OpenCallLimit", "StreamQueue", "check_asyncio_reactor", "failure_status",
            "handler_with", "install_asyncio_reactor", "on_loop", "rpc_functions", "undecodable_message"]
 
-log = logger("oltsim.onloop")
+log = logger("oltsim.serving.onloop")
 
 
 def _is_rpc_name(name: str) -> bool:
@@ -255,7 +255,7 @@ def on_loop(servicer: Any, base: type) -> Any:
     A unary RPC is a plain method ``(request, context) -> response`` that runs inline on the reactor thread and
     reports a refusal by raising, never through ``context.abort``; its failure becomes a status through
     :func:`failure_status`.  Each handler carries ``inline = (method, servicer, name)``, which
-    :class:`oltsim.nativeserver.NativeServer` calls directly, without a coroutine.  A server-streaming RPC is an
+    :class:`oltsim.serving.nativeserver.NativeServer` calls directly, without a coroutine.  A server-streaming RPC is an
     async generator method of the servicer, served as it is with its errors mapped the same way.  Anything else (a
     plain generator, a coroutine) is refused with TypeError while building, before anything listens.
     """

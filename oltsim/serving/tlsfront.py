@@ -1,5 +1,5 @@
 """The relay in front of a gRPC engine: Twisted accepts the endpoint's connections (terminating TLS on an ``ssl:``
-endpoint), bounds them (:mod:`oltsim.connlimit`) and relays the plain HTTP/2 bytes to the engine on a private Unix
+endpoint), bounds them (:mod:`oltsim.serving.connlimit`) and relays the plain HTTP/2 bytes to the engine on a private Unix
 socket.
 
 Neither engine has a hook on accept, nor a limit on connections: pygrpc-native's Rust front and grpc.aio bind and
@@ -32,7 +32,7 @@ from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.internet.error import CannotListenError
 from twisted.internet.protocol import Factory, Protocol
 
-from oltsim.connlimit import LimitedFactory
+from oltsim.serving.connlimit import LimitedFactory
 from oltsim.logs import logger
 
 __all__ = ["RelayFront"]
@@ -124,7 +124,7 @@ class _Building(Factory):
 class RelayFront:
     """A listener on ``port`` (``interface``, all when empty) relaying every connection to the Unix socket ``path``:
     TLS when ``options`` (a Twisted ``CertificateOptions`` with ALPN ``h2``) is given, else plain TCP; behind
-    ``limits`` (a :class:`oltsim.connlimit.ConnectionLimits`) when given, so that a connection beyond them is closed
+    ``limits`` (a :class:`oltsim.serving.connlimit.ConnectionLimits`) when given, so that a connection beyond them is closed
     before a byte of it is read or relayed.
 
     :meth:`listen` binds at once (the port accepts connections when it returns; 0 picks one, see ``port``);

@@ -31,14 +31,14 @@ from twisted.web.resource import Resource, getChildForRequest
 from oltsim.api import translate
 from oltsim.api.rest import json_response
 from oltsim.config import ConfigError
-from oltsim.grpcserver import GrpcListen, _split_endpoint, parse_grpc_endpoint
+from oltsim.serving.endpoints import GrpcListen, parse_grpc_endpoint, split_endpoint
 from oltsim.logs import logger
-from oltsim.onloop import handler_with
+from oltsim.serving.onloop import handler_with
 
 __all__ = ["AccessToken", "AioTokenInterceptor", "TokenGuard", "certificate_options",
            "check_listener", "guard", "interceptors", "server_endpoint", "server_service"]
 
-log = logger("oltsim.security")
+log = logger("oltsim.serving.security")
 
 #: The realm named in ``WWW-Authenticate``.
 REALM = "oltsim"
@@ -194,7 +194,7 @@ def _ours(description: str) -> bool:
     """Whether to build an ``ssl:`` endpoint ourselves (the gRPC listeners' grammar, with client certificates):
     always, unless it uses an option only Twisted's parser knows (``sslmethod``, also as a fourth positional
     argument, or ``dhParameters``) and no client-certificate option, which only we know."""
-    items = _split_endpoint(description)
+    items = split_endpoint(description)
     if not items or items[0][0] is not None or items[0][1].strip().lower() != "ssl":
         return False
     keywords = {key for key, _ in items if key is not None}
