@@ -50,6 +50,7 @@ from oltsim.config import (LISTENER_FIELDS, ConfigError, ConfigWarning, load_set
                            strict_error)
 from oltsim.serving import nativeserver
 from oltsim.serving.connlimit import ConnectionLimits, LimitedFactory
+from oltsim.serving.descriptors import raise_open_files_limit
 from oltsim.bbsimevents import BbsimEventPublisher
 from oltsim.kafka import KafkaSink, SinkService
 from oltsim.serving.endpoints import parse_grpc_endpoint
@@ -372,6 +373,7 @@ class DaemonService(service.MultiService):
         self.warnings = warnings
         #: where the one line of a failed start goes (None: the process's real stderr)
         self.stderr = None
+        self._descriptors_raised = False
 
     def privilegedStartService(self):
         # Twisted's REST listeners bind here, before startService: the same rule applies to them.
@@ -384,7 +386,14 @@ class DaemonService(service.MultiService):
         self._warn_once()
         self._each("startService")
 
+    def _raise_descriptors_once(self) -> None:
+        if not self._descriptors_raised:
+            self._descriptors_raised = True
+            raise_open_files_limit()
+
     def _warn_once(self) -> None:
+        # The descriptor limit too, before any listener binds (oltsim.serving.descriptors).
+        self._raise_descriptors_once()
         # twistd calls privilegedStartService first, where the REST listeners bind; other callers only startService.
         warnings, self.warnings = self.warnings, ()
         log_config_warnings(warnings)
@@ -490,8 +499,9 @@ def makeService(options, reactor=None):
     metrics = Metrics(olt, hub)
     token = AccessToken(settings.api_token) if settings.api_token else None
 
-    # Connections on every gRPC port are bounded by a Twisted relay in front of the engine (neither engine has a hook
-    # on accept): a connection beyond the limits is closed unread, as on the REST listeners.
+    # Connections are bounded per Twisted listener (REST, SADIS, the TLS relay of an ssl: gRPC port), the idlest
+    # making room when one is full (oltsim.serving.connlimit); a plain gRPC port is the engine's own, bounded by the
+    # process's descriptors (oltsim.serving.descriptors), with no hop between the adapter and the engine.
     connections = dict(max_connections=settings.max_connections,
                        max_connections_per_peer=settings.max_connections_per_peer)
     # The southbound carries ~240 calls per ONU at bring-up: served on the reactor's loop, no thread hops, by

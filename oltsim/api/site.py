@@ -183,7 +183,20 @@ class BoundedChannel(http.HTTPChannel):
         if request is not None:
             self.requestDone(request)
 
+    def allHeadersReceived(self):
+        # The listener's limits (oltsim.serving.connlimit): a request in flight keeps its connection from eviction,
+        # and its head came in time.
+        started = getattr(self.transport, "request_started", None)
+        if started is not None:
+            started()
+        super().allHeadersReceived()
+
     def requestDone(self, request):
+        if not getattr(request, "_reported_done", False):
+            request._reported_done = True
+            finished = getattr(self.transport, "request_finished", None)
+            if finished is not None:
+                finished()
         if self._waitingForTransport:
             # Twisted would parse and answer the next buffered requests now, however full the transport is.
             self._finished_waiting = request

@@ -95,9 +95,12 @@ class GrpcServerService(Service):
     :class:`oltsim.serving.onloop.NotOnLoop`. ``native`` serves an ``ssl:`` endpoint through a TLS relay in front of it
     (:mod:`oltsim.serving.tlsfront`).
 
-    ``max_connections`` and ``max_connections_per_peer`` (both or neither) bound the connections the endpoint
-    holds, in total and from one peer address: either engine then sits behind that relay (plain or TLS) on a
-    private Unix socket, and a connection beyond a limit is closed unread (:mod:`oltsim.serving.connlimit`).
+    On a plain (``tcp:``) endpoint either engine listens on the port itself: no hop between the client and the
+    engine, and ``context.peer()`` is the client. Neither engine has a hook on accept, so nothing but the process's
+    descriptors bounds the connections there (``oltsim.serving.descriptors`` raises that limit at start); an idle
+    connection costs the native front about 17 KiB, and one that never sends its HTTP/2 preface is dropped after
+    120 s. ``max_connections`` and ``max_connections_per_peer`` (both or neither) bound the connections of the TLS
+    relay (:mod:`oltsim.serving.connlimit`: when full, the connection idle the longest makes room).
     """
 
     def __init__(
@@ -246,9 +249,9 @@ class GrpcServerService(Service):
                 ("grpc.max_concurrent_streams", self.max_calls_per_connection)]
 
     def _relayed(self, listen: GrpcListen) -> bool:
-        """Whether the engine sits behind the relay: TLS on the native engine (it has none), or bounded connections
-        on either (neither engine has a hook on accept)."""
-        return (self.engine == "native" and listen.secure) or self.max_connections is not None
+        """Whether the engine sits behind the relay: TLS on the native engine, which has none. Plain ports are the
+        engine's own (a relay there cost the sequential southbound about a fifth of its CPU, issue 29)."""
+        return self.engine == "native" and listen.secure
 
     def _bind_tls_front(self, server: Any, listen: GrpcListen) -> tuple[str, int]:
         """The relay (oltsim.serving.tlsfront): the engine on a private Unix socket, Twisted's listener (TLS for an ssl:

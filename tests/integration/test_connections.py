@@ -1,6 +1,7 @@
-"""Issue 22's bounds on REST connections, checked against the real daemon over loopback sockets: connections per
-listener and per peer (a connection beyond them is closed at once and logged), and pipelined requests whose answers
-the client never reads (the connection stops being read once its unsent answers pass --max-unsent-output)."""
+"""Bounds on REST connections, checked against the real daemon over loopback sockets: connections per listener and
+per peer, where a full listener closes its idlest connection for a new one and refuses only when every one is busy
+(issue 29), request heads with a deadline, and pipelined requests whose answers the client never reads (the
+connection stops being read once its unsent answers pass --max-unsent-output, issue 22)."""
 from __future__ import annotations
 
 import http.client
@@ -59,45 +60,131 @@ def wait_for_status(port: int, path: str, status: int) -> None:
         time.sleep(0.05)
 
 
-def test_connections_beyond_the_per_peer_limit_are_closed_unread_on_every_rest_listener(daemon):
+def closed_by_server(sock: socket.socket) -> bool:
+    """Whether the server has closed `sock` (end of stream or reset), waiting up to TIMEOUT for it."""
+    sock.settimeout(TIMEOUT)
+    try:
+        return sock.recv(1) == b""
+    except ConnectionResetError:
+        return True
+    except socket.timeout:
+        return False
+
+
+def streaming(port: int, source: str = "127.0.0.1") -> socket.socket:
+    """A connection from `source` reading the v1 event stream (a request in flight for as long as it is open)."""
+    sock = held(port, source)
+    sock.sendall(b"GET /v1/events HTTP/1.1\r\nHost: x\r\n\r\n")
+    assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+    return sock
+
+
+def loopback_or_skip(port: int, source: str) -> socket.socket:
+    try:
+        return held(port, source)
+    except OSError as exc:
+        pytest.skip(f"no loopback address {source} here: {exc}")
+
+
+def test_a_full_peer_is_served_by_closing_its_oldest_idle_connection_on_every_rest_listener(daemon):
     """With --max-connections-per-peer 3, on each REST listener (v1, v0, SADIS): three idle connections from
-    127.0.0.1 are held, a fourth is closed at once without an answer, a place freed by closing one is taken again,
-    and the log has a connection-refused line naming the listener."""
+    127.0.0.1 are held, a fourth from the same address (a client back after a restart, its old connections still
+    open) is answered 200, the oldest idle one is closed by the daemon, and the log has a connection-evicted line
+    naming the listener."""
     process = daemon("--max-connections-per-peer", "3", "--max-connections", "50")
     process.wait_serving()
     for surface in SURFACES:
         port = process.ports[surface]
         holding = [held(port) for _ in range(3)]
         try:
-            assert get_status(port, READS[surface]) is None, surface
-            holding.pop().close()
-            wait_for_status(port, READS[surface], 200)
+            assert get_status(port, READS[surface]) == 200, surface
+            assert closed_by_server(holding[0]), surface
         finally:
             for sock in holding:
                 sock.close()
-        assert re.search(rf"connection-refused listener={surface} peer=127\.0\.0\.1 ", process.log), process.log
+        assert re.search(rf"connection-evicted listener={surface} peer=127\.0\.0\.1 ", process.log), process.log
     assert process.process.poll() is None
 
 
-def test_connections_beyond_the_listener_limit_are_closed_whatever_the_peer(daemon):
-    """With --max-connections 4 (and 3 per peer): three connections from 127.0.0.1 and one from 127.0.0.2 fill the
-    v1 REST listener, so a connection from a third address is closed unanswered too; the log names the refusal."""
-    process = daemon("--max-connections", "4", "--max-connections-per-peer", "3")
+def test_a_connection_is_refused_only_when_every_connection_of_its_peer_is_busy(daemon):
+    """With --max-connections-per-peer 3 on the v1 REST listener: three event-stream readers from 127.0.0.1 keep a
+    request in flight each, so a fourth connection from that address is closed unanswered (connection-refused in
+    the log) and none of the readers is closed; another address is still answered; when a reader leaves, its place
+    is taken again."""
+    process = daemon("--max-connections-per-peer", "3", "--max-connections", "50")
     process.wait_serving()
     port = process.ports["rest-v1"]
+    readers = [streaming(port) for _ in range(3)]
     try:
-        other = held(port, "127.0.0.2")
-    except OSError as exc:
-        pytest.skip(f"no second loopback address here: {exc}")
-    holding = [other] + [held(port) for _ in range(3)]
-    try:
-        assert get_status(port, "/v1/olt", "127.0.0.3") is None
-        holding.pop().close()
+        assert get_status(port, "/v1/olt") is None
+        loopback_or_skip(port, "127.0.0.2").close()
+        assert get_status(port, "/v1/olt", "127.0.0.2") == 200
+        for reader in readers:
+            reader.settimeout(0.2)
+            try:
+                assert reader.recv(4096) != b""  # not closed (an event, a keep-alive comment or nothing at all)
+            except socket.timeout:
+                pass
+        readers.pop().close()
         wait_for_status(port, "/v1/olt", 200)
     finally:
-        for sock in holding:
+        for sock in readers:
             sock.close()
-    assert re.search(r"connection-refused listener=rest-v1 peer=127\.0\.0\.3 ", process.log), process.log
+    assert re.search(r"connection-refused listener=rest-v1 peer=127\.0\.0\.1 ", process.log), process.log
+
+
+#: connections of the flood test, from as many loopback addresses as ATTACKERS / PER_ADDRESS
+ATTACKERS = 400
+PER_ADDRESS = 4
+
+
+def test_a_flood_of_idle_connections_from_many_addresses_locks_no_client_out(daemon):
+    """400 idle connections from 100 loopback addresses (127.0.1.x, 4 each) against a v1 REST listener that holds
+    40 (10 per peer): every GET /v1/olt from 127.0.0.1 during the flood is answered 200, the daemon closed the
+    flood's connections to make room (connections-evicted or connection-evicted lines), and it keeps serving."""
+    process = daemon("--max-connections", "40", "--max-connections-per-peer", "10")
+    process.wait_serving()
+    port = process.ports["rest-v1"]
+    loopback_or_skip(port, "127.0.1.2").close()
+    flood = []
+    try:
+        for index in range(ATTACKERS):
+            flood.append(held(port, f"127.0.1.{2 + index // PER_ADDRESS}"))
+            if index % 100 == 99:
+                assert get_status(port, "/v1/olt") == 200
+        for _ in range(5):
+            assert get_status(port, "/v1/olt") == 200
+    finally:
+        for sock in flood:
+            sock.close()
+    assert re.search(r"connections?-evicted listener=rest-v1 peer=127\.0\.1\.", process.log), process.log
+    assert process.process.poll() is None
+
+
+def test_a_request_head_trickled_byte_by_byte_is_closed_at_its_deadline(daemon):
+    """A client that sends a request line, then one byte every half second and never ends its head (slowloris), is
+    closed by the daemon (a connection-head-timeout line), while another client is answered meanwhile."""
+    process = daemon()
+    process.wait_serving()
+    port = process.ports["rest-v1"]
+    with held(port) as sock:
+        sock.sendall(b"GET /v1/olt HTTP/1.1\r\n")
+        sock.settimeout(0.5)
+        closed = False
+        for index in range(60):  # 30 s at most; the deadline is HEAD_TIMEOUT (10 s)
+            try:
+                sock.sendall(b"X-%d: y\r\n" % index)
+                closed = sock.recv(1) == b""
+            except socket.timeout:
+                continue
+            except (ConnectionResetError, BrokenPipeError):
+                closed = True
+            if closed:
+                break
+            if index == 2:
+                assert get_status(port, "/v1/olt") == 200
+        assert closed
+    assert re.search(r"connection-head-timeout listener=rest-v1 peer=127\.0\.0\.1 ", process.log), process.log
 
 
 #: ONUs of the pipelining test (one PON): GET /v1/olt/onus answers about 77 KB, each from a 40-byte request.

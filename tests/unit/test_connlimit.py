@@ -11,7 +11,7 @@ from twisted.internet.testing import StringTransport
 from twisted.logger import capturedLogs
 from twisted.python.failure import Failure
 
-from oltsim.serving.connlimit import REFUSAL_LOG_INTERVAL, ConnectionLimits, LimitedFactory
+from oltsim.serving.connlimit import HEAD_TIMEOUT, REFUSAL_LOG_INTERVAL, ConnectionLimits, LimitedFactory
 
 
 def address(host: str, port: int = 40000) -> IPv4Address:
@@ -43,10 +43,10 @@ def test_a_peer_at_its_limit_is_refused_while_another_peer_is_admitted():
     for _ in range(2):
         assert limits.admit("10.0.0.1") is None
     reason = limits.admit("10.0.0.1")
-    assert reason == "2 connections open from this peer, the limit per peer"
+    assert reason == "2 connections open from this peer, the limit per peer, all busy"
     one = ConnectionLimits("rest-v1", total=8, per_peer=1, clock=Clock())
     one.admit("10.0.0.9")
-    assert one.admit("10.0.0.9") == "1 connection open from this peer, the limit per peer"
+    assert one.admit("10.0.0.9") == "1 connection open from this peer, the limit per peer, all busy"
     assert (limits.open, limits.by_peer["10.0.0.1"], limits.refused) == (2, 2, 1)
     assert limits.admit("10.0.0.2") is None
     limits.release("10.0.0.1")
@@ -58,7 +58,7 @@ def test_the_listener_limit_refuses_every_peer():
     limits = ConnectionLimits("sadis", total=2, per_peer=2, clock=Clock())
     assert limits.admit("10.0.0.1") is None
     assert limits.admit("10.0.0.2") is None
-    assert limits.admit("10.0.0.3") == "2 connections open, the listener's limit"
+    assert limits.admit("10.0.0.3") == "2 connections open, the listener's limit, all busy"
     assert limits.by_peer == {"10.0.0.1": 1, "10.0.0.2": 1}
     limits.release("10.0.0.2")
     assert limits.admit("10.0.0.3") is None
@@ -153,13 +153,15 @@ def test_an_admitted_connection_is_served_by_the_wrapped_factory_and_released_wh
     assert wrapped.built[0].lost
 
 
-def test_a_connection_beyond_the_limits_is_aborted_unread_and_never_reaches_the_wrapped_factory():
-    """Beyond the per-peer limit a connection is aborted as soon as it is made, before it is read: the wrapped
-    factory builds nothing, nothing is written, and losing it releases nothing."""
+def test_a_connection_beyond_the_limits_while_every_one_is_busy_is_aborted_unread():
+    """Beyond the per-peer limit, with the peer's one connection answering a request, the new connection is
+    aborted as soon as it is made, before it is read: the wrapped factory builds nothing, nothing is written, and
+    losing it releases nothing."""
     limits = ConnectionLimits("rest-v1", total=5, per_peer=1, clock=Clock())
     wrapped = EchoFactory()
     factory = LimitedFactory(wrapped, limits)
-    connect(factory, "10.0.0.1")
+    first, _ = connect(factory, "10.0.0.1")
+    first.request_started()
     with capturedLogs():
         protocol, transport = connect(factory, "10.0.0.1", 40001)
     assert transport.disconnected and transport.disconnecting
@@ -168,6 +170,104 @@ def test_a_connection_beyond_the_limits_is_aborted_unread_and_never_reaches_the_
     protocol.connectionLost(Failure(ConnectionDone()))
     assert transport.value() == b""
     assert (limits.open, limits.by_peer, limits.refused) == (1, {"10.0.0.1": 1}, 1)
+
+
+def test_a_full_peer_makes_room_by_closing_its_own_oldest_idle_connection():
+    """A peer at its limit that connects again (an adapter back after a restart, its old connections still held)
+    is served: its connection idle the longest is aborted and released at once, a busy one is kept, other peers'
+    connections are untouched, and a connection-evicted line names both."""
+    clock = Clock()
+    limits = ConnectionLimits("rest-v1", total=10, per_peer=3, clock=clock)
+    factory = LimitedFactory(EchoFactory(), limits)
+    other, other_transport = connect(factory, "10.0.0.9")
+    busy, busy_transport = connect(factory, "10.0.0.1", 40001)
+    busy.request_started()
+    clock.advance(1)
+    idle, idle_transport = connect(factory, "10.0.0.1", 40002)
+    clock.advance(1)
+    young, young_transport = connect(factory, "10.0.0.1", 40003)
+    clock.advance(1)
+    with capturedLogs() as logged:
+        newcomer, newcomer_transport = connect(factory, "10.0.0.1", 40004)
+    assert idle_transport.disconnected
+    assert not any(t.disconnected for t in (busy_transport, young_transport, newcomer_transport, other_transport))
+    assert (limits.open, limits.by_peer, limits.evicted, limits.refused) == (4, {"10.0.0.9": 1, "10.0.0.1": 3}, 1, 0)
+    lines = refusal_lines(logged)
+    assert [(line["log_format"].split()[0], line["peer"], line["newcomer"], line["idle"]) for line in lines] == [
+        ("connection-evicted", "10.0.0.1", "10.0.0.1", 2.0)]
+    idle.connectionLost(Failure(ConnectionDone()))  # its loss, later, releases nothing twice
+    assert (limits.open, limits.by_peer["10.0.0.1"]) == (4, 3)
+
+
+def test_a_full_listener_closes_the_connection_whose_last_request_ended_first():
+    """At the listener's limit the oldest progress goes first, whatever its peer: a connection that finished a
+    request recently is younger than one that connected later but never completed a request head (a client that
+    trickles its head byte by byte gains nothing), and busy ones are skipped."""
+    clock = Clock()
+    limits = ConnectionLimits("sadis", total=3, per_peer=3, clock=clock)
+    factory = LimitedFactory(EchoFactory(), limits)
+    served, served_transport = connect(factory, "10.0.0.1")
+    clock.advance(1)
+    trickle, trickle_transport = connect(factory, "10.0.0.2")
+    clock.advance(1)
+    busy, busy_transport = connect(factory, "10.0.0.3")
+    busy.request_started()
+    served.request_started()
+    served.request_finished()
+    trickle.dataReceived(b"G")
+    with capturedLogs():
+        connect(factory, "10.0.0.4")
+    assert trickle_transport.disconnected
+    assert not served_transport.disconnected and not busy_transport.disconnected
+    with capturedLogs():
+        connect(factory, "10.0.0.5")
+    assert served_transport.disconnected and not busy_transport.disconnected
+
+
+def test_a_request_head_must_come_in_time_from_the_accept_and_from_a_later_requests_first_byte():
+    """A connection with no complete request head HEAD_TIMEOUT seconds after its accept is aborted; a head in time
+    cancels the deadline, an idle connection between requests has none, and the first byte of a later request
+    starts a new one. Nothing stays scheduled once the connection is lost."""
+    clock = Clock()
+    limits = ConnectionLimits("rest-v1", total=10, per_peer=10, clock=clock)
+    factory = LimitedFactory(EchoFactory(), limits)
+    with capturedLogs() as logged:
+        _, silent = connect(factory, "10.0.0.1")
+        clock.advance(HEAD_TIMEOUT)
+    assert silent.disconnected
+    assert [line["log_format"].split()[0] for line in refusal_lines(logged)] == ["connection-head-timeout"]
+    served, transport = connect(factory, "10.0.0.2")
+    clock.advance(HEAD_TIMEOUT - 1)
+    served.request_started()
+    clock.advance(HEAD_TIMEOUT * 3)
+    served.request_finished()
+    clock.advance(HEAD_TIMEOUT * 3)  # idle between requests
+    assert not transport.disconnected
+    served.dataReceived(b"GET / HT")
+    with capturedLogs():
+        clock.advance(HEAD_TIMEOUT)
+    assert transport.disconnected
+    served.connectionLost(Failure(ConnectionDone()))
+    assert clock.getDelayedCalls() == []
+
+
+def test_for_a_relay_every_byte_is_progress_and_the_first_one_meets_the_deadline():
+    """With by_requests off (the TLS relay), the first byte received cancels the head deadline and every byte
+    makes the connection the youngest, so the connection that has sent nothing for the longest is evicted."""
+    clock = Clock()
+    limits = ConnectionLimits("openolt", total=2, per_peer=2, clock=clock)
+    factory = LimitedFactory(EchoFactory(), limits, by_requests=False)
+    first, first_transport = connect(factory, "10.0.0.1")
+    clock.advance(1)
+    second, second_transport = connect(factory, "10.0.0.2")
+    clock.advance(1)
+    first.dataReceived(b"PRI * HTTP/2.0")
+    clock.advance(HEAD_TIMEOUT)
+    assert not first_transport.disconnected and second_transport.disconnected  # second never sent a byte
+    _, third_transport = connect(factory, "10.0.0.3")
+    with capturedLogs():
+        connect(factory, "10.0.0.4")
+    assert first_transport.disconnected and not third_transport.disconnected
 
 
 def test_a_wrapped_factory_that_declines_releases_the_place_and_the_connection_is_closed():
@@ -214,11 +314,13 @@ def test_stopping_the_factory_flushes_the_summed_up_refusals():
     wrapped = EchoFactory()
     factory = LimitedFactory(wrapped, limits)
     factory.doStart()
-    connect(factory, "10.0.0.1")
+    first, _ = connect(factory, "10.0.0.1")
+    first.request_started()
     with capturedLogs() as logged:
         connect(factory, "10.0.0.1", 40001)
         connect(factory, "10.0.0.1", 40002)
         factory.doStop()
         assert [line["count"] for line in refusal_lines(logged)[1:]] == [1]
+    first.connectionLost(Failure(ConnectionDone()))
     assert clock.getDelayedCalls() == []
     assert wrapped.numPorts == 0
