@@ -133,10 +133,10 @@ PARAMETERS = [
     ("max-api-calls", None, None, "control gRPC calls (v1, v0) open at once per server, streams included; more "
      "are refused with RESOURCE_EXHAUSTED (default 256)", "max_api_calls"),
     # limits (issue 22)
-    ("max-connections", None, None, "connections one listener (REST, SADIS, gRPC) holds open at once; more are "
-     "closed when accepted (default 128)", "max_connections"),
-    ("max-connections-per-peer", None, None, "connections one listener holds open from one peer address (default "
-     "32)", "max_connections_per_peer"),
+    ("max-connections", None, None, "connections one REST, SADIS or ssl: gRPC listener holds open at once; one more "
+     "closes the idlest (default 128)", "max_connections"),
+    ("max-connections-per-peer", None, None, "connections such a listener holds open from one peer address; one "
+     "more closes that address's idlest (default 32)", "max_connections_per_peer"),
     ("max-unsent-output", None, None, "bytes of response a REST connection may have unsent before its next "
      "requests are left unread (default 262144)", "max_unsent_output"),
     ("max-request-body", None, None, "largest REST request body in bytes; larger ones are answered 413 before "
@@ -629,7 +629,7 @@ def _site(resource, surface: str, metrics, settings, reactor, token=None, header
     then refused without `token` (when one is set) unless they GET a `public` path; bodies above the settings'
     max_request_body are refused before they are read (413, with `headers` too); a connection is not read while
     more than max_unsent_output bytes of its answers wait unsent; at most max_connections connections are open,
-    max_connections_per_peer from one address, and one beyond is closed unread."""
+    max_connections_per_peer from one address, and one beyond closes the idlest (oltsim.serving.connlimit)."""
     site = QuietSite(counted(guard(resource, token, surface, headers, public), metrics, surface),
                      max_body=settings.max_request_body, max_unsent_output=settings.max_unsent_output,
                      surface=surface, refusal_headers=headers)

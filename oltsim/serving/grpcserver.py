@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shutil
-import tempfile
 from typing import Any, Callable, Sequence
 
 import grpc
@@ -150,7 +148,6 @@ class GrpcServerService(Service):
         self._start_after_stop = False  # start_server was called during that stop
         self._starting: asyncio.Task | None = None  # a loop server's start coroutine (a stop waits for it)
         self._tls: Any = None  # the relay in front of the engine (oltsim.serving.tlsfront), TLS or bounding connections
-        self._tls_dir: str | None = None  # the private directory of its Unix socket
 
     def _get_reactor(self) -> Any:
         if self._reactor is None:
@@ -199,7 +196,6 @@ class GrpcServerService(Service):
         except BaseException:
             if self.engine == "native":
                 server.discard()
-            self._drop_tls_dir()
             raise
         if self.engine == "native":
             # Accepting calls when start_server returns (a restart followed at once by a call must not be refused);
@@ -254,26 +250,27 @@ class GrpcServerService(Service):
         return self.engine == "native" and listen.secure
 
     def _bind_tls_front(self, server: Any, listen: GrpcListen) -> tuple[str, int]:
-        """The relay (oltsim.serving.tlsfront): the engine on a private Unix socket, Twisted's listener (TLS for an ssl:
-        endpoint) on the endpoint's port relaying to it, behind the connection limits if any. Returns the address
-        bound and the port."""
+        """The relay (oltsim.serving.tlsfront): the engine on a private loopback port, Twisted's TLS listener on the
+        endpoint's port relaying to it, behind the connection limits. The relay names each relayed connection's
+        client to the engine (``peer_names``), which refuses calls from any other connection to that port. Returns
+        the address bound and the port."""
         from oltsim.serving.connlimit import ConnectionLimits
         from oltsim.serving.security import certificate_options
         from oltsim.serving.tlsfront import RelayFront
 
-        # ValueError for unusable files, before binding
-        options = certificate_options(listen, protocols=[b"h2"]) if listen.secure else None
+        options = certificate_options(listen, protocols=[b"h2"])  # ValueError for unusable files, before binding
         if self.max_connections is not None and self._limits is None:
             self._limits = ConnectionLimits(self.name, self.max_connections,
                                             self.max_connections_per_peer or self.max_connections,
                                             self._get_reactor())
-        self._tls_dir = tempfile.mkdtemp(prefix=f"oltsim-{self.name}-")
-        path = os.path.join(self._tls_dir, "front.sock")
-        server.add_insecure_port(f"unix:{path}")
+        engine_port = server.add_insecure_port("127.0.0.1:0")
+        peers: dict[str, str] = {}
+        server.peer_names = peers
         hosts = [listen.host] if listen.host is not None else ["::", ""]  # dual-stack, or IPv4 without IPv6
         error: Exception | None = None
         for host in hosts:
-            front = RelayFront(self._get_reactor(), self.name, listen.port, host, path, options, self._limits)
+            front = RelayFront(self._get_reactor(), self.name, listen.port, host, engine_port, options, self._limits,
+                               peers)
             try:
                 bound = front.listen()
             except CannotListenError as exc:
@@ -290,12 +287,7 @@ class GrpcServerService(Service):
         if tls is not None:
             tls.stop_listening()
             tls.drop_connections()
-        self._drop_tls_dir()
 
-    def _drop_tls_dir(self) -> None:
-        directory, self._tls_dir = self._tls_dir, None
-        if directory is not None:
-            shutil.rmtree(directory, ignore_errors=True)
 
     def _bind(self, server: grpc.Server, listen: GrpcListen) -> tuple[str, int]:
         """Add the listening port; returns the address actually bound (real port) and the port."""
@@ -343,17 +335,15 @@ class GrpcServerService(Service):
                 log.failure("grpc-server-stopping-hook-failed name={name}", name=self.name)
         server, self._server = self._server, None
         # Refuse new calls at once, cancel those still running after the grace period.
-        tls, tls_dir, self._tls, self._tls_dir = self._tls, self._tls_dir, None, None
-        stopped = Deferred.fromFuture(self._loop.create_task(
-            self._stop_after_start(server, self._starting, tls, tls_dir)))
+        tls, self._tls = self._tls, None
+        stopped = Deferred.fromFuture(self._loop.create_task(self._stop_after_start(server, self._starting, tls)))
         call_limit, self._call_limit = self._call_limit, None
         if call_limit is not None:  # its summed-up refusals logged now: no timer outlives the server
             stopped.addBoth(lambda result: (call_limit.flush(), result)[1])
         stopped.addCallbacks(lambda _: self._report_stopped(True), self._stop_failed)
         return self._track_stop(stopped)
 
-    async def _stop_after_start(self, server: Any, starting: asyncio.Task | None, tls: Any = None,
-                                tls_dir: str | None = None) -> None:
+    async def _stop_after_start(self, server: Any, starting: asyncio.Task | None, tls: Any = None) -> None:
         """Stop a loop server once its start has finished (however it finished): stopping grpc.aio mid-start
         crashes the process, and a restart with no delay stops the server its previous restart is still starting.
         A TLS front stops listening first and drops its connections last, once the server has ended their calls."""
@@ -366,8 +356,6 @@ class GrpcServerService(Service):
         finally:
             if tls is not None:
                 tls.drop_connections()
-            if tls_dir is not None:
-                shutil.rmtree(tls_dir, ignore_errors=True)
 
     def _track_stop(self, stopped: Deferred) -> Deferred:
         """Remember the stop in progress until it has released the port; a caller gets its own Deferred."""

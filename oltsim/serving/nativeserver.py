@@ -236,6 +236,9 @@ class NativeServer(aio.Server):
         self._started = self._stopping = False
         self._fallback_started: asyncio.Task | None = None
         self._terminated = asyncio.Event()
+        #: set by the TLS relay in front (oltsim.serving.tlsfront): the front's name for each relayed connection ->
+        #: its client's; calls from other connections are refused
+        self.peer_names: dict[str, str] | None = None
 
     # ---- building -------------------------------------------------------------------------------------------
 
@@ -420,6 +423,13 @@ class NativeServer(aio.Server):
                 self._fail(call_id, method.path, grpc.StatusCode.UNAVAILABLE, "the server is stopping")
                 continue
             try:
+                peer = details[1]
+                if self.peer_names is not None:  # behind the TLS relay: the client it names, or a stranger
+                    peer = self.peer_names.get(peer)
+                    if peer is None:
+                        self._fail(call_id, method.path, grpc.StatusCode.PERMISSION_DENIED,
+                                   "connect to this server's TLS port")
+                        continue
                 if self._admits and self._refused_entry(call_id, method.path, details[0]):
                     continue
                 if len(payload) > RECEIVE_LIMIT:
@@ -432,9 +442,9 @@ class NativeServer(aio.Server):
                     self._fail(call_id, method.path, grpc.StatusCode.INVALID_ARGUMENT, method.undecodable)
                     continue
                 if method.inline is not None:
-                    self._answer_inline(front, call_id, method, request, details[1])
+                    self._answer_inline(front, call_id, method, request, peer)
                 else:
-                    self._start_task(call_id, method, request, details)
+                    self._start_task(call_id, method, request, details[0], peer)
             except Exception:  # a bug here must not lose the rest of the batch nor leave the call unanswered
                 log.failure("openolt-native-call-failed method={method}", method=method.path)
                 self._fail(call_id, method.path, grpc.StatusCode.INTERNAL, "internal error")
@@ -494,13 +504,14 @@ class NativeServer(aio.Server):
         for record in self._records:
             record(path, code)
 
-    def _start_task(self, call_id: int, method: _Method, request: Any, details: tuple) -> None:
+    def _start_task(self, call_id: int, method: _Method, request: Any, metadata: Sequence[tuple[str, Any]],
+                    peer: str) -> None:
         if self._limit is not None and self._limit.full():
             # RESOURCE_EXHAUSTED and a grpc-call-refused line (the first of an interval; the rest summed up)
             self._fail(call_id, method.path, grpc.StatusCode.RESOURCE_EXHAUSTED, self._limit.reason)
             self._limit.refused(method.path)
             return
-        context = _Context(details[1], details[0])
+        context = _Context(peer, metadata)
         run = self._run_stream if method.streaming else self._run_unary
         task = self._loop.create_task(run(call_id, method, request, context))
         self._tasks[call_id] = (task, context)

@@ -1,6 +1,6 @@
 """The TLS relay in front of the native gRPC engine on ``ssl:`` endpoints: Twisted accepts the endpoint's connections,
 terminates TLS, bounds them (:mod:`oltsim.serving.connlimit`) and relays the plain HTTP/2 bytes to the engine on a
-private Unix socket.
+private loopback port.
 
 pygrpc-native has no TLS, and grpc.aio, which has, is what an attacker can take down (an HTTP/2 rapid reset holds
 its pending calls: +105 MB and heartbeats waiting seconds, where the native front answers GOAWAY and keeps nothing;
@@ -11,8 +11,10 @@ stops the front's writes to it, not the reactor. Every call then meets the nativ
 
 Plain (``tcp:``) endpoints have no relay: the engine listens on the port itself (issue 29).
 
-The front sees a relayed client as the Unix socket's peer (``unix:N``), so handlers on an ``ssl:`` port name that
-rather than the client.
+The engine would see every relayed client as the relay's own loopback address. The relay therefore records, for
+each connection it opens to the engine, whose it is (``peers``: the engine-side peer name, ``ipv4:127.0.0.1:<port>``,
+to the client's, ``ipv4:<host>:<port>``) before it sends a byte; the engine names the client in ``context.peer()``
+and refuses calls from a connection the relay did not open (a local user who found the private port).
 """
 from __future__ import annotations
 
@@ -48,6 +50,7 @@ class _Outbound(Protocol):
 
     def connectionLost(self, reason: Any = None) -> None:
         self.inbound.transport.loseConnection()
+        self.inbound.forget()
 
 
 class _Inbound(Protocol):
@@ -57,6 +60,7 @@ class _Inbound(Protocol):
         self.front = front
         self.outbound: _Outbound | None = None
         self.pending: list[bytes] = []
+        self.engine_side: str | None = None  # the engine's name for our connection to it, while registered
 
     def connectionMade(self) -> None:
         self.front.connections.add(self)
@@ -66,7 +70,7 @@ class _Inbound(Protocol):
         if set_no_delay is not None:
             set_no_delay(True)
         self.transport.pauseProducing()
-        connecting = endpoints.UNIXClientEndpoint(self.front.reactor, self.front.path).connect(
+        connecting = endpoints.TCP4ClientEndpoint(self.front.reactor, "127.0.0.1", self.front.engine_port).connect(
             _Building(lambda: _Outbound(self)))
         connecting.addErrback(self._unreachable)
 
@@ -80,6 +84,9 @@ class _Inbound(Protocol):
             outbound.transport.loseConnection()
             return
         self.outbound = outbound
+        # Named before a byte reaches the engine, so that its first call already sees the client.
+        self.engine_side = f"ipv4:127.0.0.1:{outbound.transport.getHost().port}"
+        self.front.peers[self.engine_side] = grpc_peer(self.transport.getPeer())
         # Flow control both ways: each side stops reading while the other cannot take more.
         self.transport.registerProducer(outbound.transport, True)
         outbound.transport.registerProducer(self.transport, True)
@@ -101,6 +108,23 @@ class _Inbound(Protocol):
         self.front.connections.discard(self)
         if self.outbound is not None:
             self.outbound.transport.loseConnection()
+        self.forget()
+
+    def forget(self) -> None:
+        engine_side, self.engine_side = self.engine_side, None
+        if engine_side is not None:
+            self.front.peers.pop(engine_side, None)
+
+
+def grpc_peer(address: Any) -> str:
+    """A Twisted address as gRPC names a peer: ``ipv4:10.0.0.1:40000``, ``ipv6:[::1]:40000`` (an IPv4 client of a
+    dual-stack listener as IPv4, as gRPC's own listeners name it)."""
+    host, port = getattr(address, "host", None), getattr(address, "port", None)
+    if host is None:
+        return str(address)
+    if host.startswith("::ffff:") and "." in host:
+        host = host[len("::ffff:"):]
+    return f"ipv6:[{host}]:{port}" if ":" in host else f"ipv4:{host}:{port}"
 
 
 class _Building(Factory):
@@ -116,8 +140,8 @@ class _Building(Factory):
 
 
 class RelayFront:
-    """A listener on ``port`` (``interface``, all when empty) relaying every connection to the Unix socket ``path``:
-    TLS when ``options`` (a Twisted ``CertificateOptions`` with ALPN ``h2``) is given, else plain TCP; behind
+    """A listener on ``port`` (``interface``, all when empty) relaying every connection to the engine on
+    ``127.0.0.1:engine_port``, each named in ``peers`` while it lasts (see the module docstring): TLS when ``options`` (a Twisted ``CertificateOptions`` with ALPN ``h2``) is given, else plain TCP; behind
     ``limits`` (a :class:`oltsim.serving.connlimit.ConnectionLimits`) when given, so that a connection beyond them is closed
     before a byte of it is read or relayed.
 
@@ -125,11 +149,13 @@ class RelayFront:
     :meth:`stop_listening` then :meth:`drop_connections` undo it.
     """
 
-    def __init__(self, reactor: Any, name: str, port: int, interface: str, path: str, options: Any = None,
-                 limits: Any = None) -> None:
+    def __init__(self, reactor: Any, name: str, port: int, interface: str, engine_port: int, options: Any = None,
+                 limits: Any = None, peers: dict[str, str] | None = None) -> None:
         self.reactor = reactor
         self.name = name
-        self.path = path
+        self.engine_port = engine_port
+        #: the engine's name for each relayed connection -> its client's, in gRPC's form
+        self.peers: dict[str, str] = {} if peers is None else peers
         self.connections: set[_Inbound] = set()
         self._port: Any = None
         self._options = options

@@ -192,17 +192,16 @@ def test_held_streams_over_many_connections_leave_the_port_answering(daemon):
     assert process.process.poll() is None
 
 
-def _relay(tmp_path, engine_factory, name: str = "engine.sock", port: int = 0):
-    """A relay (limits of 4) on a free 127.0.0.1 port in front of a Unix socket served by `engine_factory`:
+def _relay(tmp_path, engine_factory, name: str = "engine", port: int = 0):
+    """A relay (limits of 4) on a free 127.0.0.1 port in front of a loopback port served by `engine_factory`:
     (relay, engine listener, port)."""
     from twisted.internet import reactor
 
     from oltsim.serving.connlimit import ConnectionLimits
     from oltsim.serving.tlsfront import RelayFront
 
-    path = str(tmp_path / name)
-    engine = reactor.listenUNIX(path, engine_factory)
-    front = RelayFront(reactor, "grpc-test", port, "127.0.0.1", path,
+    engine = reactor.listenTCP(0, engine_factory, interface="127.0.0.1")
+    front = RelayFront(reactor, "grpc-test", port, "127.0.0.1", engine.getHost().port,
                        limits=ConnectionLimits("grpc-test", 4, 4, reactor))
     return front, engine, front.listen()
 
@@ -279,7 +278,7 @@ def test_a_relay_stopped_as_it_started_leaves_nothing_behind(tmp_path):
     for round_ in range(20):
         factory = protocol.Factory.forProtocol(Greeter)
         factory.greeting = f"engine {round_}\n".encode()
-        front, engine, port = _relay(tmp_path, factory, f"engine-{round_}.sock", port)
+        front, engine, port = _relay(tmp_path, factory, f"engine-{round_}", port)
         if round_ % 2 == 0:  # every other one is stopped at once or a turn later, never having served
             if round_ % 4 == 2:
                 yield task.deferLater(reactor, 0, lambda: None)

@@ -24,6 +24,7 @@ from twisted.internet import reactor
 from twisted.internet.defer import inlineCallbacks
 from twisted.internet.ssl import Certificate, PrivateCertificate, optionsForClientTLS
 from twisted.internet.threads import deferToThread
+from twisted.logger import capturedLogs
 from twisted.web.client import Agent, BrowserLikePolicyForHTTPS, HTTPConnectionPool, ResponseNeverReceived
 from twisted.web.iweb import IPolicyForHTTPS
 from treq.client import HTTPClient
@@ -306,6 +307,46 @@ def test_openolt_over_tls(pki, engine):
                                        grpc.ssl_channel_credentials(root_certificates=pki.read("stranger_ca")))
         assert stranger[0] == grpc.StatusCode.UNAVAILABLE
         assert (yield deferToThread(device_serial, None))[0] == grpc.StatusCode.UNAVAILABLE
+    finally:
+        yield stop(running)
+
+
+@pytest_twisted.inlineCallbacks
+def test_openolt_over_tls_names_the_client_and_refuses_strangers_on_the_private_port(pki):
+    """Behind the TLS relay the OpenOLT handlers name the adapter by its own address (the indication-stream-opened
+    line's peer is the client the relay accepted, not the relay's connection to the engine), and a plaintext call
+    straight to the engine's private loopback port is refused PERMISSION_DENIED."""
+    running = start(openolt=tls(pki))
+    try:
+        service = running.top.getServiceNamed("openolt")
+        address = running.address("openolt")
+        credentials = grpc.ssl_channel_credentials(root_certificates=pki.read("ca"))
+
+        def indications():
+            with grpc.secure_channel(address, credentials) as channel:
+                stream = openolt_pb2_grpc.OpenoltStub(channel).EnableIndication(openolt_pb2.Empty(), timeout=TIMEOUT)
+                next(stream)
+                names = dict(service._tls.peers)  # while the stream is open
+                stream.cancel()
+                return names
+
+        with capturedLogs() as logged:
+            names = yield deferToThread(indications)
+        peers = [event["peer"] for event in logged
+                 if event.get("log_format", "").startswith("indication-stream-opened")]
+        assert len(peers) == 1 and peers[0].startswith("ipv4:127.0.0.1:"), peers
+        assert peers[0] in names.values() and peers[0] not in names, (peers, names)
+        private = service._server._front.bound_port
+
+        def straight():
+            with grpc.insecure_channel(f"127.0.0.1:{private}") as channel:
+                try:
+                    openolt_pb2_grpc.OpenoltStub(channel).GetDeviceInfo(openolt_pb2.Empty(), timeout=TIMEOUT)
+                except grpc.RpcError as exc:
+                    return exc.code()
+                return grpc.StatusCode.OK
+
+        assert (yield deferToThread(straight)) == grpc.StatusCode.PERMISSION_DENIED
     finally:
         yield stop(running)
 
