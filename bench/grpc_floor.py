@@ -10,7 +10,8 @@ fresh per run on a free 127.0.0.1 port:
   front's own cost per call (HTTP/2 and gRPC framing in Rust, its I/O threads, one hand-off to Python);
 - ``front-loop``: the same, with each batch handed to an asyncio loop on another thread by
   ``call_soon_threadsafe``, as oltsim must (the model lives on the reactor thread only): the front plus that hop;
-- ``oltsim``: the daemon from this checkout (1 PON, 1 ONU), OpenOLT behind the relay that bounds connections;
+- ``oltsim``: the daemon from this checkout (1 PON, 1 ONU), OpenOLT served by the engine on the port itself (the
+  relay that bounded connections there until issue 29 is gone);
 - ``bbsim``: BBSim 1.16.8 with --bbsim PATH (its legacy ports bind where it decides: run in a private network
   namespace, ``unshare -n``, with ``ip link set lo up``).
 

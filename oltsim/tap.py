@@ -50,7 +50,7 @@ from oltsim.config import (LISTENER_FIELDS, ConfigError, ConfigWarning, load_set
                            strict_error)
 from oltsim.serving import nativeserver
 from oltsim.serving.connlimit import ConnectionLimits, LimitedFactory
-from oltsim.serving.descriptors import raise_open_files_limit
+from oltsim.serving.descriptors import GrpcConnectionWatch, open_files_limit, raise_open_files_limit
 from oltsim.bbsimevents import BbsimEventPublisher
 from oltsim.kafka import KafkaSink, SinkService
 from oltsim.serving.endpoints import parse_grpc_endpoint
@@ -615,6 +615,13 @@ def makeService(options, reactor=None):
     dmi.on_stopping.append(dmi_software.close_all)
     dmi.on_stopping.append(dmi_device.close_streams)
     dmi.setServiceParent(top)
+    # The plain gRPC ports hold whatever connects (no hook on accept): a watch keeps each within its budget and the
+    # process off its descriptor limit, closing the connections idle the longest (oltsim.serving.descriptors).
+    grpc_servers = (openolt, grpc_v1, grpc_v0, dmi)
+    top.connection_watch = GrpcConnectionWatch(
+        reactor, lambda: {server.name: server.own_port for server in grpc_servers}, open_files_limit,
+        reserve=3 * settings.max_connections + 256)
+    top.connection_watch.setServiceParent(top)
     top.olt = olt
     top.dmi = dmi_device
     top.commands = commands

@@ -244,6 +244,13 @@ class GrpcServerService(Service):
         return [*(o for o in options if o[0] != "grpc.max_concurrent_streams"),
                 ("grpc.max_concurrent_streams", self.max_calls_per_connection)]
 
+    @property
+    def own_port(self) -> int | None:
+        """The port whose connections are the engine's own sockets (not the TLS relay's), while serving."""
+        if self._server is None or self._relayed(self._listen):
+            return None
+        return self.port
+
     def _relayed(self, listen: GrpcListen) -> bool:
         """Whether the engine sits behind the relay: TLS on the native engine, which has none. Plain ports are the
         engine's own (a relay there cost the sequential southbound about a fifth of its CPU, issue 29)."""
