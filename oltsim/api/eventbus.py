@@ -2,7 +2,10 @@
 people and tools can read without an adapter (gRPC StreamEvents, REST Server-Sent Events).
 
 Readers never slow the simulator: each subscriber has a bounded buffer, and what
-does not fit is dropped and counted (reported with the next delivered event).
+does not fit is dropped and counted (reported with the next delivered event). A reader
+that took none of the events of GIVE_UP_SECONDS (at least GIVE_UP_AFTER of them) has
+stopped reading: its subscription ends (`event-reader-too-slow` is logged) and its
+surface ends its stream, saying why.
 """
 from __future__ import annotations
 
@@ -17,6 +20,13 @@ from oltsim.model.onu import serial_key
 log = logger("oltsim.events")
 
 DEFAULT_BUFFER = 4096
+#: A reader that took no event for GIVE_UP_SECONDS of the bus's clock, while at least GIVE_UP_AFTER were dropped for
+#: it, has its stream ended. A reader that reads, however slowly, takes one now and then and is never ended (a burst of
+#: thousands of events, an ONU's MIB upload, can fill any reader's buffers for a moment: a count alone would end
+#: readers that only lag); one that stopped gets nothing more anyway, and ending its stream gives back what it holds
+#: (its open-call place, its buffers) and tells it why, where dropping alone would tell it nothing until it read again.
+GIVE_UP_SECONDS = 10.0
+GIVE_UP_AFTER = 256
 #: ONU state changes are logged one line each, at most ONU_LINES_PER_INTERVAL per ONU_LOG_INTERVAL seconds; the
 #: rest of the interval (4096 ONUs powering on at once) is one `onu-state-changes ... (summary ...)` line.
 ONU_LOG_INTERVAL = 1.0
@@ -108,15 +118,22 @@ def scenario_record(olt, event, sequence: int, time: float) -> dict:
 
 
 class Subscription:
-    """One reader: `deliver` runs on the reactor thread and must not block."""
+    """One reader: `deliver` runs on the reactor thread and must not block. `dropped` counts the events it could not
+    take, `missed` those in a row since it last took one (the first of them at `missed_since`)."""
 
-    def __init__(self, deliver, types=(), onu_serial: str = "", on_close=None):
+    def __init__(self, deliver, types=(), onu_serial: str = "", on_close=None, reader: str = "",
+                 give_up_after: int | None = None, on_give_up=None):
         self.deliver = deliver
         self.on_close = on_close
         self.types = frozenset(types)
         self.onu_serial = onu_serial
         self._serial_key = serial_key(onu_serial)  # a serial's hex in either case names the same ONU
         self.dropped = 0
+        self.missed = 0
+        self.missed_since = 0.0
+        self.reader = reader
+        self.give_up_after = give_up_after
+        self.on_give_up = on_give_up
 
     def wants(self, record: dict) -> bool:
         if self.types and record["type"] not in self.types:
@@ -137,10 +154,14 @@ class EventBus:
         self.alarm_lines = SummedLines(log, "alarms", clock, burst=ALARM_LINES_PER_INTERVAL)
         olt.subscribe(self._on_event)
 
-    def subscribe(self, deliver, types=(), onu_serial: str = "", on_close=None) -> Subscription:
+    def subscribe(self, deliver, types=(), onu_serial: str = "", on_close=None, reader: str = "",
+                  on_give_up=None) -> Subscription:
         """Deliver matching records to `deliver(record) -> bool` (False = could not take it);
-        `on_close()` is called if the bus closes (the process is stopping)."""
-        sub = Subscription(deliver, types, onu_serial, on_close)
+        `on_close()` is called if the bus closes (the process is stopping). With `on_give_up`, a reader that took
+        none of the events of GIVE_UP_SECONDS (at least GIVE_UP_AFTER) is unsubscribed, logged (`reader` names it,
+        with its peer) and `on_give_up(subscription)` ends its stream."""
+        sub = Subscription(deliver, types, onu_serial, on_close, reader,
+                           GIVE_UP_AFTER if on_give_up is not None else None, on_give_up)
         self.subscriptions.append(sub)
         return sub
 
@@ -214,5 +235,24 @@ class EventBus:
             return
         for sub in list(self.subscriptions):
             if sub.wants(record):
-                if not sub.deliver(dict(record, dropped=sub.dropped)):
+                if sub.deliver(dict(record, dropped=sub.dropped)):
+                    sub.missed = 0
+                else:
                     sub.dropped += 1
+                    sub.missed += 1
+                    if sub.missed == 1:
+                        sub.missed_since = record["time"]
+                    elif (sub.give_up_after is not None and sub.missed >= sub.give_up_after
+                          and record["time"] - sub.missed_since >= GIVE_UP_SECONDS):
+                        self._give_up(sub)
+
+    def _give_up(self, sub: Subscription) -> None:
+        """End the subscription of a reader that stopped reading, and have its surface end its stream."""
+        self.unsubscribe(sub)
+        log.warn("event-reader-too-slow reader={reader} dropped={dropped} missed={missed} (it took none of the "
+                 "last {missed} events, {seconds:.0f} s: its stream is ended)", reader=sub.reader or "-",
+                 dropped=sub.dropped, missed=sub.missed, seconds=self.clock.seconds() - sub.missed_since)
+        try:
+            sub.on_give_up(sub)
+        except Exception:
+            log.failure("event-subscriber-give-up-failed reader={reader}", reader=sub.reader or "-")

@@ -20,6 +20,7 @@ No TLS of its own: on ``ssl:`` endpoints :mod:`oltsim.serving.tlsfront` terminat
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import os
 import shutil
@@ -58,6 +59,8 @@ RECEIVE_LIMIT = 4 * 1024 * 1024
 #: bytes a stream may have queued for a client that does not read before its handler waits (and the queue the
 #: handler reads, bounded, drops instead): what a stalled reader can cost the process
 STREAM_BACKLOG_LIMIT = 256 * 1024
+#: threads that send for backed-up streams, per server, when its open calls are not capped
+SENDERS = 64
 
 _OK = grpc.StatusCode.OK
 _UNAVAILABLE = grpc.StatusCode.UNAVAILABLE.value[0]
@@ -90,6 +93,8 @@ class _Context(aio.ServicerContext):
         self._trailing: Sequence[tuple[str, Any]] = ()
         #: set by a server-streaming call: send one item at once, True if taken (see AsyncStreamQueue.put)
         self.direct_send: Callable[[Any], bool] | None = None
+        #: set by a server-streaming call: drop what waits unsent and send nothing more (AsyncStreamQueue.discard)
+        self.abandon_output: Callable[[], None] | None = None
 
     async def abort(self, code: grpc.StatusCode, details: str = "", trailing_metadata=()) -> None:
         if code is _OK:
@@ -236,6 +241,12 @@ class NativeServer(aio.Server):
         self._started = self._stopping = False
         self._fallback_started: asyncio.Task | None = None
         self._terminated = asyncio.Event()
+        # The threads that wait for a backed-up stream's client (see _StreamOut), this server's own: a client that
+        # stopped reading holds one until it reads or leaves, and must not hold the threads of another server's
+        # streams (the adapter's indications) nor of the loop's default executor. Its Task, under the open-call
+        # cap, waits for that thread, so the cap bounds them.
+        self._senders = concurrent.futures.ThreadPoolExecutor(max_workers=max_streams or SENDERS,
+                                                              thread_name_prefix=f"{name}-stream-send")
         #: set by the TLS relay in front (oltsim.serving.tlsfront): the front's name for each relayed connection ->
         #: its client's; calls from other connections are refused
         self.peer_names: dict[str, str] | None = None
@@ -366,6 +377,8 @@ class NativeServer(aio.Server):
                 # close() joins the front's threads: off the reactor thread.
                 await asyncio.get_running_loop().run_in_executor(None, self._front.close)
         finally:
+            # The port is closed: a send still waiting for its client has returned.
+            self._senders.shutdown(wait=False)
             if self._limit is not None:
                 self._limit.flush()  # what is still counted, now: no timer outlives the server
             self._remove_fallback_dir()
@@ -554,8 +567,9 @@ class NativeServer(aio.Server):
 
     async def _run_stream(self, call_id: int, method: _Method, request: Any, context: _Context) -> None:
         serialize = method.serialize
-        out = _StreamOut(self._front, call_id, self._loop)
+        out = _StreamOut(self._front, call_id, self._loop, self._senders)
         context.direct_send = self._direct_sender(out, serialize, context)
+        context.abandon_output = out.abandon
         items = method.handler(request, context)
         try:
             async for item in items:
@@ -592,10 +606,12 @@ class _StreamOut:
     to a new one before any direct send.
     """
 
-    def __init__(self, front: Any, call_id: int, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, front: Any, call_id: int, loop: asyncio.AbstractEventLoop,
+                 senders: concurrent.futures.Executor | None = None) -> None:
         self._front = front
         self._call_id = call_id
         self._loop = loop
+        self._senders = senders
         self._backlog: deque[bytes] = deque()
         self._worker: asyncio.Future | None = None
         self.closed = False
@@ -620,7 +636,7 @@ class _StreamOut:
         return not self.closed
 
     def _start_worker(self) -> None:
-        self._worker = self._loop.run_in_executor(None, self._drain)
+        self._worker = self._loop.run_in_executor(self._senders, self._drain)
         self._worker.add_done_callback(self._worker_done)
 
     def abandon(self) -> None:

@@ -145,6 +145,14 @@ class StreamQueue:
             self._closed = _Closed(status, details)
             self._changed()
 
+    def discard(self, status: grpc.StatusCode, details: str) -> None:
+        """End the stream now, with ``status``: what is queued is dropped (counted in ``dropped``), for a reader that
+        stopped reading and would never get to it; later puts are refused."""
+        self.dropped += len(self._items)
+        self._items.clear()
+        self.queued_bytes = 0
+        self.close(status, details)
+
     def _pop(self) -> Any:
         item, size = self._items.popleft()
         self.queued_bytes -= size
@@ -205,6 +213,9 @@ class AsyncStreamQueue(StreamQueue):
         #: while the reader waits on an empty queue: the server's way to send an item at once (the native engine's
         #: ``context.direct_send``), True if it took the item; None on servers without one (grpc.aio)
         self._direct: Any = None
+        #: the server's way to drop what the stream has taken but not sent yet (the native engine's
+        #: ``context.abandon_output``), called by :meth:`discard`; None on servers without one
+        self._abandon: Any = None
 
     def put(self, item: Any) -> bool:
         """Queue ``item`` (see :class:`StreamQueue`), or, while nothing is queued and the stream's server can send
@@ -214,6 +225,15 @@ class AsyncStreamQueue(StreamQueue):
         if direct is not None and not self._items and self._closed is None and direct(item):
             return True
         return super().put(item)
+
+    def discard(self, status: grpc.StatusCode, details: str) -> None:
+        """End the stream now with ``status`` (see :class:`StreamQueue`), and have the server drop what it holds
+        for the client unsent: a reader that stopped reading keeps nothing queued, and gets the status (after the
+        few messages already in the transport) if it reads again."""
+        super().discard(status, details)
+        abandon, self._abandon = self._abandon, None
+        if abandon is not None:
+            abandon()
 
     def _changed(self) -> None:
         waiter, self._waiter = self._waiter, None
@@ -226,6 +246,7 @@ class AsyncStreamQueue(StreamQueue):
         A cancelled RPC ends the wait (grpc.aio cancels the task), so nothing outlives its stream.
         """
         direct = getattr(context, "direct_send", None)
+        self._abandon = getattr(context, "abandon_output", None)
         while True:
             while self._items:
                 yield self._pop()

@@ -20,7 +20,11 @@ from oltsim.southbound.indications import port_statistics, to_indications
 
 log = logger("oltsim.southbound")
 
-STREAM_BUFFER = 65536
+#: Indications queued for an adapter's stream beyond what the engine holds unsent (STREAM_BACKLOG_LIMIT bytes, about
+#: 4,000 of them). A queued Indication costs about 850 bytes of memory (the message objects, for ~40 encoded), so an
+#: adapter that stopped reading costs at most about 7 MiB; 65536 cost 55 MiB. A burst of 4096 ONUs discovered at once
+#: fits the engine's backlog alone; more is dropped and counted (indications-dropped reason=stream-full).
+STREAM_BUFFER = 8192
 FLOW_TYPES = ("upstream", "downstream", "multicast", "both")
 #: The largest FlowAdd and CreateTrafficSchedulers messages stored (encoded bytes). A flow with every field of
 #: openolt.Flow set, 8 p-bits mapped and 8 GEM ports in gemport_to_aes encodes to about 420 bytes (VOLTHA's are about

@@ -24,7 +24,7 @@ class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
     """oltsim's own additions on the v1 gRPC port: version details, the event stream, the alarms and the scenarios
     (through `commands`, the V1Commands REST shares)."""
 
-    def __init__(self, bus=None, buffer: int = 4096, buffer_bytes: int = 512 * 1024, commands=None):
+    def __init__(self, bus=None, buffer: int = 1024, buffer_bytes: int = 256 * 1024, commands=None):
         self._bus = bus
         self._commands = commands
         self._buffer = buffer
@@ -34,13 +34,25 @@ class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
         """Every event as it happens, serialized (served with a pass-through serializer, see `add_to_server`); a
         slow reader loses events (counted in `dropped`), never the simulator: what waits for a reader is bounded in
         events and in bytes. Events wait serialized because a message object costs about 1.6 KiB of memory for
-        the ~100 bytes it encodes to, which made a stalled reader cost 6.5 MB."""
+        the ~100 bytes it encodes to, which made a stalled reader cost 6.5 MB.
+
+        A reader that stopped reading (it took none of the event bus's GIVE_UP_AFTER events in a row) has its stream
+        ended with RESOURCE_EXHAUSTED and the number dropped, and what waited for it dropped: it gets nothing more
+        either way, and the status tells it why (when it reads again) and to open a new stream; meanwhile it would
+        hold an open-call place and its buffers for nothing. A slow reader that reads is never ended."""
         if self._bus is None:
             raise NotImplementedError("this server has no event bus")
         queue = AsyncStreamQueue(self._buffer, max_bytes=self._buffer_bytes)
+
+        def give_up(sub) -> None:
+            queue.discard(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                          f"this stream stopped reading events and was ended: {sub.dropped} events dropped; "
+                          "open a new stream")
+
         sub = self._bus.subscribe(lambda record: queue.put(event_to_pb(record).SerializeToString()),
                                   list(request.types), request.onu_serial,
-                                  lambda: queue.close(grpc.StatusCode.UNAVAILABLE, "oltsim is stopping"))
+                                  lambda: queue.close(grpc.StatusCode.UNAVAILABLE, "oltsim is stopping"),
+                                  reader=f"grpc-StreamEvents peer={context.peer()}", on_give_up=give_up)
         try:
             async for item in queue.items(context):
                 yield item

@@ -166,7 +166,10 @@ def scenario_text(request) -> str:
 
 class EventStream:
     """One Server-Sent-Events reader of the event bus; a push producer, so while the client
-    does not keep up (the transport paused us) events are dropped and counted, not buffered."""
+    does not keep up (the transport paused us) events are dropped and counted, not buffered.
+    A client that stopped reading (the event bus gives up on it) gets a last `stream-ended`
+    event saying why and how many were dropped, queued behind what it has not read, and the
+    response ends: the connection closes once it has read that much."""
 
     def __init__(self, request, bus):
         self.request = request
@@ -178,7 +181,8 @@ class EventStream:
     def start(self, types, onu_serial) -> Deferred:
         """Subscribe and return a Deferred that fires (ending the response) when the bus closes."""
         self.request.registerProducer(self, True)
-        self.sub = self.bus.subscribe(self.deliver, types, onu_serial, self.finish)
+        self.sub = self.bus.subscribe(self.deliver, types, onu_serial, self.finish,
+                                      reader=f"sse peer={_peer(self.request)}", on_give_up=self.give_up)
         self.request.notifyFinish().addBoth(lambda _: self.stop())
         self.request.write(b": oltsim events\n\n")
         return self.done
@@ -191,6 +195,16 @@ class EventStream:
         return True
 
     def finish(self):
+        self.stop()
+
+    def give_up(self, sub) -> None:
+        """The client stopped reading: a last event (a few hundred bytes past the bound on what waits unsent), then
+        the end of the response and of the connection."""
+        data = json.dumps({"type": "stream-ended", "dropped": sub.dropped,
+                           "reason": "this stream stopped reading events and was ended; open a new one"},
+                          separators=(",", ":"))
+        self.request.write(f"event: stream-ended\ndata: {data}\n\n".encode("utf-8"))
+        self.request.channel.persistent = False  # closed once what it holds is read
         self.stop()
 
     def stop(self):
@@ -209,6 +223,12 @@ class EventStream:
 
     def stopProducing(self):
         self.stop()
+
+
+def _peer(request) -> str:
+    address = request.getClientAddress()
+    host = getattr(address, "host", None)
+    return f"{host}:{address.port}" if host is not None else str(address)
 
 
 class CachedReads(Resource):
