@@ -92,7 +92,9 @@ def openapi_document(revision: str = "extended", secured: bool = False, events: 
         extra.append(ExtraPath(
             "GET", EVENTS_PATH, "Server-Sent Events: every event of the simulator", media_type="text/event-stream",
             schema={"type": "string", "description": "one `event: <type>` / `data: <JSON record>` pair per event; "
-                    "the record has the fields of oltsim.v1.Event (sequence and dropped as integers)"},
+                    "the record has the fields of oltsim.v1.Event (sequence and dropped as integers); a reader "
+                    "that took none of 256 or more events for 10 s gets a last `event: stream-ended` (its `data` "
+                    "has `dropped` and `reason`) and the connection closes"},
             request=oltsim_pb2.EventFilter.DESCRIPTOR, errors=(400, 404),
             description="`types` filters by event type (repeated, or comma-separated), `onu_serial` by ONU. A "
                         "reader that does not keep up loses events (counted in `dropped`), never the simulator."))
