@@ -13,7 +13,7 @@ more, or costlier, messages). Exits 0 whatever the numbers are (a report); a run
 skipped; 1 if no run of any size succeeded.
 
     python bench/bbr.py --bbr PATH [--bbsim PATH] [--services FILE] [--sizes 2x32,16x32] [--uni 4] [--runs 3]
-                        [--engine auto|native|grpcio]
+                        [--engine auto|native|grpcio] [--checkout DIR]
 
 Both programs read configs/att-services.yaml from their working directory; --services names that file (default:
 configs/att-services.yaml beside the directory holding --bbr, as in a checkout where bin/bbr was built). Each run
@@ -34,9 +34,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 from bringup import cpu_seconds
-from startup import Daemon, free_ports, terminate
+from startup import REPO, Daemon, free_ports, terminate
 
 _DURATION = re.compile(r'BBR done!" Duration=([0-9.]+)(ms|s|m[0-9.]+s)')
 
@@ -126,7 +127,7 @@ def measure(simulator: str, args, pon: int, onu: int) -> dict:
     before = os.times()
     if simulator == "oltsim":
         with Daemon("--pon", str(pon), "--onu", str(onu), "--uni", str(args.uni), "--delay", "0",
-                    "--grpc-engine", args.engine) as daemon:
+                    "--grpc-engine", args.engine, repo=getattr(args, "checkout", REPO)) as daemon:
             daemon.start()
             cpu_before = cpu_seconds(daemon.process.pid)
             result = run_bbr(args.bbr, args.services, pon, onu, args.uni, daemon.ports["openolt"], daemon.ports["grpc-v1"], args.timeout)
@@ -166,6 +167,9 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds one bbr run may take")
     parser.add_argument("--engine", default="auto", choices=("auto", "native", "grpcio"),
                         help="oltsim's --grpc-engine (default auto: native on these tcp: endpoints)")
+    parser.add_argument("--checkout", type=Path, default=REPO,
+                        help="start oltsim from this checkout (default: the one holding this program), e.g. a "
+                             "`git worktree` of an older commit")
     args = parser.parse_args(argv)
     check_programs(parser, args)
     simulators = ["oltsim"] + (["bbsim"] if args.bbsim else [])
