@@ -510,7 +510,8 @@ def makeService(options, reactor=None):
         "openolt", settings.openolt,
         lambda server: _add_openolt(server, on_loop(OpenoltServicer(olt, hub), openolt_pb2_grpc.OpenoltServicer)),
         reactor=reactor, interceptors=[AioMetricsInterceptor(metrics, "openolt")],
-        engine=loop_engine(settings.grpc_engine, settings.openolt), **connections)
+        engine=loop_engine(settings.grpc_engine, settings.openolt), bulk_methods=("/openolt.Openolt/OmciMsgOut",),
+        **connections)
     openolt.on_stopping.append(hub.end_all)
     openolt.on_stopping.append(engine.flush_logs)
     openolt.setServiceParent(top)

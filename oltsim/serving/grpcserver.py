@@ -114,6 +114,7 @@ class GrpcServerService(Service):
         max_calls_per_connection: int | None = None,
         max_connections: int | None = None,
         max_connections_per_peer: int | None = None,
+        bulk_methods: Sequence[str] = (),
     ) -> None:
         self.setName(name)
         self.endpoint = endpoint
@@ -134,6 +135,8 @@ class GrpcServerService(Service):
         self.max_connections_per_peer = max_connections_per_peer
         self._limits: Any = None  # their counts (oltsim.serving.connlimit.ConnectionLimits), kept across restarts
         self._add_servicers = add_servicers
+        #: methods the native engine answers after the others of a batch, a few per turn (NativeServer._on_events)
+        self.bulk_methods = tuple(bulk_methods)
         self._reactor = reactor
         self.grace = grace
         #: grpc.ServerInterceptors, outermost first; they see every method of the server, reflection included
@@ -227,7 +230,8 @@ class GrpcServerService(Service):
         asyncio.set_event_loop(self._loop)
         if self.engine == "native":
             return NativeServer(self._loop, self._get_reactor(), interceptors=self.interceptors, name=self.name,
-                                options=self._per_connection(_NATIVE_OPTIONS), max_streams=self.max_calls)
+                                options=self._per_connection(_NATIVE_OPTIONS), max_streams=self.max_calls,
+                                bulk_methods=self.bulk_methods)
         # DecodeGuard innermost: a request that does not decode is a plain INVALID_ARGUMENT, as on the native engine.
         # Streams are capped as the native engine caps them (refused with a reason and a log line); grpc.aio's own
         # cap on every call, which answers "Concurrent RPC limit exceeded!" unlogged, only backs it up.

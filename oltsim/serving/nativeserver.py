@@ -59,6 +59,8 @@ RECEIVE_LIMIT = 4 * 1024 * 1024
 #: bytes a stream may have queued for a client that does not read before its handler waits (and the queue the
 #: handler reads, bounded, drops instead): what a stalled reader can cost the process
 STREAM_BACKLOG_LIMIT = 256 * 1024
+#: calls of a bulk method (OMCI) answered per turn of the loop, so that other calls wait behind at most this many
+BULK_CHUNK = 16
 #: threads that send for backed-up streams, per server, when its open calls are not capped
 SENDERS = 64
 
@@ -199,7 +201,7 @@ class NativeServer(aio.Server):
 
     def __init__(self, loop: asyncio.AbstractEventLoop, clock: Any, interceptors: Sequence[Any] = (),
                  options: Iterable[tuple[str, Any]] = (), io_threads: int = IO_THREADS, name: str = "grpc",
-                 max_streams: int | None = None) -> None:
+                 max_streams: int | None = None, bulk_methods: Iterable[str] = ()) -> None:
         self._records: list[Callable[[str, grpc.StatusCode], None]] = []
         self._admits: list[Callable[[str, Sequence[tuple[str, Any]]], tuple[grpc.StatusCode, str] | None]] = []
         for interceptor in interceptors:
@@ -241,6 +243,11 @@ class NativeServer(aio.Server):
         self._started = self._stopping = False
         self._fallback_started: asyncio.Task | None = None
         self._terminated = asyncio.Event()
+        #: methods answered after the others of a batch, BULK_CHUNK per turn of the loop (see _on_events)
+        self._bulk_paths = frozenset(bulk_methods)
+        self._bulk_ids: frozenset[int] = frozenset()
+        self._bulk: deque = deque()
+        self._bulk_scheduled = False
         # The threads that wait for a backed-up stream's client (see _StreamOut), this server's own: a client that
         # stopped reading holds one until it reads or leaves, and must not hold the threads of another server's
         # streams (the adapter's indications) nor of the loop's default executor. Its Task, under the open-call
@@ -346,6 +353,7 @@ class NativeServer(aio.Server):
         self._fallback_started = self._loop.create_task(fallback.start())
         self._front.set_fallback(path)
         self._table = [_Method(path, handler) for path, handler in native]
+        self._bulk_ids = frozenset(i for i, method in enumerate(self._table) if method.path in self._bulk_paths)
         self._front.add_methods([(method.path, method.streaming) for method in self._table])
         self._front.start()
         threading.Thread(target=self._dispatch, name="openolt-native-dispatch", daemon=True).start()
@@ -422,6 +430,35 @@ class NativeServer(aio.Server):
     # ---- answering (reactor thread) -------------------------------------------------------------------------
 
     def _on_events(self, batch: list) -> None:
+        """A batch from the front. Calls of the bulk methods (the OpenOLT port's OmciMsgOut) wait behind the others
+        and are then answered BULK_CHUNK per turn of the loop: with every ONU uploading its MIB, a batch holds one
+        OMCI request per ONU, and an adapter's FlowAdd, heartbeat or scheduler call, which it sends one at a time,
+        would otherwise wait for all of them (issue 29: 2.4 - 2.9x BBSim's FlowAdd round trip). Calls on different
+        HTTP/2 streams carry no order between them; each method's own calls keep theirs."""
+        bulk_ids = self._bulk_ids
+        if bulk_ids:
+            urgent = [event for event in batch if event[3] is None or event[2] not in bulk_ids]
+            if len(urgent) != len(batch):
+                self._bulk.extend(event for event in batch if event[3] is not None and event[2] in bulk_ids)
+                if not self._bulk_scheduled:
+                    self._bulk_scheduled = True
+                    self._loop.call_soon(self._drain_bulk)
+                if not urgent:
+                    return
+                batch = urgent
+        self._handle(batch)
+
+    def _drain_bulk(self) -> None:
+        bulk = self._bulk
+        chunk = [bulk.popleft() for _ in range(min(BULK_CHUNK, len(bulk)))]
+        # The rest on the loop's next turn, after what the front handed over meanwhile (scheduled before this one
+        # runs, so that a failure in it cannot strand them).
+        self._bulk_scheduled = bool(bulk)
+        if bulk:
+            self._loop.call_soon(self._drain_bulk)
+        self._handle(chunk)
+
+    def _handle(self, batch: list) -> None:
         front, table = self._front, self._table
         answered = self._answered
         for kind, call_id, method_id, payload, _key, details in batch:

@@ -259,6 +259,12 @@ def certificate_options(listen: GrpcListen, protocols: list[bytes] | None = None
         raise ValueError(f"cannot use the TLS key and certificate: {exc}") from None
 
 
+#: connections a Twisted listener's socket queues before they are accepted, unless the endpoint string says
+#: otherwise (Twisted's default is 50): during a flood of connects, a full queue drops a real client's SYN, which
+#: it sends again only a second later (issue 29; the kernel caps it at net.core.somaxconn)
+LISTEN_BACKLOG = 1024
+
+
 def server_endpoint(reactor: Any, description: str):
     """The server endpoint for a REST listener's endpoint string (not listening yet).
 
@@ -268,9 +274,12 @@ def server_endpoint(reactor: Any, description: str):
     ValueError (or Twisted's parse errors) for an unusable string.
     """
     if not _ours(description):
+        kind = description.split(":", 1)[0].strip().lower()
+        if kind in ("tcp", "tcp6", "ssl") and "backlog=" not in description:
+            description += f":backlog={LISTEN_BACKLOG}"
         return endpoints.serverFromString(reactor, description)
     listen = parse_grpc_endpoint(description)
-    return endpoints.SSL4ServerEndpoint(reactor, listen.port, certificate_options(listen),
+    return endpoints.SSL4ServerEndpoint(reactor, listen.port, certificate_options(listen), backlog=LISTEN_BACKLOG,
                                         interface=listen.host or "")
 
 

@@ -30,8 +30,8 @@ from oltsim.logs import logger
 
 __all__ = ["RelayFront"]
 
-#: connections a listening socket queues before the relay accepts them (Twisted's listenTCP default)
-BACKLOG = 50
+#: connections a listening socket queues before the relay accepts them (see security.LISTEN_BACKLOG)
+BACKLOG = 1024
 
 log = logger("oltsim.relay")
 
@@ -169,9 +169,10 @@ class RelayFront:
         if self._limits is not None:
             factory = LimitedFactory(factory, self._limits, by_requests=False)
         if self._options is not None:
-            self._port = self.reactor.listenSSL(self.port, factory, self._options, interface=self._interface)
+            self._port = self.reactor.listenSSL(self.port, factory, self._options, backlog=BACKLOG,
+                                                interface=self._interface)
         else:
-            self._port = self.reactor.listenTCP(self.port, factory, interface=self._interface)
+            self._port = self.reactor.listenTCP(self.port, factory, backlog=BACKLOG, interface=self._interface)
         self.port = self._port.getHost().port
         return self.port
 

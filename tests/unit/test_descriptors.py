@@ -73,25 +73,30 @@ def ended(client: socket.socket) -> bool:
 
 
 @linux_only
-def test_a_port_above_its_budget_loses_the_connections_idle_the_longest():
+def test_a_port_above_its_budget_loses_the_connections_that_did_the_least():
     """30 connections to a watched port with a budget of 10: the watch finds exactly those 30 (not the listener,
-    not the clients' own ends), ends 21 of them, the idlest, so that 9 stay; the connections that carried data
-    most recently are among those kept, and a grpc-connections-shed line names the server."""
+    not the clients' own ends) and ends 21 of them so that 9 stay. Kept first are those that sent the most: an
+    adapter-like client that sent a few hundred bytes a while ago outranks one that trickled a byte just now
+    (slowloris), and both outrank the silent ones; a grpc-connections-shed line names the server."""
     engine = Engine()
     try:
-        old = engine.connect(24)
+        adapters = engine.connect(3)
+        for client in adapters:
+            client.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"h" * 300)
+        silent = engine.connect(21)
         time.sleep(0.05)  # TCP_INFO counts in milliseconds
-        recent = engine.connect(6)
-        for client in recent:
-            client.sendall(b"PRI")
+        trickling = engine.connect(6)
+        for client in trickling:
+            client.sendall(b"P")
         time.sleep(0.05)
         assert sorted(len(found) for found in grpc_connections({engine.port}).values()) == [30]
-        watch = GrpcConnectionWatch(Clock(), lambda: {"openolt": engine.port}, lambda: 65536, reserve=512, budget=10)
+        watch = GrpcConnectionWatch(Clock(), lambda: {"openolt": engine.port}, lambda: 65536, reserve=512, budget=10,
+                                    trim=lambda: True)
         watch.quiet_below = 0
         with capturedLogs() as logged:
             assert watch.look() == 21
-        assert sum(ended(client) for client in old) == 21
-        assert not any(ended(client) for client in recent)
+        assert sum(ended(client) for client in silent) == 21
+        assert not any(ended(client) for client in adapters + trickling)
         assert [(event["server"], event["closed"]) for event in logged
                 if event.get("log_format", "").startswith("grpc-connections-shed")] == [("openolt", 21)]
     finally:
@@ -106,7 +111,7 @@ def test_near_the_descriptor_limit_the_biggest_port_gives_up_the_excess():
     try:
         engine.connect(20)
         watch = GrpcConnectionWatch(Clock(), lambda: {"grpc-v1": engine.port}, lambda: 100, reserve=10,
-                                    budget=4096)
+                                    budget=4096, trim=lambda: True)
         watch.quiet_below = 0
         with capturedLogs():
             closed = watch.look(open_count=lambda: 95)  # 5 over the mark of 100 - 10
@@ -130,3 +135,16 @@ def test_a_quiet_process_is_not_looked_at_and_the_watch_leaves_no_timer():
     assert len(clock.getDelayedCalls()) == 1
     watch.stopService()
     assert clock.getDelayedCalls() == []
+
+
+def test_memory_is_handed_back_once_the_descriptors_fall_to_half_their_peak():
+    """After a peak above QUIET_BELOW (a flood), the watch trims the heap once the process holds half as many
+    descriptors or fewer, logs it, and not again until a new peak has come and gone; a quiet process never trims."""
+    trims = []
+    watch = GrpcConnectionWatch(Clock(), lambda: {}, lambda: 65536, reserve=512, trim=lambda: trims.append(1) or True)
+    counts = iter([40, 50, 5000, 3000, 2600, 2400, 2300, 60, 60])
+    with capturedLogs() as logged:
+        for _ in range(9):
+            watch.look(open_count=lambda: next(counts), connections=lambda ports: {})
+    assert len(trims) == 2 == watch.trims  # at 2400 (<= 5000 / 2) and at 60 (<= 2400 / 2)
+    assert [event["log_format"].split()[0] for event in logged].count("memory-trimmed") == 2
