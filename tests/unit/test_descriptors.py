@@ -148,3 +148,15 @@ def test_memory_is_handed_back_once_the_descriptors_fall_to_half_their_peak():
             watch.look(open_count=lambda: next(counts), connections=lambda ports: {})
     assert len(trims) == 2 == watch.trims  # at 2400 (<= 5000 / 2) and at 60 (<= 2400 / 2)
     assert [event["log_format"].split()[0] for event in logged].count("memory-trimmed") == 2
+
+
+def test_the_debian_unit_gives_the_service_the_descriptors_the_daemon_asks_for():
+    """The .deb's systemd unit sets LimitNOFILE to at least what the daemon wants (WANTED): under systemd the hard
+    limit would otherwise be the default, and the plain gRPC ports' connections share it with every listener."""
+    from pathlib import Path
+
+    from oltsim.serving.descriptors import WANTED
+
+    unit = (Path(__file__).resolve().parents[2] / "debian" / "oltsim.service").read_text()
+    values = [line.split("=", 1)[1].strip() for line in unit.splitlines() if line.startswith("LimitNOFILE=")]
+    assert len(values) == 1 and int(values[0]) >= WANTED, values
