@@ -140,8 +140,12 @@ class Onu:
 class Adapter:
     """One adapter connection and one worker per ONU; FlowAdd and OMCI round trips, failed calls."""
 
-    def __init__(self, address: str, wanted: int, timeout: float):
+    def __init__(self, address: str, wanted: int, timeout: float, together: bool = True):
         self.address = address
+        #: every ONU's OMCI starts once all are up (the same concurrency on any simulator), or as each comes up
+        self.together = together
+        self.all_up: asyncio.Event | None = None
+        self.ups: list[float] = []
         self.channel = self.stub = None             # made in run(), on the loop that uses them
         self.wanted, self.timeout = wanted, timeout
         self.onus: dict[tuple[int, int], Onu] = {}
@@ -208,6 +212,12 @@ class Adapter:
                                                         pir=1000000), timeout=CALL_TIMEOUT)
             step = "OnuInd up"
             await asyncio.wait_for(onu.up.wait(), self.timeout)
+            self.ups.append(time.perf_counter())
+            if len(self.ups) == self.wanted:
+                self.all_up.set()
+            if self.together:
+                step = "every ONU up"
+                await asyncio.wait_for(self.all_up.wait(), self.timeout)
             step = "MIB reset"
             await self.omci(onu, RESET)
             step = "MIB upload"
@@ -231,7 +241,8 @@ class Adapter:
         self.channel = grpc.aio.insecure_channel(self.address)
         self.stub = openolt_pb2_grpc.OpenoltStub(self.channel)
         await asyncio.wait_for(self.channel.channel_ready(), 30)
-        begin = time.perf_counter()
+        self.all_up = asyncio.Event()
+        begin = self.begin = time.perf_counter()
         await self.stub.GetDeviceInfo(openolt_pb2.Empty(), timeout=CALL_TIMEOUT)
         stream = self.stub.EnableIndication(openolt_pb2.Empty())
         reader = asyncio.get_running_loop().create_task(self.read(stream))
@@ -252,8 +263,8 @@ class Adapter:
         return wall
 
 
-def session(address: str, pid: int, onus: int, timeout: float) -> dict:
-    adapter = Adapter(address, onus, timeout)
+def session(address: str, pid: int, onus: int, timeout: float, together: bool = True) -> dict:
+    adapter = Adapter(address, onus, timeout, together)
     cpu_before = cpu_seconds(pid)
 
     async def main():
@@ -267,18 +278,21 @@ def session(address: str, pid: int, onus: int, timeout: float) -> dict:
         raise RuntimeError(f"no FlowAdd answered; {adapter.failed} failed calls: {adapter.errors}")
     return {"flows": len(flows), "failed": adapter.failed, "errors": adapter.errors, "cpu": cpu, "wall": wall,
             "median_ms": percentile(flows, 50) * 1e3, "p90_ms": percentile(flows, 90) * 1e3,
-            "omci_ms": percentile(omci, 50) * 1e3 if omci else float("nan"), "exchanges": len(omci)}
+            "omci_ms": percentile(omci, 50) * 1e3 if omci else float("nan"), "exchanges": len(omci),
+            "up_ms": (max(adapter.ups) - min(adapter.ups)) * 1e3 if adapter.ups else float("nan")}
 
 
 def measure(simulator: str, args, pon: int, onu: int) -> dict:
     if simulator == "bbsim":
         from bbr import BBSimProcess
         with BBSimProcess(args.bbsim, args.services, pon, onu, args.uni) as bbsim:
-            return session(f"127.0.0.1:{bbsim.ports['openolt']}", bbsim.process.pid, pon * onu, args.timeout)
+            return session(f"127.0.0.1:{bbsim.ports['openolt']}", bbsim.process.pid, pon * onu, args.timeout,
+                           args.start == "together")
     with Daemon("--pon", str(pon), "--onu", str(onu), "--uni", str(args.uni), "--delay", "0", "--services", "tt",
                 repo=args.checkout) as daemon:
         daemon.start()
-        return session(f"127.0.0.1:{daemon.ports['openolt']}", daemon.process.pid, pon * onu, args.timeout)
+        return session(f"127.0.0.1:{daemon.ports['openolt']}", daemon.process.pid, pon * onu, args.timeout,
+                       args.start == "together")
 
 
 KEYS = ("flows", "failed", "exchanges", "cpu", "wall", "median_ms", "p90_ms", "omci_ms")
@@ -288,6 +302,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="2x16,4x16", help="PONxONU sizes (default %(default)s)")
     parser.add_argument("--runs", type=int, default=3, help="runs per size and simulator; medians (default 3)")
+    parser.add_argument("--start", choices=("together", "as-up"), default="together",
+                        help="together (default): every ONU's OMCI and flows start once all ONUs are up, so both "
+                             "simulators see the same concurrency; as-up: each ONU starts when it is up (BBSim brings "
+                             "one up about every 100 ms, oltsim all at once: far fewer overlap on BBSim)")
     parser.add_argument("--uni", type=int, default=4, help="UNIs per ONU (default 4)")
     parser.add_argument("--checkout", type=Path, default=REPO, help="start oltsim from this checkout")
     parser.add_argument("--bbsim", help="a bbsim binary: measure BBSim too, started fresh per run")
@@ -320,7 +338,8 @@ def main(argv=None) -> int:
                 results.setdefault((simulator, size), []).append(r)
                 print(f"  {simulator:<7}{size:<6}run {run + 1}: FlowAdd median {r['median_ms']:.2f} ms, p90 "
                       f"{r['p90_ms']:.2f} ms, {r['flows']} flows, {r['failed']} failed, OMCI median "
-                      f"{r['omci_ms']:.2f} ms, sim CPU {r['cpu']:.2f} s, wall {r['wall']:.2f} s  [load {load()}]",
+                      f"{r['omci_ms']:.2f} ms, sim CPU {r['cpu']:.2f} s, wall {r['wall']:.2f} s, ONUs up over "
+                      f"{r['up_ms']:.0f} ms  [load {load()}]",
                       flush=True)
                 for error in r["errors"]:
                     print(f"    failed: {error}", flush=True)
