@@ -60,7 +60,7 @@ RECEIVE_LIMIT = 4 * 1024 * 1024
 #: handler reads, bounded, drops instead): what a stalled reader can cost the process
 STREAM_BACKLOG_LIMIT = 256 * 1024
 #: calls of a bulk method (OMCI) answered per turn of the loop, so that other calls wait behind at most this many
-BULK_CHUNK = 16
+BULK_CHUNK = 8
 #: threads that send for backed-up streams, per server, when its open calls are not capped
 SENDERS = 64
 
@@ -449,6 +449,12 @@ class NativeServer(aio.Server):
         self._handle(batch)
 
     def _drain_bulk(self) -> None:
+        # What the front handed over since the last chunk goes first (its other calls ahead of this chunk), rather
+        # than after it on the loop's next turn.
+        with self._pending_lock:
+            arrived, self._pending = self._pending, []
+        if arrived:
+            self._on_events(arrived)
         bulk = self._bulk
         chunk = [bulk.popleft() for _ in range(min(BULK_CHUNK, len(bulk)))]
         # The rest on the loop's next turn, after what the front handed over meanwhile (scheduled before this one
