@@ -35,12 +35,15 @@ OPENAPI_VERSION = "3.0.3"
 #: What every REST listener bounds per connection (oltsim.serving.connlimit, oltsim.api.site), said in each document.
 CONNECTION_LIMITS = (
     f"Connections: this port holds at most --max-connections (default {DEFAULT_MAX_CONNECTIONS}) open at once, at "
-    f"most --max-connections-per-peer (default {DEFAULT_MAX_CONNECTIONS_PER_PEER}) from one client address; a "
-    "connection beyond either is closed as soon as it is accepted, unread and unanswered, and logged "
-    "(connection-refused). Pipelined requests are answered while less than --max-unsent-output (default "
-    f"{DEFAULT_MAX_UNSENT_OUTPUT // 1024} KiB) of answers wait unsent on the connection; beyond, the server reads "
-    "nothing more from it until the client has read them. The gRPC ports (OpenOLT, control v1 and v0, DMI) hold "
-    "their connections under the same two limits, and a control gRPC server keeps at most --max-api-calls (default "
+    f"most --max-connections-per-peer (default {DEFAULT_MAX_CONNECTIONS_PER_PEER}) from one client address; a new "
+    "connection beyond either closes the idlest one (nothing in flight, its last request ended or it connected "
+    "first; logged as connection-evicted), and is itself closed unread and unanswered only when every one has a "
+    "request in flight (connection-refused). A connection has 10 s from its accept, and from the first byte of a "
+    "later request, to send a whole request head (connection-head-timeout). Pipelined requests are answered while "
+    f"less than --max-unsent-output (default {DEFAULT_MAX_UNSENT_OUTPUT // 1024} KiB) of answers wait unsent on the "
+    "connection; beyond, the server reads nothing more from it until the client has read them. The plain gRPC ports "
+    "(OpenOLT, control v1 and v0, DMI) hold what connects, 4096 connections each at most (above, those that sent the "
+    "fewest bytes are closed), and a control gRPC server keeps at most --max-api-calls (default "
     f"{DEFAULT_MAX_API_CALLS}) streams open, refusing the next at once with RESOURCE_EXHAUSTED; a connection may "
     f"open {STREAMS_ABOVE_CAP} streams more than that, so no client waits for one.")
 
