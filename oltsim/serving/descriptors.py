@@ -146,7 +146,7 @@ def shed(fd: int, port: int) -> bool:
     except OSError:
         return False
     try:
-        if sock.getsockname()[1] != port:
+        if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.getsockname()[1] != port:
             return False  # the descriptor was closed and reused since the look
         sock.getpeername()
         sock.shutdown(socket.SHUT_RDWR)
