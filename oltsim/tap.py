@@ -378,11 +378,13 @@ class DaemonService(service.MultiService):
     def privilegedStartService(self):
         # Twisted's REST listeners bind here, before startService: the same rule applies to them.
         service.Service.privilegedStartService(self)
+        self._raise_descriptors_once()  # before any listener binds (oltsim.serving.descriptors)
         self._warn_once()
         self._each("privilegedStartService")
 
     def startService(self):
         service.Service.startService(self)
+        self._raise_descriptors_once()
         self._warn_once()
         self._each("startService")
 
@@ -392,8 +394,6 @@ class DaemonService(service.MultiService):
             raise_open_files_limit()
 
     def _warn_once(self) -> None:
-        # The descriptor limit too, before any listener binds (oltsim.serving.descriptors).
-        self._raise_descriptors_once()
         # twistd calls privilegedStartService first, where the REST listeners bind; other callers only startService.
         warnings, self.warnings = self.warnings, ()
         log_config_warnings(warnings)

@@ -9,7 +9,6 @@ can also be stopped and restarted at runtime on the same port (OLT reboot, Stop/
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import Any, Callable, Sequence
 
 import grpc
@@ -94,8 +93,8 @@ class GrpcServerService(Service):
     (:mod:`oltsim.serving.tlsfront`).
 
     On a plain (``tcp:``) endpoint either engine listens on the port itself: no hop between the client and the
-    engine, and ``context.peer()`` is the client. Neither engine has a hook on accept, so nothing but the process's
-    descriptors bounds the connections there (``oltsim.serving.descriptors`` raises that limit at start); an idle
+    engine, and ``context.peer()`` is the client. Neither engine has a hook on accept, so the connections there are
+    bounded from outside (``oltsim.serving.descriptors``: the descriptor limit, and a watch over ``own_port``); an idle
     connection costs the native front about 17 KiB, and one that never sends its HTTP/2 preface is dropped after
     120 s. ``max_connections`` and ``max_connections_per_peer`` (both or neither) bound the connections of the TLS
     relay (:mod:`oltsim.serving.connlimit`: when full, the connection idle the longest makes room).
@@ -150,7 +149,7 @@ class GrpcServerService(Service):
         self._stopping: Deferred | None = None  # a stop in progress, until the old server has let the port go
         self._start_after_stop = False  # start_server was called during that stop
         self._starting: asyncio.Task | None = None  # a loop server's start coroutine (a stop waits for it)
-        self._tls: Any = None  # the relay in front of the engine (oltsim.serving.tlsfront), TLS or bounding connections
+        self._tls: Any = None  # the TLS relay in front of the native engine on an ssl: endpoint (oltsim.serving.tlsfront)
 
     def _get_reactor(self) -> Any:
         if self._reactor is None:

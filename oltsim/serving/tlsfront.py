@@ -22,7 +22,6 @@ from typing import Any, Callable
 
 from twisted.internet import endpoints
 from twisted.internet.defer import Deferred, maybeDeferred, succeed
-from twisted.internet.error import CannotListenError
 from twisted.internet.protocol import Factory, Protocol
 
 from oltsim.serving.connlimit import LimitedFactory

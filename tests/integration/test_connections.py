@@ -17,6 +17,7 @@ import pytest
 from bench.startup import rss_bytes
 from scripted_adapter import free_ports
 from test_daemon import daemon  # noqa: F401 - the fixture
+from test_grpc_connections import closed_by_server
 from test_grpcserver import write_self_signed
 from test_limits import read_until_closed
 
@@ -60,17 +61,6 @@ def wait_for_status(port: int, path: str, status: int) -> None:
         time.sleep(0.05)
 
 
-def closed_by_server(sock: socket.socket) -> bool:
-    """Whether the server has closed `sock` (end of stream or reset), waiting up to TIMEOUT for it."""
-    sock.settimeout(TIMEOUT)
-    try:
-        return sock.recv(1) == b""
-    except ConnectionResetError:
-        return True
-    except socket.timeout:
-        return False
-
-
 def streaming(port: int, source: str = "127.0.0.1") -> socket.socket:
     """A connection from `source` reading the v1 event stream (a request in flight for as long as it is open)."""
     sock = held(port, source)
@@ -98,7 +88,7 @@ def test_a_full_peer_is_served_by_closing_its_oldest_idle_connection_on_every_re
         holding = [held(port) for _ in range(3)]
         try:
             assert get_status(port, READS[surface]) == 200, surface
-            assert closed_by_server(holding[0]), surface
+            assert closed_by_server(holding[0], within=TIMEOUT), surface
         finally:
             for sock in holding:
                 sock.close()
