@@ -119,11 +119,14 @@ class ManagedDevice:
     Stable API (also used by BBSim's BBsim_dmi service, ``oltsim.dmi.transceivers``):
 
     * ``started`` -- True between StartManagingDevice and StopManagingDevice;
-    * ``name`` -- the device's DMI name, ``<vendor>-<serial>`` (``BBSim-BBSIM_OLT_0``), and ``uuid`` -- its UUID (a
-      UUID5 of the name: the same across restarts); both are set whether or not the device is managed;
+    * ``name`` -- the device's DMI name, ``<vendor>-<serial>`` (``BBSim-BBSIM_OLT_0``), and ``uuid`` -- its UUID
+      (BBSim's: a UUID3 of the OLT's serial, ``oltsim.dmi.tree.device_uuid``, the same across restarts); both are
+      set whether or not the device is managed;
     * ``root()`` -- the current component tree (a ``dmi.Component``, rebuilt from the model on each call);
     * ``transceiver_components()`` -- per PON (list index = PON id) the transceiver component with its PON port,
       whether or not it is plugged in (the tree holds only the plugged ones);
+    * ``transceiver_type(pon_id)`` -- the type BBSim's GetTransceivers reports for that transceiver, and
+      ``transceiver_plugged_in(pon_id)`` -- to be called after a plug-in (see :meth:`transceiver_type`);
     * ``create_event(event_id, component_uuid=None, component_name=None) -> dmi.Event`` -- raise an event (an
       EventIds value or name) on a component (by UUID, else name, else the first component of the event's class:
       transceiver, fan, PSU, sensor ...; the chassis for device-wide events), sent to every StreamEvents reader and
@@ -161,6 +164,8 @@ class ManagedDevice:
         self._event_loop: task.LoopingCall | None = None
         self._raised: set[int] = set()
         self._stopping_sinks: list[defer.Deferred] = []
+        #: PON ids whose transceiver has been in the tree of the managed device (see transceiver_type)
+        self._typed_transceivers: set[int] = set()
 
     # ---- identity and the tree ------------------------------------------------------------
 
@@ -171,8 +176,8 @@ class ManagedDevice:
 
     @property
     def uuid(self) -> str:
-        """The device's UUID (UUID5 of its name)."""
-        return tree.component_uuid(self.name)
+        """The device's UUID (BBSim's: a UUID3 of the OLT's serial)."""
+        return tree.device_uuid(self.olt)
 
     def _plugged(self, pon_id: int) -> bool:
         plugged = getattr(self.olt, "transceiver_plugged", None)
@@ -192,6 +197,20 @@ class ManagedDevice:
                 self.overrides.apply(each)
             components.append(component)
         return components
+
+    def transceiver_type(self, pon_id: int) -> int:
+        """The ``hw_pb2.TransceiverType`` of PON ``pon_id``'s transceiver as BBSim's GetTransceivers reports it:
+        TYPE_UNDEFINED until the transceiver was first in the tree of a managed device (plugged in at a
+        StartManagingDevice, or plugged in later), then its PON's technology for good, through StopManagingDevice
+        and plug-outs too. BBSim learns a transceiver's type only when it builds its inventory component, and
+        ``bbsimctl dmi transceiver list`` shows what it learnt; the inventory itself always carries the type."""
+        if pon_id not in self._typed_transceivers:
+            return hw_pb2.TYPE_UNDEFINED
+        return tree.transceiver_type(self.olt.pon(pon_id).technology)
+
+    def transceiver_plugged_in(self, pon_id: int) -> None:
+        """PON ``pon_id``'s transceiver was plugged in while managed: its type is known from now on."""
+        self._typed_transceivers.add(pon_id)
 
     def find(self, component_uuid: str = "", component_name: str = "") -> hw_pb2.Component | None:
         """The component with that UUID (else name) in the tree or among the unplugged transceivers; None if none."""
@@ -244,6 +263,7 @@ class ManagedDevice:
         self.started = True
         self.requested_name = name
         self.uri = uri
+        self._typed_transceivers.update(pon.id for pon in self.olt.pons if self._plugged(pon.id))
         self.events.reset()
         self.metrics.reset()
         self._raised.clear()

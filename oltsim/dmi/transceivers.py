@@ -14,9 +14,11 @@ PON and ONU states, the indication sequence of reference 1.8) is the model's: ``
 ``Olt.plug_in_transceiver``. Each also raises the DMI event EVENT_TRANSCEIVER_PLUG_OUT / _PLUG_IN on the
 transceiver component (StreamEvents readers and the message bus), as BBSim does.
 
-Unlike BBSim, ``Technology`` is the transceiver's type (the PON's technology: GPON, XGSPON) whether or not the
-device was ever managed (BBSim reports TYPE_UNDEFINED until the first StartManagingDevice), and CreateEvent before
-StartManagingDevice answers 14 UNAVAILABLE like the other RPCs (BBSim: 13 INTERNAL "Inventory does not exist").
+``UUID`` is BBSim's (``oltsim.dmi.tree.olt_part_uuid``: ``3f2cdf03-376d-367a-97ba-4764c53b1c66`` for BBSIM_OLT_0's
+first) and ``Technology`` reads as in BBSim: ``TYPE_UNDEFINED`` until the transceiver was first in the inventory of
+the managed device, then the PON's technology (GPON, XGSPON; ``ManagedDevice.transceiver_type``). Unlike BBSim,
+CreateEvent before StartManagingDevice answers 14 UNAVAILABLE like the other RPCs (BBSim: 13 INTERNAL "Inventory
+does not exist").
 """
 from __future__ import annotations
 
@@ -90,13 +92,13 @@ class TransceiverServicer:
     # ---- RPCs ------------------------------------------------------------------------------
 
     def GetTransceivers(self, request, context) -> bbsim_dmi_pb2.Transceivers:
-        """Every PON transceiver (plugged in or not) with its DMI component's UUID and name; served whether or not
-        the device is managed, as BBSim does."""
+        """Every PON transceiver (plugged in or not) with its DMI component's UUID and name and the technology BBSim
+        would report; served whether or not the device is managed, as BBSim does."""
         items = []
         for pon, component in zip(self.olt.pons, self.device.transceiver_components()):
             items.append(bbsim_dmi_pb2.Transceiver(
                 ID=pon.id, UUID=component.uuid.uuid, Name=component.name,
-                Technology=hw_pb2.TransceiverType.Name(component.transceiver_attr.trans_type),
+                Technology=hw_pb2.TransceiverType.Name(self.device.transceiver_type(pon.id)),
                 PluggedIn=self.olt.transceiver_plugged(pon.id), PonIds=[pon.id]))
         return bbsim_dmi_pb2.Transceivers(Items=items)
 
@@ -122,6 +124,8 @@ class TransceiverServicer:
             (self.olt.plug_out_transceiver if out else self.olt.plug_in_transceiver)(tid)
         except OltsimError as exc:
             return _answer(self._code_of(exc), f"cannot plug {way} transceiver with ID {tid}: {exc.message}")
+        if not out:
+            self.device.transceiver_plugged_in(tid)
         log.info(f"dmi-transceiver-plugged-{way} transceiver={{transceiver}} olt_state={{state}}", transceiver=tid,
                  state=self.olt.state)
         self._raise_event(ev.EVENT_TRANSCEIVER_PLUG_OUT if out else ev.EVENT_TRANSCEIVER_PLUG_IN, tid)

@@ -2,11 +2,18 @@
 
 One chassis (the root, named ``<vendor>-<serial>`` as BBSim names it) with, per PON, a transceiver cage holding an
 SFP+ transceiver (when plugged in) that holds the PON port; one port per NNI; two fans, a CPU, memory, a disk, a
-temperature sensor and a power supply (BBSim's set). Every UUID is a UUID5 of the device name and the component name,
-so it is the same across restarts and distinct between OLTs (BBSim's fan, CPU ... UUIDs ignore the OLT). The tree is
-rebuilt from the model on every request (a few dozen messages), so it always shows the current port states and
-plugged transceivers; the admin states DisableHWComponent and EnableHWComponent set are kept in :class:`Overrides`
-and applied on top.
+temperature sensor and a power supply (BBSim's set).
+
+Every UUID is derived as BBSim 1.16.8 derives it (``getUUID``, internal/bbsim/dmiserver/dmi_hw_mgmt.go): a name-based
+UUID version 3 (MD5) in the Nil namespace, of the OLT's serial for the device; of ``<serial>-<component name>`` for
+each PON's cage, transceiver and port (and, by the same rule, for oltsim's NNI ports, which BBSim's tree lacks); of
+the bare component name for the fans, CPU, memory, disk, sensor and PSU. So they survive restarts and equal BBSim's,
+which tests and labs keep between runs; as in BBSim, the fan ... PSU UUIDs are the same for every OLT (each OLT is a
+device of its own, on its own DMI endpoint).
+
+The tree is rebuilt from the model on every request (a few dozen messages), so it always shows the current port
+states and plugged transceivers; the admin states DisableHWComponent and EnableHWComponent set are kept in
+:class:`Overrides` and applied on top.
 """
 from __future__ import annotations
 
@@ -16,11 +23,12 @@ from dataclasses import dataclass, field
 
 from dmi import hw_pb2
 
-__all__ = ["ComponentChange", "Overrides", "build_tree", "cage_name", "component_uuid", "device_name", "find",
-           "iter_components", "nni_name", "of_class", "pon_name", "transceiver_component", "transceiver_name"]
+__all__ = ["ComponentChange", "Overrides", "build_tree", "cage_name", "device_name", "device_uuid", "find",
+           "iter_components", "name_uuid", "nni_name", "of_class", "olt_part_uuid", "pon_name", "transceiver_component",
+           "transceiver_name", "transceiver_type"]
 
-#: the namespace of every oltsim DMI UUID (a fixed UUID, so that names map to the same UUIDs everywhere)
-NAMESPACE = uuid.UUID("6f6c7473-696d-5f64-6d69-000000000000")
+#: the namespace of every DMI UUID: BBSim hashes its names in the Nil UUID's (google/uuid ``NewMD5(uuid.Nil, ...)``)
+NAMESPACE = uuid.UUID(int=0)
 
 FANS = 2
 FAN = "Thermal/Fans/System Fan/{}"
@@ -43,9 +51,27 @@ def device_name(olt) -> str:
     return f"{olt.device_info.get('vendor') or 'BBSim'}-{olt.serial}"
 
 
-def component_uuid(device: str, component: str | None = None) -> str:
-    """The UUID of the device named ``device`` (``component`` None) or of its component ``component``."""
-    return str(uuid.uuid5(NAMESPACE, device if component is None else f"{device}/{component}"))
+def name_uuid(name: str) -> str:
+    """BBSim's UUID of ``name``: UUID version 3 (MD5) of its UTF-8 bytes in the Nil namespace, lower-case text."""
+    return str(uuid.uuid3(NAMESPACE, name))
+
+
+def device_uuid(olt) -> str:
+    """The UUID of ``olt``'s DMI device (the chassis): BBSim's, from the OLT's serial alone (``BBSIM_OLT_0`` ->
+    ``5295a1d5-a121-372e-b8dc-6f7eda83f0ba``), not from the device name."""
+    return name_uuid(olt.serial)
+
+
+def olt_part_uuid(olt, component: str) -> str:
+    """The UUID of ``olt``'s component ``component`` that belongs to one OLT port (cage, transceiver, PON or NNI
+    port): BBSim's, from ``<serial>-<component>`` (``BBSIM_OLT_0-sfp-plus-0`` ->
+    ``3f2cdf03-376d-367a-97ba-4764c53b1c66``)."""
+    return name_uuid(f"{olt.serial}-{component}")
+
+
+def transceiver_type(technology: str) -> int:
+    """The ``hw_pb2.TransceiverType`` of a PON of ``technology`` (``GPON``, ``XGS-PON``; XGSPON otherwise)."""
+    return _TRANS_TYPE.get(technology, hw_pb2.XGSPON)
 
 
 def cage_name(pon_id: int) -> str:
@@ -102,19 +128,18 @@ def _state(enabled: bool) -> hw_pb2.ComponentState:
 
 
 def _leaf(device: str, name: str, cls: int, description: str, serial: str) -> hw_pb2.Component:
-    """A fan, CPU, memory, disk, sensor or PSU, with BBSim's names, descriptions and serial numbers."""
+    """A fan, CPU, memory, disk, sensor or PSU, with BBSim's names, descriptions, serial numbers and UUIDs."""
     return hw_pb2.Component(name=name, description=description, parent=device, serial_num=serial,
-                            mfg_name=description, uuid=hw_pb2.Uuid(uuid=component_uuid(device, name)),
+                            mfg_name=description, uuid=hw_pb2.Uuid(uuid=name_uuid(name)),
                             state=_state(True), **{"class": cls})
 
 
 def transceiver_component(olt, pon) -> hw_pb2.Component:
     """PON ``pon``'s transceiver with its PON port, as the tree holds it when plugged in."""
-    device = device_name(olt)
     rx, tx = _WAVELENGTHS.get(pon.technology, _WAVELENGTHS["XGS-PON"])
     port = hw_pb2.Component(
         name=pon_name(pon.id), description="bbsim-pon-port", parent=transceiver_name(pon.id),
-        uuid=hw_pb2.Uuid(uuid=component_uuid(device, pon_name(pon.id))), state=_state(pon.oper_state == "up"),
+        uuid=hw_pb2.Uuid(uuid=olt_part_uuid(olt, pon_name(pon.id))), state=_state(pon.oper_state == "up"),
         port_attr=hw_pb2.PortComponentAttributes(
             protocol=_PORT_PROTOCOL.get(pon.technology, hw_pb2.PortComponentAttributes.XGSPON),
             connector_type=hw_pb2.PortComponentAttributes.FIBER_SC_PC, mapping_label=pon_name(pon.id),
@@ -122,10 +147,10 @@ def transceiver_component(olt, pon) -> hw_pb2.Component:
         **{"class": hw_pb2.COMPONENT_TYPE_PORT})
     return hw_pb2.Component(
         name=transceiver_name(pon.id), description="bbsim-transceiver", parent=cage_name(pon.id),
-        uuid=hw_pb2.Uuid(uuid=component_uuid(device, transceiver_name(pon.id))), state=_state(True),
+        uuid=hw_pb2.Uuid(uuid=olt_part_uuid(olt, transceiver_name(pon.id))), state=_state(True),
         transceiver_attr=hw_pb2.TransceiverComponentsAttributes(
             form_factor=hw_pb2.TransceiverComponentsAttributes.SFP_PLUS,
-            trans_type=_TRANS_TYPE.get(pon.technology, hw_pb2.XGSPON), max_distance=10,
+            trans_type=transceiver_type(pon.technology), max_distance=10,
             max_distance_scale=hw_pb2.VALUE_SCALE_KILO, rx_wavelength=rx, tx_wavelength=tx,
             wavelength_scale=hw_pb2.VALUE_SCALE_NANO),
         is_fru=True, children=[port], **{"class": hw_pb2.COMPONENT_TYPE_TRANSCEIVER})
@@ -141,7 +166,7 @@ def build_tree(olt, *, uri: str = "", plugged: Callable[[int], bool] = lambda po
     for pon in olt.pons:
         cage = hw_pb2.Component(
             name=cage_name(pon.id), description="cage", parent=device,
-            uuid=hw_pb2.Uuid(uuid=component_uuid(device, cage_name(pon.id))), state=_state(True),
+            uuid=hw_pb2.Uuid(uuid=olt_part_uuid(olt, cage_name(pon.id))), state=_state(True),
             container_attr=hw_pb2.ContainerComponentAttributes(physical_label=f"SFP+ cage {pon.id}"),
             parent_rel_pos=pon.id, **{"class": hw_pb2.COMPONENT_TYPE_CONTAINER})
         if plugged(pon.id):
@@ -150,7 +175,7 @@ def build_tree(olt, *, uri: str = "", plugged: Callable[[int], bool] = lambda po
     for nni in olt.nnis:
         children.append(hw_pb2.Component(
             name=nni_name(nni.id), description="bbsim-nni-port", parent=device, parent_rel_pos=nni.id,
-            uuid=hw_pb2.Uuid(uuid=component_uuid(device, nni_name(nni.id))), state=_state(nni.oper_state == "up"),
+            uuid=hw_pb2.Uuid(uuid=olt_part_uuid(olt, nni_name(nni.id))), state=_state(nni.oper_state == "up"),
             port_attr=hw_pb2.PortComponentAttributes(
                 protocol=hw_pb2.PortComponentAttributes.ETHERNET, mapping_label=nni_name(nni.id),
                 connector_type=hw_pb2.PortComponentAttributes.FIBER_LC, physical_label=f"NNI {nni.id}",
@@ -169,7 +194,7 @@ def build_tree(olt, *, uri: str = "", plugged: Callable[[int], bool] = lambda po
     root = hw_pb2.Component(
         name=device, description=info.get("model", ""), serial_num=olt.serial, mfg_name=info.get("vendor", ""),
         model_name=info.get("model", ""), hardware_rev=info.get("hardware_version", ""), firmware_rev=firmware,
-        software_rev=firmware, uri=hw_pb2.Uri(uri=uri), uuid=hw_pb2.Uuid(uuid=component_uuid(device)),
+        software_rev=firmware, uri=hw_pb2.Uri(uri=uri), uuid=hw_pb2.Uuid(uuid=device_uuid(olt)),
         state=_state(olt.oper_state == "up"), children=children, **{"class": hw_pb2.COMPONENT_TYPE_CHASSIS})
     if overrides is not None:
         for component in iter_components(root):

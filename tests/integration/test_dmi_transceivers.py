@@ -9,6 +9,8 @@ both gRPC engines (`engines.grpc_engine`), which serve the OpenOLT and DMI endpo
 """
 from __future__ import annotations
 
+import uuid
+
 import grpc
 import pytest_twisted
 from dmi import commons_pb2, hw_management_service_pb2 as hm, hw_management_service_pb2_grpc, hw_pb2
@@ -205,3 +207,37 @@ def test_plug_out_and_in_over_dmi(tmp_path, grpc_engine):
     finally:
         yield deferToThread(dmi.close)
         yield stop_oltsim(sim, adapter)
+
+
+#: What BBSim 1.16.8 answered at ``-olt_id 10 -pon 2 -onu 16`` (the /tmp/bbsim-bin/bbsim binary, run on 2026-11-27 for
+#: issue 30): GetTransceivers' (UUID, Technology) before and after StartManagingDevice, and the device UUID.
+BBSIM_OLT_10_TRANSCEIVERS = ("2d0ab069-f461-34e5-a16a-5ebb1f26b1a7", "4aa48df7-0098-3065-9206-0d48f4404677")
+BBSIM_OLT_10_DEVICE = "895f65ab-64a3-3957-a2db-568a168faa3a"
+
+
+@pytest_twisted.inlineCallbacks
+def test_dmi_identifiers_are_bbsims_at_a_labs_numbering(tmp_path):
+    """oltsim at OLT id 10 with 2 PONs of 16 ONUs, over a real DMI channel: GetTransceivers lists uuid3(Nil,
+    "BBSIM_OLT_10-sfp-plus-<n>") with TYPE_UNDEFINED before StartManagingDevice and XGSPON after it, the device UUID
+    is uuid3(Nil, "BBSIM_OLT_10"), and the inventory's transceivers carry the listed UUIDs: all what BBSim 1.16.8
+    answered for the same numbering."""
+    nil = uuid.UUID(int=0)
+    sim = start_oltsim(tmp_path, "--olt-id", "10", "--pon", "2", "--onu", "16")
+    dmi = Dmi(f"127.0.0.1:{sim.top.getServiceNamed('dmi').port}")
+    try:
+        def calls():
+            before = [(t.ID, t.UUID, t.Technology) for t in dmi.listing()]
+            device_uuid = dmi.start_managing()
+            after = [(t.ID, t.UUID, t.Technology) for t in dmi.listing()]
+            return before, device_uuid, after, dmi.inventory_transceivers(device_uuid)
+
+        before, device_uuid, after, inventory = yield deferToThread(calls)
+    finally:
+        yield deferToThread(dmi.close)
+        yield stop_oltsim(sim)
+    derived = tuple(str(uuid.uuid3(nil, f"BBSIM_OLT_10-sfp-plus-{n}")) for n in range(2))
+    assert derived == BBSIM_OLT_10_TRANSCEIVERS
+    assert device_uuid == str(uuid.uuid3(nil, "BBSIM_OLT_10")) == BBSIM_OLT_10_DEVICE
+    assert before == [(n, derived[n], "TYPE_UNDEFINED") for n in range(2)]
+    assert after == [(n, derived[n], "XGSPON") for n in range(2)]
+    assert inventory == {f"sfp-plus-{n}": derived[n] for n in range(2)}

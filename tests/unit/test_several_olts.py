@@ -58,7 +58,7 @@ def test_identifiers_are_unique_across_six_olts(olts):
     for olt, _ in olts.values():
         olt_serials.append(olt.serial)
         device_ids.append(olt.device_info["device_id"])
-        dmi_uuids.append(tree.component_uuid(tree.device_name(olt)))
+        dmi_uuids.append(tree.device_uuid(olt))
         for onu in olt.onus:
             onu_serials.append(onu.serial)
             subscriber_ids.extend(f"{onu.serial}-{uni.id + 1}" for uni in onu.eth_unis)
@@ -80,4 +80,4 @@ def test_olt_ids_from_256_wrap_as_in_bbsim():
     assert [s.mac for o in high.onus for s in o.services] == [s.mac for o in low.onus for s in o.services]
     assert high.device_info["device_id"] == low.device_info["device_id"] == "0a:0a:0a:0a:0a:0a"
     assert (high.serial, low.serial) == ("BBSIM_OLT_266", "BBSIM_OLT_10")
-    assert tree.component_uuid(tree.device_name(high)) != tree.component_uuid(tree.device_name(low))
+    assert tree.device_uuid(high) != tree.device_uuid(low)

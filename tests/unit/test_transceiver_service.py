@@ -4,6 +4,7 @@ DmiResponse (BBSim's status codes and clear reasons) and the DMI events a plug r
 """
 
 import random
+import uuid
 
 from dmi import hw_events_mgmt_service_pb2 as ev
 
@@ -35,17 +36,47 @@ class Dmi:
         return answer.status_code, answer.message
 
 
-def test_get_transceivers_lists_one_per_pon_with_the_inventory_uuids():
-    """GetTransceivers lists one transceiver per PON (id, name sfp-plus-N, UUID of the inventory's transceiver
-    component, the PON's technology, plugged in, its PON id), before StartManagingDevice too."""
-    dmi = Dmi()
-    items = dmi.call("GetTransceivers", pb.DmiEmpty()).Items
-    components = dmi.device.transceiver_components()
-    assert [(t.ID, t.Name, t.UUID, t.Technology, t.PluggedIn, list(t.PonIds)) for t in items] == [
-        (0, "sfp-plus-0", components[0].uuid.uuid, "XGSPON", True, [0]),
-        (1, "sfp-plus-1", components[1].uuid.uuid, "XGSPON", True, [1]),
-    ]
-    assert len({t.UUID for t in items}) == 2 and all(t.UUID for t in items)
+def listing(dmi) -> list[tuple]:
+    return [(t.ID, t.Name, t.UUID, t.Technology, t.PluggedIn, list(t.PonIds))
+            for t in dmi.call("GetTransceivers", pb.DmiEmpty()).Items]
+
+
+def test_get_transceivers_lists_bbsims_uuids_and_no_technology_before_management():
+    """At a lab's numbering (OLT 10, 2 PONs of 16 ONUs) GetTransceivers lists one transceiver per PON with BBSim's
+    UUID, uuid3(Nil, "BBSIM_OLT_10-sfp-plus-<n>"), the inventory's, and Technology TYPE_UNDEFINED, as BBSim
+    1.16.8 lists them before StartManagingDevice (2d0ab069-... and 4aa48df7-... recorded from it)."""
+    dmi = Dmi(olt_id=10, pon=2, onu=16)
+    expected = [str(uuid.uuid3(uuid.UUID(int=0), f"BBSIM_OLT_10-sfp-plus-{n}")) for n in range(2)]
+    assert expected == ["2d0ab069-f461-34e5-a16a-5ebb1f26b1a7", "4aa48df7-0098-3065-9206-0d48f4404677"]
+    assert [c.uuid.uuid for c in dmi.device.transceiver_components()] == expected
+    assert listing(dmi) == [(0, "sfp-plus-0", expected[0], "TYPE_UNDEFINED", True, [0]),
+                            (1, "sfp-plus-1", expected[1], "TYPE_UNDEFINED", True, [1])]
+
+
+def test_technology_is_known_from_the_first_management_on():
+    """StartManagingDevice gives every plugged transceiver its PON's technology (XGSPON, or GPON for a GPON PON),
+    which then stays through a plug-out, StopManagingDevice and a new start, as in BBSim."""
+    dmi = Dmi(olt_id=10, pon=2, onu=16)
+    dmi.sim.olt.pons[1].technology = "GPON"
+    dmi.sim.bring_up()
+    dmi.device.start("olt", "")
+    assert [t[3] for t in listing(dmi)] == ["XGSPON", "GPON"]
+    assert dmi.plug("PlugOutTransceiver", 0)[0] == OK
+    dmi.device.stop_managing("olt")
+    assert [(t[3], t[4]) for t in listing(dmi)] == [("XGSPON", False), ("GPON", True)]
+    dmi.device.start("olt", "")
+    assert [t[3] for t in listing(dmi)] == ["XGSPON", "GPON"]
+
+
+def test_a_transceiver_out_at_the_first_management_gets_its_technology_when_plugged_in():
+    """A transceiver that is out when the device is first managed stays TYPE_UNDEFINED (BBSim builds no component
+    for it) until it is plugged in."""
+    dmi = Dmi(olt_id=10, pon=2, onu=16)
+    dmi.sim.olt.plug_out_transceiver(1)
+    dmi.device.start("olt", "")
+    assert [t[3] for t in listing(dmi)] == ["XGSPON", "TYPE_UNDEFINED"]
+    assert dmi.plug("PlugInTransceiver", 1) == (OK, "Plugged in transceiver 1")
+    assert [t[3] for t in listing(dmi)] == ["XGSPON", "XGSPON"]
 
 
 def test_plugging_needs_device_management():
