@@ -61,6 +61,8 @@ class GrpcListen:
     extra_cert_chain: str | None = None
     ca_certs_dir: str | None = None
     require_client_cert: bool = False
+    #: the endpoint string's ``backlog``, if it gave one (the Twisted listeners use it; the engines cannot)
+    backlog: int | None = None
 
     @property
     def secure(self) -> bool:
@@ -216,7 +218,7 @@ def parse_grpc_endpoint(description: str) -> GrpcListen:
     Accepted: ``tcp:PORT[:interface=HOST]`` (all interfaces when no interface is given) and
     ``ssl:PORT:privateKey=KEY[:certKey=CERT][:extraCertChain=CHAIN][:caCertsDir=DIR][:requireClientCert=yes]``
     (``certKey`` defaults to ``privateKey``; ``caCertsDir`` verifies client certificates, which
-    ``requireClientCert=yes`` makes mandatory).  ``backlog`` is accepted and ignored.  Anything else: ValueError.
+    ``requireClientCert=yes`` makes mandatory).  ``backlog`` is kept for the Twisted listeners (the engines ignore it).  Anything else: ValueError.
     """
     items = _join_ipv6_interface(split_endpoint(description))
     args = [value for key, value in items if key is None]
@@ -244,6 +246,12 @@ def parse_grpc_endpoint(description: str) -> GrpcListen:
     if "port" not in options:
         raise ValueError(f"endpoint {description!r}: no port (write colons inside a value as \\:)")
     port = _port(options["port"], description)
+    backlog = None
+    if options.get("backlog"):
+        try:
+            backlog = int(options["backlog"])
+        except ValueError:
+            raise ValueError(f"endpoint {description!r}: backlog {options['backlog']!r} is not a number") from None
     host = options.get("interface") or None
     if host is not None:
         host = host.strip("[]")
@@ -253,7 +261,7 @@ def parse_grpc_endpoint(description: str) -> GrpcListen:
             except ValueError:
                 raise ValueError(f"endpoint {description!r}: interface {host!r} is not an IPv6 address") from None
     if kind == "tcp":
-        return GrpcListen(port=port, host=host)
+        return GrpcListen(port=port, host=host, backlog=backlog)
     if options.get("sslmethod"):
         raise ValueError(f"endpoint {description!r}: sslmethod is not supported by grpcio")
     if not options.get("privateKey"):
@@ -269,4 +277,5 @@ def parse_grpc_endpoint(description: str) -> GrpcListen:
         extra_cert_chain=options.get("extraCertChain") or None,
         ca_certs_dir=options.get("caCertsDir") or None,
         require_client_cert=require,
+        backlog=backlog,
     )

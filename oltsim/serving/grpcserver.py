@@ -276,20 +276,16 @@ class GrpcServerService(Service):
         engine_port = server.add_insecure_port("127.0.0.1:0")
         peers: dict[str, str] = {}
         server.peer_names = peers
-        hosts = [listen.host] if listen.host is not None else ["::", ""]  # dual-stack, or IPv4 without IPv6
-        error: Exception | None = None
-        for host in hosts:
-            front = RelayFront(self._get_reactor(), self.name, listen.port, host, engine_port, options, self._limits,
-                               peers)
-            try:
-                bound = front.listen()
-            except CannotListenError as exc:
-                error = exc
-                continue
-            self._tls = front
-            return listen.with_port(bound).address_for(host or "0.0.0.0"), bound
-        raise CannotListenError(listen.host or "any", listen.port,
-                                getattr(error, "socketError", None) or bind_error(listen.host, listen.port, error))
+        host = listen.host or ""  # "": every address, both families (IPv4 only on a host without IPv6)
+        front = RelayFront(self._get_reactor(), self.name, listen.port, host, engine_port, options, self._limits,
+                           peers)
+        try:
+            bound = front.listen()
+        except CannotListenError as exc:
+            raise CannotListenError(listen.host or "any", listen.port,
+                                    getattr(exc, "socketError", None) or bind_error(listen.host, listen.port, exc))
+        self._tls = front
+        return listen.with_port(bound).address_for(front.host), bound
 
     def _abandon_tls_front(self) -> None:
         """A server that failed to start leaves nothing listening in front of it."""

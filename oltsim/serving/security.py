@@ -31,6 +31,7 @@ from twisted.web.resource import Resource, getChildForRequest
 from oltsim.api import translate
 from oltsim.api.rest import json_response
 from oltsim.config import ConfigError
+from oltsim.serving.dualstack import DualStackServerEndpoint
 from oltsim.serving.endpoints import GrpcListen, parse_grpc_endpoint, split_endpoint
 from oltsim.logs import logger
 from oltsim.serving.onloop import handler_with
@@ -273,14 +274,24 @@ def server_endpoint(reactor: Any, description: str):
     does not know); only strings using Twisted's ``sslmethod`` or ``dhParameters`` go to Twisted's parser. Raises
     ValueError (or Twisted's parse errors) for an unusable string.
     """
+    kind = description.split(":", 1)[0].strip().lower()
+    if kind == "tcp":
+        try:
+            listen = parse_grpc_endpoint(description)
+        except ValueError:
+            listen = None  # Twisted's parser says what is wrong with it
+        if listen is not None and listen.host is None:  # a port only: every address, both families, as Go
+            return DualStackServerEndpoint(reactor, listen.port, listen.backlog or LISTEN_BACKLOG)
     if not _ours(description):
-        kind = description.split(":", 1)[0].strip().lower()
         if kind in ("tcp", "tcp6", "ssl") and "backlog=" not in description:
             description += f":backlog={LISTEN_BACKLOG}"
         return endpoints.serverFromString(reactor, description)
     listen = parse_grpc_endpoint(description)
-    return endpoints.SSL4ServerEndpoint(reactor, listen.port, certificate_options(listen), backlog=LISTEN_BACKLOG,
-                                        interface=listen.host or "")
+    if listen.host is None:
+        return DualStackServerEndpoint(reactor, listen.port, listen.backlog or LISTEN_BACKLOG,
+                                       tls=certificate_options(listen))
+    return endpoints.SSL4ServerEndpoint(reactor, listen.port, certificate_options(listen),
+                                        backlog=listen.backlog or LISTEN_BACKLOG, interface=listen.host)
 
 
 class ListenerService(StreamServerEndpointService):
@@ -296,7 +307,10 @@ class ListenerService(StreamServerEndpointService):
 
     def _listening(self, port):
         host = port.getHost()
-        self._address = f"{host.host}:{host.port}" if hasattr(host, "port") else str(getattr(host, "name", host))
+        if hasattr(host, "port"):
+            self._address = f"[{host.host}]:{host.port}" if ":" in host.host else f"{host.host}:{host.port}"
+        else:
+            self._address = str(getattr(host, "name", host))
         log.info("rest-listener-started name={name} address={address}", name=self.name, address=self._address)
         return port
 

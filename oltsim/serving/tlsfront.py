@@ -25,6 +25,7 @@ from twisted.internet.defer import Deferred, maybeDeferred, succeed
 from twisted.internet.protocol import Factory, Protocol
 
 from oltsim.serving.connlimit import LimitedFactory
+from oltsim.serving.dualstack import listen_tcp
 from oltsim.logs import logger
 
 __all__ = ["RelayFront"]
@@ -167,13 +168,20 @@ class RelayFront:
         factory: Factory = _Building(lambda: _Inbound(self))
         if self._limits is not None:
             factory = LimitedFactory(factory, self._limits, by_requests=False)
-        if self._options is not None:
+        if not self._interface:  # every address: both families on one socket, as Go listens
+            self._port = listen_tcp(self.reactor, self.port, factory, BACKLOG, tls=self._options)
+        elif self._options is not None:
             self._port = self.reactor.listenSSL(self.port, factory, self._options, backlog=BACKLOG,
                                                 interface=self._interface)
         else:
             self._port = self.reactor.listenTCP(self.port, factory, backlog=BACKLOG, interface=self._interface)
         self.port = self._port.getHost().port
         return self.port
+
+    @property
+    def host(self) -> str:
+        """The address listened on (``::`` for every address of both families, ``0.0.0.0`` on an IPv4-only host)."""
+        return self._port.getHost().host if self._port is not None else self._interface
 
     def stop_listening(self) -> Deferred:
         """Refuse new connections; the relayed ones stay (the calls on them are being ended). Fires when the port

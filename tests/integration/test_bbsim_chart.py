@@ -85,12 +85,35 @@ def loopback_up() -> None:
         fcntl.ioctl(sock, siocsifflags, struct.pack("16sH", b"lo", flags | iff_up))
 
 
-def listening(port: int) -> bool:
+def listening(port: int, host: str = "127.0.0.1") -> bool:
     try:
-        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+        socket.create_connection((host, port), timeout=1).close()
     except OSError:
         return False
     return True
+
+
+def has_ipv6_loopback() -> bool:
+    """Whether ``::1`` exists here (a kernel without IPv6 has none)."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
+
+
+def get_cfg(host: str) -> dict:
+    """The readiness probe, `GET /v2/cfg` on 50074, to ``host``: its status and body."""
+    connection = http.client.HTTPConnection(host, 50074, timeout=10)
+    try:
+        connection.request("GET", "/v2/cfg")
+        response = connection.getresponse()
+        return {"status": response.status, "body": response.read().decode()}
+    except OSError as exc:
+        return {"status": None, "body": str(exc)}
+    finally:
+        connection.close()
 
 
 def probe_run(workdir: Path, in_namespace: bool) -> dict:
@@ -116,15 +139,13 @@ def probe_run(workdir: Path, in_namespace: bool) -> dict:
             ctl = subprocess.run([*BBSIMCTL, "olt", "get"], cwd=workdir, env=env, capture_output=True, text=True,
                                  timeout=30)
             result["olt_get"] = {"rc": ctl.returncode, "stdout": ctl.stdout, "stderr": ctl.stderr}
-            connection = http.client.HTTPConnection("127.0.0.1", 50074, timeout=10)
-            try:
-                connection.request("GET", "/v2/cfg")
-                response = connection.getresponse()
-                result["cfg"] = {"status": response.status, "body": response.read().decode()}
-            except OSError as exc:
-                result["cfg"] = {"status": None, "body": str(exc)}
-            finally:
-                connection.close()
+            result["cfg"] = get_cfg("127.0.0.1")
+            # The chart gives ports only (":50075", "0.0.0.0:50060", ...): every one answers on IPv6 as well, as
+            # Go's listeners do, so a probe to the pod's IPv6 address reaches it (issue 30).
+            result["ipv6"] = has_ipv6_loopback()
+            if result["ipv6"]:
+                result["listening6"] = {port: listening(port, "::1") for port in FIXED_PORTS}
+                result["cfg6"] = get_cfg("::1")
         finally:
             if daemon.poll() is None:
                 daemon.send_signal(signal.SIGTERM)
@@ -165,7 +186,8 @@ def chart_workdir(tmp_path: Path) -> Path:
 def test_voltha_bbsim_chart_command_line_runs_and_passes_its_probes(tmp_path):
     """The chart's default command line starts oltsim (no error, no warning but the ones expected), `bbsimctl olt get`
     answers with exit 0 (liveness), `GET /v2/cfg` on 50074 answers 200 with this OLT's SADIS entry (readiness),
-    every fixed port listens, and SIGTERM stops the daemon with status 0."""
+    every fixed port listens, every fixed port listens on 127.0.0.1 and on ::1 (where the host has IPv6; the readiness probe answering the same
+on both), and SIGTERM stops the daemon with status 0."""
     import pytest
 
     workdir = chart_workdir(tmp_path)
@@ -182,10 +204,15 @@ def test_voltha_bbsim_chart_command_line_runs_and_passes_its_probes(tmp_path):
         result = json.loads(run.stdout.strip().splitlines()[-1])
     log = result["log"]
     assert "bbsim:" not in log.replace("sys.argv[0] = 'bbsim'", ""), log[-4000:]
+    assert "Traceback" not in log, log[-4000:]
     assert all(result["listening"].values()), (result["listening"], log[-4000:])
     assert result["olt_get"]["rc"] == 0, result["olt_get"]
     assert "BBSIM_OLT_0" in result["olt_get"]["stdout"], result["olt_get"]
     assert result["cfg"]["status"] == 200, result["cfg"]
+    if result["ipv6"]:
+        assert all(result["listening6"].values()), (result["listening6"], log[-4000:])
+        assert result["cfg6"]["status"] == 200, result["cfg6"]
+        assert result["cfg6"]["body"] == result["cfg"]["body"]
     assert "BBSIM_OLT_0" in json.dumps(json.loads(result["cfg"]["body"]))
     assert result["daemon_rc"] == 0, log[-4000:]
     assert "olt-started serial=BBSIM_OLT_0" in log

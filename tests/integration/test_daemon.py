@@ -229,6 +229,22 @@ def test_daemon_serves_rest_and_openolt(daemon, grpc_engine):
     assert (status, onu["InternalState"]) == (200, "enabled")
 
 
+def test_an_explicit_interface_binds_only_that_address(daemon, grpc_engine):
+    """Every listener given `interface=127.0.0.1` answers there and not on ::1 (a port alone binds both families,
+    test_bbsim_chart; an address given binds only itself, issue 30)."""
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no IPv6 loopback (::1) on this host")
+    process = daemon(*engine_options(grpc_engine))
+    process.wait_serving()
+    for name, port in process.ports.items():
+        assert listening(port), name
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("::1", port), timeout=2).close()
+
+
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_stops_daemon_cleanly_while_adapter_holds_stream(daemon, signum, grpc_engine):
     """SIGTERM or SIGINT stops the daemon with exit code 0 within a few seconds; the adapter's stream ends with
