@@ -2,13 +2,18 @@
 controller's SADIS app, read from the live model on every request.
 
 Record shapes are BBSim's, key for key and in the same order, including which keys are left out:
-BBSim marshals its uniTagList with Go's `omitempty`, and ONOS's SADIS codec reads a missing key
-differently from a zero (no `ponCTag` is "no VLAN", no `usPonCTagPriority` is "no PCP" = -1), so a
-zero or false value is omitted here too. What differs from BBSim is the errors: every refusal is a
-JSON error body with a 4xx status (BBSim answers `null` with 200, 422 `{}`, or a bare JSON string).
+BBSim marshals its uniTagList and its bandwidth profiles' optional rates with Go's `omitempty`, and
+ONOS's SADIS codec reads a missing key differently from a zero (no `ponCTag` is "no VLAN", no
+`usPonCTagPriority` is "no PCP" = -1), so a zero or false value is omitted here too. The bytes of a 200
+are BBSim's as well (`go_json`): compact, UTF-8, `<`, `>`, `&` escaped as Go escapes them, and a
+trailing newline after a subscriber or profile record (BBSim writes those with a `json.Encoder`, `/cfg`
+and `/static` with `json.Marshal`). What differs from BBSim is the errors: every refusal is a JSON error
+body with a 4xx status (BBSim answers `null` with 200, 422 `{}`, or a bare JSON string), see
+docs/in-place-of-bbsim.md.
 """
 from __future__ import annotations
 
+import json
 import re
 
 from klein import Klein
@@ -32,13 +37,13 @@ BANDWIDTH_PROFILES: dict[str, tuple[dict, ...]] = {
         {"id": "User_Bandwidth3", "cbs": 5000, "cir": 1000000, "air": 100000, "ebs": 5000, "eir": 1000000},
         {"id": "Default", "cbs": 30, "cir": 600, "air": 100000, "ebs": 30, "eir": 400},
     ),
-    # BBSim drops Default's `"gir": 0` (omitempty); it is kept here so that every IETF profile has the
-    # same keys. SADIS reads gir into a primitive long, so a missing gir and 0 mean the same.
+    # Default has a gir of 0, which BBSim leaves out (its optional rates are `omitempty`); so do we.
+    # SADIS reads gir into a primitive long, so a missing gir and 0 mean the same to ONOS.
     "ietf": (
         {"id": "User_Bandwidth1", "cbs": 10000, "cir": 30000, "gir": 100000, "pir": 20000, "pbs": 1000},
         {"id": "User_Bandwidth2", "cbs": 5000, "cir": 100000, "gir": 100000, "pir": 30000, "pbs": 5000},
         {"id": "User_Bandwidth3", "cbs": 5000, "cir": 1000000, "gir": 100000, "pir": 40000, "pbs": 5000},
-        {"id": "Default", "cbs": 30, "cir": 600, "gir": 0, "pir": 32000, "pbs": 30},
+        {"id": "Default", "cbs": 30, "cir": 600, "pir": 32000, "pbs": 30},
     ),
 }
 
@@ -52,6 +57,19 @@ _PROFILE_CACHE = {"enabled": True, "maxsize": 40, "ttl": "PT1m"}
 VOLTHA_NNI_PORT_BASE = 1 << 24
 
 _DIGITS = re.compile(r"[0-9]+")
+
+#: What Go's encoding/json escapes inside strings beyond what JSON requires (HTML-safe output).
+_GO_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
+                             "\u2029": "\\u2029"})
+
+
+def go_json(body, newline: bool = False) -> bytes:
+    """``body`` as BBSim's Go server writes it: compact, non-ASCII as UTF-8, ``<``, ``>``, ``&``, U+2028 and U+2029
+    as ``\\u`` escapes; with ``newline``, ended by a newline as a ``json.Encoder`` ends it. (These characters can
+    only occur inside JSON strings, so translating the whole text escapes exactly them.)"""
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False).translate(_GO_ESCAPES)
+    # a lone surrogate (only an escape in a YAML services file can make one) must not fail the response
+    return (text + "\n" if newline else text).encode("utf-8", "replace")
 
 
 def uplink_port(olt) -> int:
@@ -234,25 +252,28 @@ class SadisRest:
     def get_config(self, request, version):
         """The controller's starting point: OLT entry plus integration URLs for this version."""
         self._check_version(version)
-        return json_response(request, 200, self.config(version))
+        return json_response(request, 200, go_json(self.config(version)))
 
     @app.route("/<version>/static", methods=["GET"])
     def get_static(self, request, version):
-        """The whole configuration inline, for controllers that do not call back (v2 only)."""
-        self._check_version(version, ("v2",))
-        return json_response(request, 200, self.static())
+        """The whole configuration inline, for controllers that do not call back (v2 only; v1 is 400, as in
+        BBSim)."""
+        self._check_version(version)
+        if version == "v1":
+            raise InvalidArgument("SADIS v1 has no static configuration (as in BBSim); ask for /v2/static")
+        return json_response(request, 200, go_json(self.static()))
 
     @app.route("/<version>/subscribers/<ident>", methods=["GET"])
     def get_subscriber(self, request, version, ident):
         """One OLT or UNI entry, what the controller fetches through the `/cfg` subscriber URL."""
         self._check_version(version)
-        return json_response(request, 200, self.subscriber(version, ident))
+        return json_response(request, 200, go_json(self.subscriber(version, ident), newline=True))
 
     @app.route("/<version>/bandwidthprofiles/<ident>", methods=["GET"])
     def get_profile(self, request, version, ident):
         """One bandwidth profile, what the controller fetches through the `/cfg` profile URL."""
         self._check_version(version)
-        return json_response(request, 200, self.profile(ident))
+        return json_response(request, 200, go_json(self.profile(ident), newline=True))
 
     @app.handle_errors(Exception)
     def errors(self, request, failure):

@@ -3,6 +3,8 @@ and 11, 2 PONs x 16 ONUs each, every listener of each on its own loopback port. 
 SADIS) their OLT serials, device ids, ONU serials, service MACs and SADIS entries are BBSim's and disjoint."""
 from __future__ import annotations
 
+import http.client
+import json
 import subprocess
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from scripted_adapter import free_ports
 from test_daemon import LISTENERS, TWISTD, Daemon, environment
 
 OLT_IDS, PONS, ONUS, UNIS = (10, 11), 2, 16, 4
+GOLDEN_SADIS = Path(__file__).resolve().parent.parent / "golden" / "sadis"
 
 
 class SideBySide(Daemon):
@@ -110,3 +113,22 @@ def test_two_olts_side_by_side_have_bbsims_disjoint_identifiers(two_olts):
         # not its OLT, and not <serial>-<uni>: refused as malformed (400; BBSim 422)
         assert daemon.rest_get(f"/v2/subscribers/BBSIM_OLT_{other_id}", surface="sadis")[0] == 400
         assert daemon.rest_get(f"/v2/subscribers/{bbsim_serial(other_id, 1, 11)}-1", surface="sadis")[0] == 404
+
+
+def test_sadis_records_are_bbsims_bytes_over_the_daemons_listener(two_olts):
+    """OLT 10's SADIS listener sends the subscriber records BBSim 1.16.8 sent at the same numbering byte for byte
+    (tests/golden/sadis/bbsim-bytes.json: compact, ended by a newline), through the real daemon's socket. (The OLT
+    entry's ipAddress is the host's, so the unit tests pin that record.)"""
+    recorded = json.loads((GOLDEN_SADIS / "bbsim-bytes.json").read_text(encoding="utf-8"))
+    records = recorded["scenarios"]["olt10-pon2-onu16-ietf"]["records"]
+    paths = [path for path in records if path.startswith("/v2/subscribers/BBSM")]
+    assert len(paths) == 4
+    port = two_olts[10].ports["sadis"]
+    for path in paths:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            assert (response.status, response.read()) == (200, records[path].encode("utf-8")), path
+        finally:
+            connection.close()

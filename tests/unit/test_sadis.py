@@ -97,6 +97,48 @@ def test_static_lists_the_olt_then_every_uni_then_the_profiles(workflow):
     assert_same(body, expected)
 
 
+def bbsim_bytes() -> dict:
+    return json.loads((GOLDEN / "bbsim-bytes.json").read_text(encoding="utf-8"))["scenarios"]
+
+
+@pytest.mark.parametrize("scenario", sorted(bbsim_bytes()))
+def test_bodies_are_bbsims_byte_for_byte(scenario):
+    """Every 200 body BBSim 1.16.8 sent for the same numbering (OLT 10 with 2x16 ONUs and IETF profiles; OLT 0 with
+    MEF) is oltsim's byte for byte: compact, zero rates left out, no newline after /cfg and /static, one after a
+    subscriber or profile record (BBSim's json.Encoder)."""
+    case = bbsim_bytes()[scenario]
+    given = case["given"]
+    client = make_client(make_olt(olt_id=given["olt_id"], pon=given["pon"], onu=given["onu"]),
+                         bp_format=given["bp_format"])
+    assert len(case["records"]) >= 15
+    for path, expected in case["records"].items():
+        status, headers, body = stub_request(client, BASE + path)
+        assert (status, headers.getRawHeaders("content-type")) == (200, ["application/json"]), path
+        assert body == expected.encode("utf-8"), path
+        assert body.endswith(b"\n") == ("/subscribers/" in path or "/bandwidthprofiles/" in path), path
+
+
+def test_zero_rates_are_left_out_of_every_profile():
+    """No profile of either format carries a zero-valued optional rate (air, ebs, eir, gir, pir, pbs), in /static
+    or alone: BBSim marshals them `omitempty`."""
+    for bp_format in ("mef", "ietf"):
+        client = make_client(make_olt(), bp_format=bp_format)
+        _, _, static = fetch(client, "/v2/static")
+        for profile in static["bandwidthprofile"]["entries"]:
+            assert all(value for key, value in profile.items() if key not in ("id", "cbs", "cir")), profile
+            assert fetch(client, f"/v2/bandwidthprofiles/{profile['id']}")[2] == profile
+
+
+def test_strings_are_written_as_go_writes_them():
+    """A service name with HTML characters, non-ASCII letters and a line separator is written as Go's encoding/json
+    writes it: <, >, & and U+2028 as \\u escapes, the rest as UTF-8 (BBSim's bytes, not Python's \\u00e9)."""
+    olt = make_olt(olt_id=10, onu=16)
+    olt.onus[15].unis[0].services[0].name = "vod<&>é\u2028"
+    _, _, body = stub_request(make_client(olt), BASE + "/v2/subscribers/BBSM000a0010-1")
+    assert b'"serviceName":"vod\\u003c\\u0026\\u003e\xc3\xa9\\u2028"}]}\n' in body
+    assert json.loads(body)["uniTagList"][0]["serviceName"] == "vod<&>é\u2028"
+
+
 def test_att_c_tags_grow_per_uni_across_onus_and_pons():
     """ATT unique C-tags run 900..915 over PON 0 ONU 1..2 then PON 1 (UNIs 1..4 each), the S-tag stays 900."""
     client = make_client(make_olt(pon=2, onu=2))
@@ -109,13 +151,14 @@ def test_att_c_tags_grow_per_uni_across_onus_and_pons():
 
 
 def test_ietf_profiles_have_the_ietf_shape():
-    """With bp_format ietf the four profiles carry cbs, cir, gir, pir, pbs (Default keeps gir 0)."""
+    """With bp_format ietf the four profiles carry cbs, cir, gir, pir, pbs; Default's gir is 0, which BBSim leaves
+    out (`omitempty`), so its record has no gir."""
     client = make_client(make_olt(), bp_format="ietf")
     expected = [
         {"id": "User_Bandwidth1", "cbs": 10000, "cir": 30000, "gir": 100000, "pir": 20000, "pbs": 1000},
         {"id": "User_Bandwidth2", "cbs": 5000, "cir": 100000, "gir": 100000, "pir": 30000, "pbs": 5000},
         {"id": "User_Bandwidth3", "cbs": 5000, "cir": 1000000, "gir": 100000, "pir": 40000, "pbs": 5000},
-        {"id": "Default", "cbs": 30, "cir": 600, "gir": 0, "pir": 32000, "pbs": 30},
+        {"id": "Default", "cbs": 30, "cir": 600, "pir": 32000, "pbs": 30},
     ]
     for version in ("v1", "v2"):
         for profile in expected:
@@ -227,13 +270,14 @@ def test_unknown_bandwidth_profile_format_is_refused():
     # unsupported versions
     ("/v3/cfg", 404, 5, ["v3", "v1 or v2"]),
     ("/v0/cfg", 404, 5, ["v0"]),
-    ("/v1/static", 404, 5, ["v1", "use v2"]),
     ("/v3/static", 404, 5, ["v3"]),
     ("/v3/subscribers/BBSIM_OLT_0", 404, 5, ["v3"]),
     ("/v3/subscribers/BBSM00000001-1", 404, 5, ["v3"]),
     ("/v3/bandwidthprofiles/Default", 404, 5, ["v3"]),
-    # v1 has no subscriber records (BBSim answers 400 with a bare string)
+    # v1 has no subscriber records (BBSim answers 400 with a bare string) nor a static configuration (BBSim: 400
+    # text/plain "api-v1-unsupported")
     ("/v1/subscribers/BBSM00000001-1", 400, 3, ["v1", "/v2/subscribers/BBSM00000001-1"]),
+    ("/v1/static", 400, 3, ["v1", "/v2/static"]),
     # malformed subscriber ids
     ("/v2/subscribers/NOPE", 400, 3, ["BBSIM_OLT_0", "<ONU serial>-<UNI number from 1>"]),
     ("/v2/subscribers/BBSM00000001", 400, 3, ["<ONU serial>-<UNI number from 1>"]),
