@@ -9,7 +9,11 @@ end: 0). See docs/oltsimctl.md.
 Invoked as `bbsimctl` (the `bbsimctl` console script, or any link of that name) it stands in for BBSim 1.16.8's
 client: messages and usage name `bbsimctl`, the environment and config file are bbsimctl's (`BBSIMCTL_SERVER`,
 `BBSIMCTL_CONFIG`, `~/.bbsim/config`), `-d/--debug` is accepted, every failure exits 1 as bbsimctl's do (a refused
-call, no connection, a bad command line), and a refused `onu igmp` is reported but exits 0, as bbsimctl's does.
+call, no connection, a bad command line), a refused `onu igmp` is reported but exits 0, as bbsimctl's does, and
+the command line is read as go-flags reads bbsimctl's (`oltsim.ctl.goflags`): words after a command's arguments
+are ignored and the global options are taken between command names too.
+
+Both names answer go-flags' completion protocol (`GO_FLAGS_COMPLETION`, the `completion bash` function).
 """
 from __future__ import annotations
 
@@ -18,9 +22,10 @@ import os
 import sys
 
 from oltsim.ctl import commands as c
-from oltsim.ctl import USER_GRPC_VERBOSITY, watch
+from oltsim.ctl import USER_GRPC_VERBOSITY, goflags, watch
 from oltsim.ctl.connection import EXIT_CONNECT, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Connection, CtlError
-from oltsim.ctl.settings import BBSIMCTL, DEFAULT_SERVER, ENV_TOKEN, OLTSIMCTL, Profile, SettingsError
+from oltsim.ctl.settings import BBSIMCTL, DEFAULT_DMI_SERVER, DEFAULT_SERVER, ENV_TOKEN, OLTSIMCTL, Profile
+from oltsim.ctl.settings import SettingsError
 from oltsim.ctl.settings import parse_duration
 from oltsim.ctl.settings import resolve as resolve_settings
 
@@ -88,6 +93,10 @@ def add_global_options(parser: argparse.ArgumentParser, leaf: bool, call_timeout
                             f"if it exists)")
     group.add_argument("-s", "--server", metavar="HOST:PORT", default=default(None),
                        help=f"oltsim's v1 gRPC endpoint (default: ${profile.env_server}, else {DEFAULT_SERVER})")
+    group.add_argument("--dmi-server", metavar="HOST:PORT", default=default(None),
+                       help=f"the DMI endpoint the dmi commands call, plain TCP without a token (default: "
+                            f"${profile.env_dmi_server}, else dmi_server of the config file, else "
+                            f"{DEFAULT_DMI_SERVER})")
     if profile is BBSIMCTL:
         group.add_argument("-d", "--debug", action="store_true", default=default(False),
                            help="accepted for bbsimctl's scripts; set OLTSIMCTL_DEBUG=1 for tracebacks")
@@ -131,11 +140,49 @@ class _Tree:
         return _Tree(parser.add_subparsers(dest=f"{name}_command", metavar="COMMAND", required=True), self.profile)
 
 
+# ---- completion of positional arguments (goflags.complete; `connect()` opens the connection on first use) ----
+
+_COMPLETION_TIMEOUT = 2.0
+
+
+def _complete_serials(connect):
+    return [onu.SerialNumber for onu in connect().call("GetONUs", c.bbsim_pb2.Empty(),
+                                                       timeout=_COMPLETION_TIMEOUT).items]
+
+
+def _complete_uni_ids(connect):
+    # bbsimctl offers the UNIs of the first ONU: every ONU has the same UNIs
+    onus = connect().call("GetONUs", c.bbsim_pb2.Empty(), timeout=_COMPLETION_TIMEOUT).items
+    return [str(uni.ID) for uni in onus[0].unis] if onus else []
+
+
+def _complete_transceivers(connect):
+    answer = connect().call("GetTransceivers", c.bbsim_dmi_pb2.DmiEmpty(), service="dmi",
+                            timeout=_COMPLETION_TIMEOUT)
+    return [str(item.ID) for item in answer.Items]
+
+
+def _complete_events(connect):
+    from dmi import hw_events_mgmt_service_pb2 as events
+    return [name for name in events.EventIds.keys() if name != "EVENT_NAME_UNDEFINED"]
+
+
+def _fixed(values):
+    return lambda connect: list(values)
+
+
+def _completes(action: argparse.Action, completer) -> argparse.Action:
+    action.completer = completer
+    return action
+
+
 def _onu_sn(parser, optional: bool = False) -> None:
     if optional:
-        parser.add_argument("onu_sn", metavar="ONU_SN", nargs="?", default="", help="ONU serial number (all if none)")
+        action = parser.add_argument("onu_sn", metavar="ONU_SN", nargs="?", default="",
+                                     help="ONU serial number (all if none)")
     else:
-        parser.add_argument("onu_sn", metavar="ONU_SN", help="ONU serial number, e.g. BBSM00000001")
+        action = parser.add_argument("onu_sn", metavar="ONU_SN", help="ONU serial number, e.g. BBSM00000001")
+    _completes(action, _complete_serials)
 
 
 def _verbose(parser, what: str) -> None:
@@ -164,7 +211,7 @@ def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
     olt = root.group("olt", "OLT commands")
     olt.command("get", c.olt_get, "show the OLT")
     p = olt.command("resources", c.olt_resources, "list the resources the adapter allocated")
-    p.add_argument("type", metavar="TYPE", help="ALLOC_ID or GEM_PORT")
+    _completes(p.add_argument("type", metavar="TYPE", help="ALLOC_ID or GEM_PORT"), _fixed(c.RESOURCE_TYPES))
     olt.command("nnis", c.olt_nnis, "list the NNI ports")
     olt.command("pons", c.olt_pons, "list the PON ports")
     olt.command("shutdown", c.olt_shutdown, "shut the OLT down")
@@ -173,7 +220,7 @@ def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
     alarms = olt.group("alarms", "raise, clear and list OLT alarms")
     for name, handler, verb in (("raise", c.olt_alarm_raise, "raise"), ("clear", c.olt_alarm_clear, "clear")):
         p = alarms.command(name, handler, f"{verb} an OLT alarm on an interface")
-        p.add_argument("name", metavar="NAME", help="OLT_PON_LOS or OLT_NNI_LOS")
+        _completes(p.add_argument("name", metavar="NAME", help="OLT_PON_LOS or OLT_NNI_LOS"), _fixed(c.OLT_ALARMS))
         p.add_argument("intf_id", metavar="INTF_ID", type=_uint32, help="the PON or NNI id")
     alarms.command("list", c.olt_alarm_list, "list the OLT alarm names")
     olt.command("flows", c.olt_flows, "list every flow of the OLT")
@@ -198,7 +245,7 @@ def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
     p = onu.command("igmp", c.onu_igmp, "join or leave a multicast group on a UNI")
     _onu_sn(p)
     p.add_argument("uni_id", metavar="UNI_ID", type=_int32, help="the UNI id")
-    p.add_argument("sub_action", metavar="ACTION", help="join, leave or joinv3")
+    _completes(p.add_argument("sub_action", metavar="ACTION", help="join, leave or joinv3"), _fixed(c.IGMP_ACTIONS))
     p.add_argument("group_address", metavar="GROUP_ADDRESS", help="the multicast group, e.g. 224.0.0.22")
     p.add_argument("-v", "--vlan", type=_int32, default=0, help="VLAN to set")
     _onu_sn(onu.command("traffic_schedulers", c.onu_traffic_schedulers, "show an ONU's traffic schedulers"))
@@ -207,7 +254,8 @@ def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
         p = alarms.command(name, handler, f"{verb} an ONU alarm")
         p.add_argument("-p", dest="parameters", action="append", metavar="NAME=VALUE",
                        help="an alarm parameter (repeatable)")
-        p.add_argument("name", metavar="NAME", help="the alarm, see `onu alarms list`")
+        _completes(p.add_argument("name", metavar="NAME", help="the alarm, see `onu alarms list`"),
+                   _fixed(sorted(c.ONU_ALARMS)))
         _onu_sn(p)
     alarms.command("list", c.onu_alarm_list, "list the ONU alarm names")
     _onu_sn(onu.command("flows", c.onu_flows, "list an ONU's flows"))
@@ -229,18 +277,38 @@ def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
     _verbose(p, "their services")
     _onu_sn(p)
     p = uni.command("services", c.uni_services, "list the services of an ONU or of one of its UNIs")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="accepted as bbsimctl accepts it; the table is the same")
     _onu_sn(p, optional=True)
-    p.add_argument("uni_id", metavar="UNI_ID", nargs="?", default="", help="the UNI id (all if none)")
+    _completes(p.add_argument("uni_id", metavar="UNI_ID", nargs="?", default="", help="the UNI id (all if none)"),
+               _complete_uni_ids)
     for name, handler, what in (("auth_restart", c.onu_auth_restart, "EAPOL"),
                                 ("dhcp_restart", c.onu_dhcp_restart, "DHCP")):
         p = uni.command(name, handler, f"restart {what} on one UNI")
         _onu_sn(p)
-        p.add_argument("uni_id", metavar="UNI_ID", help="the UNI id")
+        _completes(p.add_argument("uni_id", metavar="UNI_ID", help="the UNI id"), _complete_uni_ids)
 
     p = root.command("log", c.log_level, "set oltsim's log level")
-    p.add_argument("level", metavar="LEVEL", help="trace, debug, info, warn or error")
+    _completes(p.add_argument("level", metavar="LEVEL", help="trace, debug, info, warn or error"),
+               _fixed(("trace", "debug", "info", "warn", "error")))
     p.add_argument("caller", metavar="CALLER", type=_bool, help="true or false (kept for bbsimctl; oltsim's "
                                                                   "log lines always name their system)")
+
+    dmi = root.group("dmi", "DMI commands: BBSim's bbsim.BBsim_dmi on the DMI endpoint (--dmi-server)")
+    events = dmi.group("events", "DMI events")
+    p = events.command("create", c.dmi_event_create, "raise a DMI event, e.g. EVENT_FAN_FAILURE (the device must "
+                                                     "be managed: StartManagingDevice)")
+    _completes(p.add_argument("event_name", metavar="EVENT_NAME", help="a DMI EventIds name"), _complete_events)
+    transceiver = dmi.group("transceiver", "PON transceivers")
+    for name, handler, verb in (("plug_in", c.dmi_transceiver_plug_in, "plug a PON transceiver in"),
+                                ("plug_out", c.dmi_transceiver_plug_out, "plug a PON transceiver out")):
+        p = transceiver.command(name, handler, verb)
+        _completes(p.add_argument("transceiver_id", metavar="TRANSCEIVER_ID", type=_uint32,
+                                  help="its id (the PON's, see `dmi transceiver list`)"), _complete_transceivers)
+    transceiver.command("list", c.dmi_transceiver_list, "list the PON transceivers")
+
+    completion = root.group("completion", "shell completion")
+    completion.command("bash", _completion_bash, "print the bash completion function (source it)")
 
     p = root.command("alarms", c.alarms, "list the active alarms (docs/alarms.md)")
     p.add_argument("--history", action="store_true", help="the raises and clears since start instead (newest last)")
@@ -283,10 +351,49 @@ def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
     return parser
 
 
+def _completion_bash(settings, args, out) -> int:
+    """`completion bash`: the bash function that completes this program's command lines."""
+    out.write(goflags.bash_script(args.prog))
+    return EXIT_OK
+
+
+def parse(argv: list[str], profile: Profile = OLTSIMCTL) -> argparse.Namespace:
+    """The parsed command line as `profile` reads it (bbsimctl's: as go-flags does, see `oltsim.ctl.goflags`);
+    argparse's SystemExit on --help or a bad command line."""
+    parser = build_parser(profile)
+    if profile.go_flags_arguments:
+        argv = goflags.go_flags_argv(parser, argv)
+    args = parser.parse_args(argv)
+    args.prog = profile.prog
+    return args
+
+
+def complete(argv: list[str], profile: Profile = OLTSIMCTL, out=None) -> int:
+    """go-flags' completion protocol: the candidates for the last word of `argv`, one a line; always exit 0."""
+    out = out or sys.stdout
+    connection = []
+
+    def connect() -> Connection:
+        if not connection:
+            connection.append(Connection(resolve_settings(argparse.Namespace(), profile=profile)))
+        return connection[0]
+
+    try:
+        for candidate in goflags.complete(build_parser(profile), argv, connect):
+            out.write(candidate + "\n")
+    finally:
+        for conn in connection:
+            conn.close()
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None, profile: Profile = OLTSIMCTL) -> int:
     """Run one command as `profile` (oltsimctl, or bbsimctl); returns the exit code (see the module docstring)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if os.environ.get(goflags.ENV_COMPLETION):
+        return complete(argv, profile)
     try:
-        args = build_parser(profile).parse_args(argv)
+        args = parse(argv, profile)
     except SystemExit as exc:  # --help (0) or a bad command line (argparse's 2; bbsimctl's go-flags exit 1)
         if exc.code and profile.every_failure_exits_1:
             return EXIT_REFUSED
@@ -300,6 +407,8 @@ def main(argv: list[str] | None = None, profile: Profile = OLTSIMCTL) -> int:
 def _run(args, profile: Profile) -> int:
     """Run the parsed command; returns oltsimctl's exit code."""
     interrupted = EXIT_INTERRUPTED
+    if args.handler is _completion_bash:  # needs no settings: a broken config file must not stop it
+        return _completion_bash(None, args, sys.stdout)
     try:
         settings = resolve_settings(args, profile=profile)
         if args.handler is c.show_config:

@@ -2,9 +2,11 @@
 default) or as the JSON the v1 REST API gives for the same message (`--output json`).
 
 Every handler takes (connection, parsed arguments, output stream) and returns the exit code; failures raise
-`oltsim.ctl.connection.CtlError`. Where bbsimctl has a bug its output is not copied: an NNI table lists only
-the columns the API carries, the traffic scheduler table has one row per scheduler, cookies print unsigned and
-`onu igmp` prints the server's answer and fails when the call does.
+`oltsim.ctl.connection.CtlError`. Where bbsimctl has a bug its output is not copied: the traffic scheduler table
+has one row per scheduler, cookies print unsigned and `onu igmp` prints the server's answer and fails when the call
+does. Its `olt nnis` table is copied as it is, short rows included (see `olt_nnis`), since scripts read it.
+
+The `dmi` commands call BBSim's `bbsim.BBsim_dmi` on the DMI endpoint, as bbsimctl's do.
 """
 from __future__ import annotations
 
@@ -13,16 +15,16 @@ import json
 from google.protobuf.descriptor import FieldDescriptor
 
 from oltsim import __version__
-from oltsim._proto import bbsim_pb2
+from oltsim._proto import bbsim_dmi_pb2, bbsim_pb2
 from oltsim.api.translate import to_json_dict
 from oltsim.ctl.connection import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CtlError
-from oltsim.ctl.tables import box, columns, go_list, go_text
+from oltsim.ctl.tables import box, columns, go_list, go_text, tabwriter
 from oltsim.model.alarms import ONU_ALARMS
 
 # bbsimctl's column lists (its format strings), by message.
 OLT_COLUMNS = ("ID", "SerialNumber", "OperState", "InternalState", "IP", "NniDhcpTrapVid")
 RESOURCE_COLUMNS = ("Type", "PonPortId", "OnuId", "PortNo", "ResourceId", "FlowId")
-NNI_COLUMNS = ("ID", "OperState")  # bbsimctl names InternalState and PacketCount too, which NNIPort lacks
+NNI_COLUMNS = ("ID", "OperState", "InternalState", "PacketCount")  # NNIPort has the first two only
 PON_COLUMNS = ("ID", "Technology", "OperState", "InternalState", "PacketCount", "AllocatedOnuIds",
                "AllocatedGemPorts", "AllocatedAllocIds")
 ONU_COLUMNS = ("PonPortID", "ID", "SerialNumber", "OperState", "InternalState", "ImageSoftwareExpectedSections",
@@ -37,6 +39,7 @@ FLOW_HEADER = ("access_intf_id", "onu_id", "uni_id", "flow_id", "flow_type", "et
 SCHEDULER_HEADER = ("Direction", "AllocId", "Scheduler.Direction", "Scheduler.AdditionalBw", "Scheduler.Priority",
                     "Scheduler.Weight", "Scheduler.SchedPolicy")
 SHAPING_HEADER = ("InferredAdditionBwIndication", "Cbs", "Cir", "Gir", "Pbs", "Pir")
+TRANSCEIVER_COLUMNS = ("ID", "UUID", "Name", "Technology", "PluggedIn", "PonIds")
 
 OLT_ALARMS = {"OLT_PON_LOS": "pon", "OLT_NNI_LOS": "nni"}
 IGMP_ACTIONS = {"join": bbsim_pb2.JOIN, "leave": bbsim_pb2.LEAVE, "joinv3": bbsim_pb2.JOINV3}
@@ -126,8 +129,18 @@ def _olt_ports(conn, args, out, title: str, field: str, names) -> int:
 
 
 def olt_nnis(conn, args, out) -> int:
-    """`olt nnis`: the NNI ports."""
-    return _olt_ports(conn, args, out, "NNI", "NNIPorts", NNI_COLUMNS)
+    """`olt nnis`: the NNI ports as bbsimctl prints them: four headers, ID, OPERSTATE, INTERNALSTATE and
+    PACKETCOUNT, but rows of two cells, each ended by a tab (the API's NNIPort has ID and OperState only: Go's
+    template writes those two and stops at the third), so a row ends in the padding of its OPERSTATE cell."""
+    olt = conn.call("GetOlt", bbsim_pb2.Empty())
+    if args.output == "json":
+        print_json(out, {"NNIPorts": [to_json_dict(port) for port in olt.NNIPorts]})
+        return EXIT_OK
+    out.write(f"NNI Ports for : {olt.SerialNumber}\n\n")
+    header = "\t".join(name.upper() for name in NNI_COLUMNS)
+    rows = "".join(f"{field_text(port, 'ID')}\t{field_text(port, 'OperState')}\t\n" for port in olt.NNIPorts)
+    out.write(tabwriter(f"{header}\n{rows}"))
+    return EXIT_OK
 
 
 def olt_pons(conn, args, out) -> int:
@@ -418,6 +431,46 @@ def uni_services(conn, args, out) -> int:
     return _services(conn, args, out, args.onu_sn or "", args.uni_id or "")
 
 
+# ---- dmi (bbsim.BBsim_dmi on the DMI endpoint) ---------------------------------------------------------------
+
+def _dmi_response(conn, args, out, method: str, request) -> int:
+    """A `bbsim.BBsim_dmi` call answered by `DmiResponse`: `[Status: <code>] <message>`, exit 0 whatever the code
+    (the answer carries the refusal, as BBSim's do; bbsimctl exits 0 on it)."""
+    answer = conn.call(method, request, service="dmi")
+    if args.output == "json":
+        print_json(out, answer)
+    else:
+        out.write(f"[Status: {answer.status_code}] {answer.message}\n")
+    return EXIT_OK
+
+
+def dmi_event_create(conn, args, out) -> int:
+    """`dmi events create EVENT_NAME`: raise a DMI event (a dmi.EventIds name, e.g. EVENT_FAN_FAILURE)."""
+    return _dmi_response(conn, args, out, "CreateEvent", bbsim_dmi_pb2.DmiEvent(event_name=args.event_name))
+
+
+def dmi_transceiver_list(conn, args, out) -> int:
+    """`dmi transceiver list`: the PON transceivers, plugged in or not."""
+    answer = conn.call("GetTransceivers", bbsim_dmi_pb2.DmiEmpty(), service="dmi")
+    if args.output == "json":
+        print_json(out, answer)
+    else:
+        out.write(message_table(TRANSCEIVER_COLUMNS, answer.Items))
+    return EXIT_OK
+
+
+def dmi_transceiver_plug_in(conn, args, out) -> int:
+    """`dmi transceiver plug_in TRANSCEIVER_ID`."""
+    return _dmi_response(conn, args, out, "PlugInTransceiver",
+                         bbsim_dmi_pb2.TransceiverRequest(TransceiverId=args.transceiver_id))
+
+
+def dmi_transceiver_plug_out(conn, args, out) -> int:
+    """`dmi transceiver plug_out TRANSCEIVER_ID`."""
+    return _dmi_response(conn, args, out, "PlugOutTransceiver",
+                         bbsim_dmi_pb2.TransceiverRequest(TransceiverId=args.transceiver_id))
+
+
 # ---- log, config --------------------------------------------------------------------------------------------
 
 def parse_bool(text: str) -> bool:
@@ -476,11 +529,11 @@ def alarms(conn, args, out) -> int:
     elif args.history:
         out.write(columns(["AT", "STATUS", "KIND", "TYPE", "ONU_SN", "PON", "PORT"],
                           [[_when(h.at), h.status, h.kind, h.type, h.onu_serial, _id(h.pon_id), _id(h.port_id)]
-                           for h in answer.history]))
+                           for h in answer.history], rstrip=True))
     else:
         out.write(columns(["SINCE", "KIND", "TYPE", "ONU_SN", "PON", "PORT"],
                           [[_when(a.since), a.kind, a.type, a.onu_serial, _id(a.pon_id), _id(a.port_id)]
-                           for a in answer.active]))
+                           for a in answer.active], rstrip=True))
     return EXIT_OK
 
 
@@ -503,11 +556,13 @@ def scenario_table(status) -> str:
     text = columns(["NAME", "STATE", "SOURCE", "SEED", "STARTED", "ELAPSED", "STEPS", "REFUSALS"],
                    [[status.name, status.state, status.source, status.seed if status.name else "", started,
                      _duration(status.elapsed) if status.started_at else "",
-                     f"{status.steps_ended}/{status.steps_total}" if status.name else "", str(status.refusals)]])
+                     f"{status.steps_ended}/{status.steps_total}" if status.name else "", str(status.refusals)]],
+                   rstrip=True)
     if status.current:
         text += "\n" + columns(["STEP", "ACTION", "TARGETS", "STARTED", "ENDS"],
                                [[step.step, step.action, ",".join(step.targets) or "-", _when(step.started_at),
-                                 _when(step.ends_at) if step.ends_at else "-"] for step in status.current])
+                                 _when(step.ends_at) if step.ends_at else "-"] for step in status.current],
+                               rstrip=True)
     if status.error:
         text += f"\nerror: {status.error}\n"
     return text

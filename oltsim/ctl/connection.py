@@ -10,7 +10,7 @@ from __future__ import annotations
 import grpc
 from grpc import _common as grpc_common  # the connectivity-state table of the pinned grpcio (see `connected`)
 
-from oltsim._proto import bbsim_pb2_grpc, oltsim_pb2_grpc
+from oltsim._proto import bbsim_dmi_pb2_grpc, bbsim_pb2_grpc, oltsim_pb2_grpc
 from oltsim.ctl.settings import ENV_TOKEN, Settings, SettingsError
 
 EXIT_OK = 0
@@ -54,7 +54,9 @@ def make_channel(settings: Settings) -> grpc.Channel:
 
 
 class Connection:
-    """One channel to the v1 endpoint with its two services: `bbsim.BBSim` and `oltsim.v1.Oltsim`."""
+    """One channel to the v1 endpoint with its two services, `bbsim.BBSim` and `oltsim.v1.Oltsim`, and, opened
+    on first use, one to the DMI endpoint for BBSim's `bbsim.BBsim_dmi` (service "dmi": plain TCP, no token, as
+    the DMI port is served)."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -62,10 +64,23 @@ class Connection:
         self.bbsim = bbsim_pb2_grpc.BBSimStub(self.channel)
         self.oltsim = oltsim_pb2_grpc.OltsimStub(self.channel)
         self.metadata = (("authorization", f"Bearer {settings.token}"),) if settings.token else ()
+        self.dmi_channel: grpc.Channel | None = None
+        self._dmi = None
+
+    @property
+    def dmi(self) -> bbsim_dmi_pb2_grpc.BBsim_dmiStub:
+        """The `bbsim.BBsim_dmi` stub on the DMI endpoint (`settings.dmi_server`)."""
+        if self._dmi is None:
+            self.dmi_channel = grpc.insecure_channel(self.settings.dmi_server,
+                                                     options=[("grpc.max_receive_message_length", MAX_ANSWER_BYTES)])
+            self._dmi = bbsim_dmi_pb2_grpc.BBsim_dmiStub(self.dmi_channel)
+        return self._dmi
 
     def close(self) -> None:
-        """Close the channel."""
+        """Close the channels."""
         self.channel.close()
+        if self.dmi_channel is not None:
+            self.dmi_channel.close()
 
     def __enter__(self):
         return self
@@ -77,22 +92,26 @@ class Connection:
         """A unary call with the deadline (`timeout`, else the configured one) and the token; a failure raises
         `CtlError`."""
         stub = getattr(self, service)
+        metadata = () if service == "dmi" else self.metadata
         try:
-            return getattr(stub, method)(request, timeout=timeout or self.settings.timeout, metadata=self.metadata)
+            return getattr(stub, method)(request, timeout=timeout or self.settings.timeout, metadata=metadata)
         except grpc.RpcError as exc:
+            if service == "dmi":
+                raise self.error(exc, self.dmi_channel, self.settings.dmi_server) from None
             raise self.error(exc) from None
 
     def stream(self, method: str, request, timeout: float | None = None, service: str = "oltsim"):
         """A server-streaming call (iterate the result; `cancel()` ends it) with the token."""
         return getattr(getattr(self, service), method)(request, timeout=timeout, metadata=self.metadata)
 
-    def connected(self) -> bool:
-        """Whether the channel is connected to the server now (after a failed call: the server answered it).
+    def connected(self, channel: grpc.Channel | None = None) -> bool:
+        """Whether the channel (default: the v1 one) is connected to the server now (after a failed call: the
+        server answered it).
 
         Read from the channel's core without starting anything: the public ways (`subscribe`,
         `channel_ready_future`) start a polling thread that races `close()` and prints a traceback when it loses.
         grpcio is pinned; tests/integration/test_oltsimctl.py checks both answers."""
-        core = getattr(self.channel, "_channel", None)
+        core = getattr(channel or self.channel, "_channel", None)
         try:
             state = grpc_common.CYGRPC_CONNECTIVITY_STATE_TO_CHANNEL_CONNECTIVITY[
                 core.check_connectivity_state(False)]
@@ -100,13 +119,14 @@ class Connection:
             return True
         return state == grpc.ChannelConnectivity.READY
 
-    def error(self, exc: grpc.RpcError) -> CtlError:
-        """The `CtlError` for a failed call: unreachable (`EXIT_CONNECT`) or refused (`EXIT_REFUSED`)."""
+    def error(self, exc: grpc.RpcError, channel: grpc.Channel | None = None, server: str | None = None) -> CtlError:
+        """The `CtlError` for a failed call on `channel` to `server` (default: the v1 endpoint): unreachable
+        (`EXIT_CONNECT`) or refused (`EXIT_REFUSED`)."""
         code = exc.code() if hasattr(exc, "code") else grpc.StatusCode.UNKNOWN
         details = (exc.details() if hasattr(exc, "details") else None) or ""
         name = code.name if code is not None else "UNKNOWN"
-        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and not self.connected():
-            return CtlError(f"cannot connect to {self.settings.server}: {name}: {_first_line(details)}",
+        if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED) and not self.connected(channel):
+            return CtlError(f"cannot connect to {server or self.settings.server}: {name}: {_first_line(details)}",
                             EXIT_CONNECT)
         if code == grpc.StatusCode.UNAUTHENTICATED:
             return CtlError(f"{name}: {_first_line(details)}; {self.token_hint()}", EXIT_REFUSED)

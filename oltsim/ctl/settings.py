@@ -16,6 +16,12 @@ bbsimctl skips it. The config file is YAML in bbsimctl's shape, so a `~/.bbsim/c
       client_key: client.key
       server_name: olt.example
     token_file: token
+    dmi_server: localhost:50075    # the `dmi` commands' endpoint (BBSim's bbsim.BBsim_dmi on the DMI port)
+
+The `dmi` commands call the DMI port, not the v1 one: `--dmi-server`, else `OLTSIMCTL_DMI_SERVER` (as bbsimctl:
+`BBSIMCTL_DMI_SERVER`), else `dmi_server` of the config file, else localhost:50075, where bbsimctl 1.16.8 always
+calls. That port is plain TCP without a token (as VOLTHA's device manager reaches it), so neither TLS nor the
+token apply to it.
 """
 from __future__ import annotations
 
@@ -27,9 +33,11 @@ from pathlib import Path
 import yaml
 
 DEFAULT_SERVER = "localhost:50070"
+DEFAULT_DMI_SERVER = "localhost:50075"
 DEFAULT_TIMEOUT = 10.0
 ENV_CONFIG = "OLTSIMCTL_CONFIG"
 ENV_SERVER = "OLTSIMCTL_SERVER"
+ENV_DMI_SERVER = "OLTSIMCTL_DMI_SERVER"
 ENV_TOKEN = "OLTSIM_TOKEN"
 
 
@@ -46,16 +54,19 @@ class Profile:
     named_config_required: bool      # a config file named by flag or environment must exist
     every_failure_exits_1: bool      # bbsimctl's log.Fatalf and go-flags errors all exit 1
     igmp_failure_exits_0: bool       # bbsimctl's `onu igmp` only logs a refused call
+    env_dmi_server: str = ENV_DMI_SERVER
+    go_flags_arguments: bool = False  # extra arguments ignored and global options anywhere, as go-flags parses
 
 
 OLTSIMCTL = Profile("oltsimctl", ENV_SERVER, ENV_CONFIG, ".oltsim", named_config_required=True,
                     every_failure_exits_1=False, igmp_failure_exits_0=False)
 BBSIMCTL = Profile("bbsimctl", "BBSIMCTL_SERVER", "BBSIMCTL_CONFIG", ".bbsim", named_config_required=False,
-                   every_failure_exits_1=True, igmp_failure_exits_0=True)
+                   every_failure_exits_1=True, igmp_failure_exits_0=True, env_dmi_server="BBSIMCTL_DMI_SERVER",
+                   go_flags_arguments=True)
 
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
 _UNIT_SECONDS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_TOP_KEYS = {"server", "grpc", "tls", "token_file"}
+_TOP_KEYS = {"server", "grpc", "tls", "token_file", "dmi_server"}
 _TLS_KEYS = {"enabled", "ca_cert", "client_cert", "client_key", "server_name"}
 
 
@@ -97,6 +108,7 @@ class Settings:
     token: str | None = field(default=None, repr=False)
     token_source: str = "none"
     config_file: Path | None = None
+    dmi_server: str = DEFAULT_DMI_SERVER
 
     def describe(self) -> dict:
         """The settings as `oltsimctl config` prints them: where the token came from, never the token."""
@@ -107,6 +119,7 @@ class Settings:
                     "client_key": _text(self.client_key), "server_name": self.server_name},
             "token": self.token_source,
             "config_file": _text(self.config_file),
+            "dmi_server": self.dmi_server,
         }
 
 
@@ -178,6 +191,8 @@ def resolve(args, environ=None, profile: Profile = OLTSIMCTL) -> Settings:
     settings = Settings(config_file=path)
     settings.server = (getattr(args, "server", None) or environ.get(profile.env_server) or config.get("server")
                        or DEFAULT_SERVER)
+    settings.dmi_server = (getattr(args, "dmi_server", None) or environ.get(profile.env_dmi_server)
+                           or config.get("dmi_server") or DEFAULT_DMI_SERVER)
     timeout = getattr(args, "call_timeout", None)
     if timeout is None:
         timeout = (config.get("grpc") or {}).get("timeout", DEFAULT_TIMEOUT)

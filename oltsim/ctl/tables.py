@@ -1,9 +1,10 @@
-"""bbsimctl's two table layouts, drawn with tabulate, and Go's one-line rendering of protobuf messages.
+"""bbsimctl's two table layouts and Go's one-line rendering of protobuf messages.
 
-`columns` is the layout of bbsimctl's `format.Format` tables (Go's tabwriter: upper-case headers, every column as
-wide as its widest cell plus four spaces, the last column not padded). `box` is the layout of its tablewriter
-tables (flows, traffic schedulers, alarm lists): ASCII boxes, headers upper-cased with `_` and `.` as spaces and
-centred, numbers right-aligned, long cells wrapped at 30 characters.
+`columns` is the layout of bbsimctl's `format.Format` tables, written by `tabwriter`, Go's text/tabwriter as
+bbsimctl sets it up (upper-case headers, every column as wide as its widest cell plus four spaces, the last cell of
+a line not padded). `box` is the layout of its tablewriter tables (flows, traffic schedulers, alarm lists), drawn
+with tabulate: ASCII boxes, headers upper-cased with `_` and `.` as spaces and centred, numbers right-aligned, long
+cells wrapped at 30 characters.
 """
 from __future__ import annotations
 
@@ -11,12 +12,10 @@ import json
 import re
 
 from google.protobuf.descriptor import FieldDescriptor
-from tabulate import DataRow, TableFormat, tabulate
+from tabulate import tabulate
 
-#: Go's tabwriter as cordctl's format package sets it up: cells padded by four spaces, no rules.
-_TABWRITER = TableFormat(lineabove=None, linebelowheader=None, linebetweenrows=None, linebelow=None,
-                         headerrow=DataRow("", "    ", ""), datarow=DataRow("", "    ", ""), padding=0,
-                         with_header_hide=None)
+#: Go's tabwriter as cordctl's format package sets it up: tabwriter.NewWriter(w, 0, 4, 4, ' ', 0).
+TAB_PADDING = 4
 #: tablewriter's default column width before it wraps a cell.
 WRAP_WIDTH = 30
 #: What tablewriter aligns to the right: a decimal number, with optional thousands separators and fraction.
@@ -26,12 +25,61 @@ _LONG_LINE_PENALTY = 100000
 _RULE = re.compile(r"^\+(-+\+)+$")
 
 
-def columns(headers: list[str], rows: list[list]) -> str:
-    """bbsimctl's tabwriter table: headers then one line per row, columns four spaces apart."""
-    # The headers go in as the first row: tabulate widens header columns by two spaces, tabwriter does not.
-    table = tabulate([list(headers), *([cell_text(cell) for cell in row] for row in rows)], tablefmt=_TABWRITER,
-                     disable_numparse=True, stralign="left")
-    return "\n".join(line.rstrip() for line in table.splitlines()) + "\n"
+def columns(headers: list[str], rows: list[list], rstrip: bool = False) -> str:
+    """bbsimctl's table: headers then one line per row, each cell ended by a tab, laid out by `tabwriter`.
+    `rstrip` removes the padding a line ends with when its last cell is empty (for oltsim's own tables; bbsimctl's
+    keep it, as Go writes it)."""
+    text = "".join("\t".join(cell_text(cell) for cell in line) + "\n" for line in [headers, *rows])
+    table = tabwriter(text)
+    if rstrip:
+        table = "".join(line.rstrip() + "\n" for line in table.splitlines())
+    return table
+
+
+def tabwriter(text: str) -> str:
+    """`text` as Go's text/tabwriter writes it with bbsimctl's settings (minwidth 0, padding 4, padchar ' ', no
+    flags): a cell is text ended by a tab; each column block (adjacent lines that have a cell in that column) is
+    as wide as its widest cell plus four; the last cell of a line (the text after its last tab) is not padded, and
+    a line without a tab ends every block. Widths count characters (Go counts runes)."""
+    lines = [line.split("\t") for line in text.split("\n")]
+    if lines and lines[-1] == [""]:
+        lines.pop()  # the text ends with a newline: no line after it
+    out: list[str] = []
+    segment: list[list[str]] = []
+    for cells in lines:
+        segment.append(cells)
+        if len(cells) == 1:  # Go flushes at a line without cells: blocks never span it
+            _format_block(segment, [], 0, len(segment), out)
+            segment = []
+    _format_block(segment, [], 0, len(segment), out)
+    return "".join(out)
+
+
+def _format_block(lines: list[list[str]], widths: list[int], first: int, end: int, out: list[str]) -> None:
+    """tabwriter's format(): lines first..end-1 with the widths of the columns left of `len(widths)` known."""
+    column = len(widths)
+    this = first
+    while this < end:
+        if column >= len(lines[this]) - 1:
+            this += 1
+            continue
+        # lines first..this-1 have no cell in this column: write them with the widths known so far
+        _write_lines(lines, widths, first, this, out)
+        first = this
+        width = 0
+        while this < end and column < len(lines[this]) - 1:
+            width = max(width, len(lines[this][column]) + TAB_PADDING)
+            this += 1
+        _format_block(lines, widths + [width], first, this, out)
+        first = this
+    _write_lines(lines, widths, first, end, out)
+
+
+def _write_lines(lines: list[list[str]], widths: list[int], first: int, end: int, out: list[str]) -> None:
+    for cells in lines[first:end]:
+        for index, cell in enumerate(cells):
+            out.append(cell.ljust(widths[index]) if index < len(widths) else cell)
+        out.append("\n")
 
 
 def box_header(name: str) -> str:

@@ -584,25 +584,31 @@ def test_with_the_builtin_adapter_services_reach_their_states(daemons, home):
 
 
 # Commands whose output is bbsimctl's, byte for byte (not the alarm lists: bbsimctl prints a Go map in random
-# order; nor `olt nnis`: bbsimctl's rows stop short, see docs/oltsimctl.md; nor `olt pons`, whose packet counts
-# move between the two calls).
+# order; nor `olt pons`, whose packet counts move between the two calls). `olt nnis` with bbsimctl's short rows;
+# `dmi transceiver list` from the DMI port. STRAY_WORDS: with words bbsimctl ignores, compared with our bbsimctl.
 SAME_AS_BBSIMCTL = [("olt", "get"), ("olt", "resources", "GEM_PORT"), ("olt", "resources", "ALLOC_ID"),
                     ("onu", "list"), ("onu", "list", "-v"), ("onu", "get", "BBSM00000101", "-v"), ("uni", "list", "-v"),
                     ("onu", "get", "BBSM00000101"), ("onu", "services", "BBSM00000001"),
                     ("onu", "traffic_schedulers", "BBSM00000001"), ("onu", "flows", "BBSM00000101"),
                     ("olt", "flows"), ("service", "list"), ("uni", "list"),
-                    ("uni", "get", "BBSM00000101"), ("uni", "services", "BBSM00000101", "0"), ("log", "info", "false")]
+                    ("uni", "get", "BBSM00000101"), ("uni", "services", "BBSM00000101", "0"), ("log", "info", "false"),
+                    ("olt", "nnis"), ("dmi", "transceiver", "list")]
+STRAY_WORDS = [("uni", "list", "BBSM00000001"), ("onu", "get", "BBSM00000101", "extra", "-v"),
+               ("uni", "services", "BBSM00000101", "0", "x", "y")]
+BBSIMCTL_DMI_PORT = 50075  # and localhost:50075 for its dmi commands
 
 
 @pytest.mark.skipif(BBSIMCTL is None, reason="bbsimctl is not installed (BBSim's Go CLI); set OLTSIM_BBSIMCTL to "
                                              "compare with it")
 def test_tables_are_what_bbsimctl_prints(daemons, home):
-    """Against the same daemon (v1 gRPC on localhost:50070, which bbsimctl 1.16.8 insists on; skipped when taken),
-    oltsimctl prints exactly what bbsimctl prints for the read commands and `log`, and the OLT alarm box with the
-    same rows."""
-    if listening(BBSIMCTL_PORT):
-        pytest.skip(f"port {BBSIMCTL_PORT} is in use, and bbsimctl 1.16.8 talks to no other")
-    daemon = daemons(*SHAPE, endpoints={"grpc-v1": f"tcp:{BBSIMCTL_PORT}:interface=127.0.0.1"})
+    """Against the same daemon (v1 gRPC on localhost:50070 and DMI on localhost:50075, which bbsimctl 1.16.8
+    insists on; skipped when taken), oltsimctl prints exactly what bbsimctl prints for the read commands and `log`,
+    and the OLT alarm box with the same rows."""
+    for port in (BBSIMCTL_PORT, BBSIMCTL_DMI_PORT):
+        if listening(port):
+            pytest.skip(f"port {port} is in use, and bbsimctl 1.16.8 talks to no other")
+    daemon = daemons(*SHAPE, endpoints={"grpc-v1": f"tcp:{BBSIMCTL_PORT}:interface=127.0.0.1",
+                                        "dmi": f"tcp:{BBSIMCTL_DMI_PORT}:interface=127.0.0.1"})
     adapter = provisioned(daemon, 2)
     try:
         for command in SAME_AS_BBSIMCTL:
@@ -610,6 +616,14 @@ def test_tables_are_what_bbsimctl_prints(daemons, home):
                                     env=ctl_environment(home), check=False)
             assert theirs.returncode == 0, (command, theirs.stderr)
             assert ok(ctl(daemon, *command, home=home)) == theirs.stdout, command
+        for command in STRAY_WORDS:
+            theirs = subprocess.run([BBSIMCTL, *command], capture_output=True, text=True, timeout=CTL_TIMEOUT,
+                                    env=ctl_environment(home), check=False)
+            assert theirs.returncode == 0, (command, theirs.stderr)
+            ours = subprocess.run([sys.executable, "-c", "from oltsim.ctl.cli import run_bbsimctl; run_bbsimctl()",
+                                   *command], cwd=REPO, capture_output=True, text=True, timeout=CTL_TIMEOUT,
+                                  env=ctl_environment(home), check=False)
+            assert (ours.returncode, ours.stderr, ours.stdout) == (0, "", theirs.stdout), command
         theirs = subprocess.run([BBSIMCTL, "olt", "alarms", "list"], capture_output=True, text=True,
                                 timeout=CTL_TIMEOUT, env=ctl_environment(home), check=False)
         ours = ok(ctl(daemon, "olt", "alarms", "list", home=home))
