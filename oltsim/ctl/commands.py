@@ -495,15 +495,52 @@ def log_level(conn, args, out) -> int:
 
 
 def show_config(settings, args, out) -> int:
-    """The effective settings (never the token itself) and oltsimctl's version, as `bbsimctl config` does."""
+    """The effective settings (never the token itself) and oltsimctl's version, as `bbsimctl config` does. As
+    bbsimctl (`args.prog`), bbsimctl's layout: its two settings as YAML, the server's host resolved to an address,
+    then `BBSimCtl details:` (oltsim's version; no build time, commit or git status)."""
     data = settings.describe()
     if args.output == "json":
         print_json(out, {**data, "version": __version__})
         return EXIT_OK
     import yaml
+    if getattr(args, "prog", None) == "bbsimctl":
+        out.write("\n" + yaml.safe_dump({"server": resolved_server(settings.server),
+                                         "grpc": {"timeout": go_duration(settings.timeout)}}, sort_keys=False))
+        out.write(f"\nBBSimCtl details:\n\tVersion: oltsim {__version__} \n\tBuildTime:  \n\tCommitHash:  \n"
+                  f"\tGitStatus:  \n")
+        return EXIT_OK
     out.write(yaml.safe_dump(data, sort_keys=False, default_flow_style=False))
     out.write(f"\nOltsimCtl details:\n\tVersion: {__version__}\n")
     return EXIT_OK
+
+
+def resolved_server(server: str) -> str:
+    """`host:port` with the host's first address, as bbsimctl's config shows it; unchanged if it does not
+    resolve."""
+    import socket
+    host, sep, port = server.rpartition(":")
+    if not sep:
+        return server
+    try:
+        address = socket.getaddrinfo(host.strip("[]"), None, type=socket.SOCK_STREAM)[0][4][0]
+    except (OSError, UnicodeError):
+        return server
+    return f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
+
+
+def go_duration(seconds: float) -> str:
+    """Seconds as Go's time.Duration prints them: `10s`, `1m30s`, `1.5s`, `500ms`, `1h0m0s`."""
+    nanoseconds = round(seconds * 1e9)
+    if nanoseconds < 1_000_000_000:
+        for unit, size in (("ms", 1_000_000), ("µs", 1_000), ("ns", 1)):
+            if nanoseconds >= size or unit == "ns":
+                return f"{nanoseconds / size:.9f}".rstrip("0").rstrip(".") + unit
+    hours, rest = divmod(nanoseconds, 3600 * 10**9)
+    minutes, rest = divmod(rest, 60 * 10**9)
+    text = f"{rest / 1e9:.9f}".rstrip("0").rstrip(".") + "s"
+    if hours:
+        return f"{hours}h{minutes}m{text}"
+    return f"{minutes}m{text}" if minutes else text
 
 
 # ---- alarms (oltsim.v1.Oltsim/GetAlarms) --------------------------------------------------------------------

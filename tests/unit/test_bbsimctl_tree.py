@@ -337,6 +337,19 @@ def test_dmi_commands_print_the_status_line(argv, method, request_):
     assert conn.calls == [("dmi", method, request_)]
 
 
+def test_bbsimctl_config_is_gos_layout(capsys, tmp_path, monkeypatch):
+    """`bbsimctl config` prints bbsimctl's two settings as YAML (the host resolved, the deadline as a Go
+    duration) and `BBSimCtl details:`; oltsimctl keeps its own summary."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("BBSIMCTL_SERVER", raising=False)
+    assert cli.main(["config", "-s", "127.0.0.1:50070", "--timeout", "90"], BBSIMCTL) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("\nserver: 127.0.0.1:50070\ngrpc:\n  timeout: 1m30s\n\nBBSimCtl details:\n\tVersion: ")
+    assert out.endswith("\tGitStatus:  \n")
+    assert cli.main(["config"], OLTSIMCTL) == 0
+    assert "OltsimCtl details:" in capsys.readouterr().out
+
+
 # ---- completion ------------------------------------------------------------------------------------------------
 
 def completions(*words: str, onus=()) -> list[str]:
