@@ -4,8 +4,8 @@ An adapter's bring-up is about 240 unary calls per ONU, so what a call costs in 
 spends about 300 µs of server CPU on an empty call here, the drop-in ``pygrpc_native.aio.server()`` about 40 µs, most
 of it an asyncio Task, a context and the interceptor chain per call. This server uses the front underneath it
 (``pygrpc_native.NativeGrpcFront``, its stable 0.x API): HTTP/2 and gRPC framing run in Rust outside the GIL, calls
-arrive in batches through one dispatch thread, and one ``call_soon_threadsafe`` per batch hands them to the reactor
-thread, where each unary call of a servicer adapted by :func:`oltsim.serving.onloop.on_loop` runs inline: parse, the
+arrive in batches through one dispatch thread, and one wake-up per batch (:class:`oltsim.serving.waker.LoopWaker`,
+which keeps the GIL) hands them to the reactor thread, where each unary call of a servicer adapted by :func:`oltsim.serving.onloop.on_loop` runs inline: parse, the
 servicer's plain method, serialize, respond. No Task, no context object, no interceptor.
 
 Everything else keeps grpc.aio's behaviour: coroutine unary handlers and async-generator streams (EnableIndication)
@@ -35,6 +35,7 @@ from grpc import aio
 from twisted.python.failure import Failure
 
 from oltsim.serving.onloop import DecodeGuard, OpenCallLimit, failure_status, undecodable_message
+from oltsim.serving.waker import LoopWaker
 from oltsim.logs import logger
 
 try:
@@ -47,7 +48,7 @@ __all__ = ["NativeServer", "available"]
 
 log = logger("oltsim.serving.nativeserver")
 
-#: events taken from the front per trip into Python; a burst of calls costs one ``call_soon_threadsafe`` per batch
+#: events taken from the front per trip into Python; a burst of calls costs one wake-up of the loop per batch
 BATCH = 256
 #: the front's tokio I/O threads. Two measured better than one on 2 cores with bbr at 16x32 (three interleaved runs
 #: each: bbr 10.1 s against 12.9 s, daemon CPU 9.1 s against 11.5 s; bigger batches reach the reactor).
@@ -239,6 +240,8 @@ class NativeServer(aio.Server):
         #: stream's would (the adapter sees OmciMsgOut answered before the omci_ind it caused)
         self._held: list[tuple[_StreamOut, bytes]] | None = None
         self._pending: list = []  # events the dispatch thread received that the loop has not taken yet
+        self._waker: LoopWaker | None = None  # how the dispatch thread wakes the loop, once started
+        self._dispatching = False
         self._pending_lock = threading.Lock()
         self._fallback: aio.Server | None = None
         self._fallback_dir: str | None = None
@@ -326,6 +329,8 @@ class NativeServer(aio.Server):
         except BaseException:
             # Nothing may stay bound by a server that failed to start (a later start binds the same port).
             self._front.close()
+            if self._waker is not None and not self._dispatching:
+                self._waker.close()
             self._remove_fallback_dir()
             raise
 
@@ -357,8 +362,10 @@ class NativeServer(aio.Server):
         self._table = [_Method(path, handler) for path, handler in native]
         self._bulk_ids = frozenset(i for i, method in enumerate(self._table) if method.path in self._bulk_paths)
         self._front.add_methods([(method.path, method.streaming) for method in self._table])
+        self._waker = LoopWaker(self._loop, self._take_pending)
         self._front.start()
         threading.Thread(target=self._dispatch, name="openolt-native-dispatch", daemon=True).start()
+        self._dispatching = True  # the thread closes the waker when it ends
 
     async def stop(self, grace: float | None) -> None:
         """Refuse new calls (UNAVAILABLE), give running Tasks ``grace`` seconds, cancel the rest, close the port."""
@@ -409,20 +416,26 @@ class NativeServer(aio.Server):
         """The one thread that waits on the front: a batch of events per trip, handed to the reactor's loop.
 
         Batches that arrive while the loop has not yet taken the previous ones join them, so a busy reactor is
-        woken once for all of them (a wake-up, a self-pipe write and read, costs about as much as a call).
+        woken once for all of them (a wake-up, an eventfd write and read, costs about as much as a call).
         """
-        front, loop, lock = self._front, self._loop, self._pending_lock
-        while (batch := front.recv_batch_details(BATCH)) is not None:
-            with lock:
-                pending = self._pending
-                pending.extend(batch)
-                if len(pending) > len(batch):
-                    continue  # a wake-up is already on its way
+        front, loop, lock, waker = self._front, self._loop, self._pending_lock, self._waker
+        try:
+            while (batch := front.recv_batch_details(BATCH)) is not None:
+                with lock:
+                    pending = self._pending
+                    pending.extend(batch)
+                    if len(pending) > len(batch):
+                        continue  # a wake-up is already on its way
+                if loop.is_closed():  # nobody will answer
+                    front.close()
+                    return
+                waker.wake()
+        finally:
+            # This thread wakes the loop no more: its descriptor can go (on the loop, which watches it).
             try:
-                loop.call_soon_threadsafe(self._take_pending)
-            except RuntimeError:  # the loop is closed: nobody will answer
-                front.close()
-                return
+                loop.call_soon_threadsafe(waker.close)
+            except RuntimeError:  # the loop is closed
+                waker.close()
 
     def _take_pending(self) -> None:
         with self._pending_lock:
@@ -433,7 +446,8 @@ class NativeServer(aio.Server):
 
     def _on_events(self, batch: list) -> None:
         """A batch from the front. Calls of the bulk methods (the OpenOLT port's OmciMsgOut) wait behind the others
-        and are then answered BULK_CHUNK at a time (_drain_bulk): with every ONU uploading its MIB, a batch holds one
+        and are then answered BULK_CHUNK at a time (_drain_bulk; at once, after the others, when none waits and the
+        batch holds at most a chunk of them, as one request at a time brings): with every ONU uploading its MIB, a batch holds one
         OMCI request per ONU, and an adapter's FlowAdd, heartbeat or scheduler call, which it sends one at a time,
         would otherwise wait for all of them (issue 29: 2.4 - 2.9x BBSim's FlowAdd round trip). Calls on different
         HTTP/2 streams carry no order between them; each method's own calls keep theirs."""
@@ -441,13 +455,19 @@ class NativeServer(aio.Server):
         if bulk_ids:
             urgent = [event for event in batch if event[3] is None or event[2] not in bulk_ids]
             if len(urgent) != len(batch):
-                self._bulk.extend(event for event in batch if event[3] is not None and event[2] in bulk_ids)
+                bulk = [event for event in batch if event[3] is not None and event[2] in bulk_ids]
+                if urgent:
+                    self._handle(urgent)
+                if not self._bulk_scheduled and len(bulk) <= BULK_CHUNK:
+                    # Nothing waits before them and they are one chunk (one request at a time, as adapters send
+                    # OMCI): answered now, without a turn of the loop in between.
+                    self._handle(bulk)
+                    return
+                self._bulk.extend(bulk)
                 if not self._bulk_scheduled:
                     self._bulk_scheduled = True
                     self._loop.call_soon(self._drain_bulk)
-                if not urgent:
-                    return
-                batch = urgent
+                return
         self._handle(batch)
 
     def _drain_bulk(self) -> None:
