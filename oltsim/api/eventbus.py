@@ -14,7 +14,7 @@ from dataclasses import fields, is_dataclass
 
 from oltsim.logs import Summary, SummedLines, logger
 from oltsim.model import events
-from oltsim.model.alarms import NNI_PORT_BASE, PON_PORT_BASE
+from oltsim.model.alarms import NNI_PORT_BASE, PON_PORT_BASE, alarm_key
 from oltsim.model.onu import serial_key
 
 log = logger("oltsim.events")
@@ -39,13 +39,18 @@ ALARM_LINES_PER_INTERVAL = 4
 
 
 def alarm_line(event) -> tuple[str, str, dict]:
-    """The log line of an events.Alarm: (alarm-raised or alarm-cleared, its type, the fields naming the alarm
-    and its device). The type names the device: onu_los (onu_alarm_ind los_status), nni_los and pon_los (los_ind),
-    else the indication without `_ind` (onu_signal_degrade_ind: onu_signal_degrade); an alarm without a status
-    (activation failure, processing error) is raised."""
+    """The log line of an events.Alarm or events.AlarmCleared: (alarm-raised or alarm-cleared, its type, the fields
+    naming the alarm and its device). The type names the device: onu_los (onu_alarm_ind los_status), nni_los and
+    pon_los (los_ind), else the indication without `_ind` (onu_signal_degrade_ind: onu_signal_degrade); an alarm
+    without a status (activation failure, processing error) is raised. Raised or cleared is read as the alarm
+    book reads it (the ITU PON statistics alarm has its status inside rdi_error_ind)."""
     values = dict(event.fields)
     status = next((key for key in values if key == "status" or key.endswith("_status")), None)
-    raised = values.get(status, "on") != "off"
+    key, raised = alarm_key(event.kind, values, event.serial)
+    if key is None:
+        raised = values.get(status, "on") != "off"
+    elif raised is None:
+        raised = True  # a one-shot alarm
     if event.kind == "los_ind":
         port = int(values.get("intf_id", 0))
         device = "pon" if port >= PON_PORT_BASE else "nni"
@@ -74,8 +79,8 @@ def to_record(olt, event, sequence: int, time: float) -> dict | None:
         kind = f"{event.device}-state-changed"
     elif isinstance(event, events.FlowChanged):
         kind = "flow-added" if event.added else "flow-removed"
-    elif isinstance(event, events.Alarm):
-        kind = "alarm"
+    elif isinstance(event, (events.Alarm, events.AlarmCleared)):
+        kind = "alarm"  # an AlarmCleared's details add the reason: the OLT cleared it without an indication
     else:
         kind = _kebab(type(event).__name__)
     record = {"type": kind, "time": time, "olt_id": olt.id, "pon_id": -1, "onu_id": -1,
@@ -216,8 +221,11 @@ class EventBus:
                  changes=shown, interval=self.onu_changes.interval)
 
     def _log_alarm(self, event) -> None:
-        """One alarm-raised / alarm-cleared line, whichever API (or the model itself) raised it."""
+        """One alarm-raised / alarm-cleared line, whichever API (or the model itself) raised it; a clear the OLT
+        made without an indication (events.AlarmCleared) says why (`reason=onu-powered-on`)."""
         name, kind_type, where = alarm_line(event)
+        if getattr(event, "reason", ""):
+            where["reason"] = event.reason
         text = " ".join(f"{key}={{{key}}}" for key in where)
         self.alarm_lines.info(f"{kind_type}-{name[len('alarm-'):]}",
                               f"{name} kind={{kind}} type={{type}} {text}", kind=event.kind, type=kind_type, **where)
@@ -225,7 +233,7 @@ class EventBus:
     def _on_event(self, event) -> None:
         if isinstance(event, events.StateChanged):
             self._log_state_change(event)
-        elif isinstance(event, events.Alarm):
+        elif isinstance(event, (events.Alarm, events.AlarmCleared)):
             self._log_alarm(event)
         if not self.subscriptions:
             return

@@ -140,14 +140,35 @@ def alarm_key(kind: str, fields: dict, serial: str) -> tuple[AlarmKey | None, bo
     return key, None if status is None else status.lower() == "on"
 
 
+def clear_indication(key: AlarmKey, onu_id: int = -1) -> tuple[str, dict]:
+    """(AlarmIndication oneof, fields) that would clear the alarm `key` (alarm_key's inverse, status off): what
+    the logs and event readers are told of a clear the OLT makes without sending an indication. `onu_id` is the
+    alarmed ONU's id (-1 when it is not known)."""
+    if key.kind == "pon":
+        return "los_ind", {"intf_id": PON_PORT_BASE + key.port_id, "status": "off"}
+    if key.kind == "nni":
+        return "los_ind", {"intf_id": NNI_PORT_BASE + key.port_id, "status": "off"}
+    if key.kind == "olt":
+        return "los_ind", {"intf_id": key.port_id, "status": "off"}
+    kind, _, status_field = ONU_ALARMS[key.type]
+    fields: dict = {"intf_id": key.pon_id, "onu_id": onu_id}
+    if kind == "onu_itu_pon_stats_ind":
+        fields["rdi_error_ind"] = {"status": "off"}
+    else:
+        fields[status_field if isinstance(status_field, str) else "status"] = "off"
+    return kind, fields
+
+
 class AlarmBook:
     """The alarms an OLT reported: those raised and not cleared (`active`, with the time each was raised) and the
     last `limit` raises and clears since start (`history`, oldest first). Pure: time comes from `clock`;
-    `changed` is called on every change (the OLT's `touch`)."""
+    `changed` is called on every change (the OLT's `touch`), `cleared(key, reason)` on every clear the book makes
+    itself (`clear`, `clear_all`: no indication says it, so the OLT tells its listeners)."""
 
-    def __init__(self, clock, limit: int = HISTORY_LIMIT, changed=lambda: None):
+    def __init__(self, clock, limit: int = HISTORY_LIMIT, changed=lambda: None, cleared=lambda key, reason: None):
         self.clock = clock
         self.changed = changed
+        self.cleared = cleared
         self._active: dict[AlarmKey, float] = {}
         self._history: deque[AlarmRecord] = deque(maxlen=limit)
 
@@ -166,19 +187,21 @@ class AlarmBook:
         else:
             self._active.pop(key, None)
 
-    def clear(self, key: AlarmKey) -> bool:
-        """Clear one active alarm without an indication (the model's own bookkeeping); False if not active."""
+    def clear(self, key: AlarmKey, reason: str = "") -> bool:
+        """Clear one active alarm without an indication (the model's own bookkeeping; `reason` says why, e.g.
+        onu-powered-on) and tell `cleared`; False if not active."""
         if key not in self._active:
             return False
         del self._active[key]
         self._record(key, False)
+        self.cleared(key, reason)
         return True
 
-    def clear_all(self) -> int:
+    def clear_all(self, reason: str = "") -> int:
         """Clear every active alarm (the OLT rebooted: it forgets what it reported); returns how many."""
         keys = list(self._active)
         for key in keys:
-            self.clear(key)
+            self.clear(key, reason)
         return len(keys)
 
     def _record(self, key: AlarmKey, raised: bool) -> None:

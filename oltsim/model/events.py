@@ -56,6 +56,18 @@ class Alarm:
 
 
 @dataclass(frozen=True, slots=True)
+class AlarmCleared:
+    """The OLT cleared an alarm without an indication (BBSim sends none): an ONU's dying gasp when it is powered on
+    again, every active alarm when the OLT reboots. `kind` and `fields` are those of the alarm indication that
+    would clear it (status off), `reason` says why (onu-powered-on, olt-rebooted). Logged and seen by event
+    readers as an alarm; the adapter is told nothing."""
+    kind: str
+    fields: dict = field(default_factory=dict)
+    serial: str = ""
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class OmciAlarm:
     """An ONU raised or cleared an OMCI alarm on a UNI (AlarmNotification; bit 0 = LOS)."""
     intf_id: int

@@ -12,7 +12,7 @@ from typing import Callable
 from oltsim.logs import logger
 
 from oltsim.model import events
-from oltsim.model.alarms import NNI_PORT_BASE, PON_PORT_BASE, AlarmBook
+from oltsim.model.alarms import NNI_PORT_BASE, PON_PORT_BASE, AlarmBook, clear_indication
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable
 from oltsim.model.faults import FaultBook
 from oltsim.model.flows import Flow, FlowStore
@@ -313,7 +313,7 @@ class Olt(StateHolder):
         self.openolt_running = False
         self._stats_call = None
         #: every alarm the OLT reported (`emit` notes each events.Alarm): the active ones and the history
-        self.alarms = AlarmBook(clock, changed=self.touch)
+        self.alarms = AlarmBook(clock, changed=self.touch, cleared=self._alarm_cleared)
         #: fault knobs per ONU (OMCI delay, rate, mute; EAPOL/DHCP drops), set by scenarios
         self.faults = FaultBook(self)
 
@@ -344,6 +344,17 @@ class Olt(StateHolder):
                 listener(event)
             except Exception:
                 log.failure("event-listener-failed event={event!r}", event=event)
+
+    def _alarm_cleared(self, key, reason: str) -> None:
+        """The book cleared an alarm on its own (no indication goes out): tell the listeners (logs, event readers)."""
+        onu_id = -1
+        if key.onu_serial:
+            try:
+                onu_id = self.onu_by_serial(key.onu_serial).onu_id
+            except NotFound:
+                pass
+        kind, fields = clear_indication(key, onu_id)
+        self.emit(events.AlarmCleared(kind, fields, key.onu_serial, reason))
 
     def guarded(self, fn, what: str, **fields):
         """Wrap a timer callback so an exception is logged with context instead of lost."""
@@ -485,7 +496,7 @@ class Olt(StateHolder):
             # when the next adapter brings it up.
             pon.los = False
             pon.los_onus.clear()
-        self.alarms.clear_all()
+        self.alarms.clear_all("olt-rebooted")
 
     def check_enable(self) -> None:
         """Raise Unavailable when an adapter cannot open the indication stream now."""

@@ -357,8 +357,8 @@ class Onu(StateHolder):
         if self.unis:
             olt.emit(events.OmciAlarm(pon, self.onu_id, self.serial, 11, self.unis[0].me_id, False))
         # Powered again, the ONU's dying gasp is over; BBSim sends no dying_gasp_ind off, so only the OLT's alarm
-        # book clears it (docs/alarms.md).
-        olt.alarms.clear(AlarmKey("onu", "DYING_GASP", self.serial, pon, -1))
+        # book clears it (docs/alarms.md), and the logs and event readers are told (events.AlarmCleared).
+        olt.alarms.clear(AlarmKey("onu", "DYING_GASP", self.serial, pon, -1), "onu-powered-on")
         was_disabled = self.state == "disabled"
         self.discover(0.0)
         if was_disabled:

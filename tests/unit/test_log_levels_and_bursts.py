@@ -133,6 +133,48 @@ def test_each_alarm_raised_and_cleared_is_one_line_naming_it():
     assert texts(logged, "alarms ") == []
 
 
+def test_clears_the_olt_makes_without_an_indication_are_logged_too():
+    """Issue 31 item 2: an ONU powered off then on again has its dying gasp cleared in the alarm book (BBSim sends
+    no dying_gasp_ind off), and an OLT reboot clears every active alarm: each clear is an alarm-cleared line saying
+    why, and an event readers see; the adapter is sent no indication for them. The ITU PON statistics alarm, whose
+    status is inside rdi_error_ind, is logged cleared when cleared."""
+    sim = Sim()
+    sim.bring_up()
+    bus = EventBus(sim.olt, sim.clock)
+    records = []
+    bus.subscribe(lambda record: records.append(record) or True, types=["alarm"])
+    onu = sim.olt.onus[0]
+    where = f"serial={onu.serial} pon={onu.pon.id} onu_id={onu.onu_id}"
+    with capturedLogs() as logged:
+        sim.olt.onu_alarm(onu.serial, "ONU_ITU_PON_STATS", "on")
+        sim.olt.onu_alarm(onu.serial, "ONU_ITU_PON_STATS", "off")
+        sim.clock.advance(1)
+        sim.olt.shutdown_onu(onu.serial)
+        sim.clock.advance(1)
+        sim.olt.power_on_onu(onu.serial)
+        sim.clock.advance(1)
+        sim.olt.olt_los("nni", 0, "on")
+        sim.olt.reboot()
+    assert texts(logged, "alarm") == [
+        f"alarm-raised kind=onu_itu_pon_stats_ind type=onu_itu_pon_stats {where}",
+        f"alarm-cleared kind=onu_itu_pon_stats_ind type=onu_itu_pon_stats {where}",
+        f"alarm-raised kind=dying_gasp_ind type=dying_gasp {where}",
+        f"alarm-raised kind=onu_alarm_ind type=onu_los {where}",
+        f"alarm-cleared kind=onu_alarm_ind type=onu_los {where}",
+        f"alarm-cleared kind=dying_gasp_ind type=dying_gasp {where} reason=onu-powered-on",
+        "alarm-raised kind=los_ind type=nni_los port=nni-0",
+        "alarm-cleared kind=los_ind type=nni_los port=nni-0 reason=olt-rebooted"]
+    cleared = [r for r in records if r["details"].get("reason")]
+    assert [(r["onu_serial"], r["details"]["kind"], r["details"]["status"], r["details"]["reason"])
+            for r in cleared] == [(onu.serial, "dying_gasp_ind", "off", "onu-powered-on"),
+                                  ("", "los_ind", "off", "olt-rebooted")]
+    assert [r.key.type for r in sim.olt.alarms.history() if not r.raised][-3:] == [
+        "ONU_ALARM_LOS", "DYING_GASP", "OLT_NNI_LOS"]
+    sent = [item for item in sim.southbound() if "dying_gasp_ind" in repr(item)]
+    assert len(sent) == 1, sent  # the raise only
+    bus.close_all()
+
+
 def test_a_burst_of_alarms_is_summed_up():
     """A whole PON's ONUs losing light at once: ALARM_LINES_PER_INTERVAL lines, then one line counting the rest;
     close_all (servers stopping) reports at once and leaves no timer."""
