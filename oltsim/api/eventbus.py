@@ -15,6 +15,7 @@ from dataclasses import fields, is_dataclass
 from oltsim.logs import Summary, SummedLines, logger
 from oltsim.model import events
 from oltsim.model.alarms import NNI_PORT_BASE, PON_PORT_BASE, alarm_key
+from oltsim.model.errors import OltsimError
 from oltsim.model.onu import serial_key
 
 log = logger("oltsim.events")
@@ -69,8 +70,19 @@ def _kebab(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
 
 
+def onu_serial_at(olt, pon_id: int, onu_id: int) -> str:
+    """The serial of ONU `onu_id` on PON `pon_id`, or "" when there is none."""
+    try:
+        pon = olt.pon(pon_id)
+        serial = pon.onu_ids.get(onu_id)  # the ids activated: a dict look-up on the OMCI path
+        return serial if serial is not None else pon.onu_by_id(onu_id).serial
+    except OltsimError:
+        return ""
+
+
 def to_record(olt, event, sequence: int, time: float) -> dict | None:
-    """A plain record for `event`: type, time, OLT/PON/ONU/UNI identifiers, details (strings)."""
+    """A plain record for `event`: type, time, OLT/PON/ONU/UNI identifiers, details (strings). A record of an ONU
+    carries its serial even when the event names it by PON and ONU id only (OMCI frames, packets, flows)."""
     if not is_dataclass(event):
         return None
     if isinstance(event, events.ScenarioEvent):
@@ -104,8 +116,16 @@ def to_record(olt, event, sequence: int, time: float) -> dict | None:
                 record["pon_id"] = value.get("intf_id", -1)
         elif f.name == "pkt":
             details["pkt"] = bytes(value).hex()
+        elif f.name == "service" and not value:
+            pass  # a state change of a device other than a service: no service to name
         else:
             details[f.name if f.name not in ("src", "dest") else {"src": "from", "dest": "to"}[f.name]] = str(value)
+    if kind == "packet-indication" and event.intf_type == "nni":
+        # A packet from the NNI: its intf_id is the NNI's, and it is of no PON, ONU or UNI.
+        record.update(pon_id=-1, onu_id=-1, uni_id=-1)
+        details["intf_id"] = str(event.intf_id)
+    elif not record["onu_serial"] and record["onu_id"] >= 0 and record["pon_id"] >= 0:
+        record["onu_serial"] = onu_serial_at(olt, record["pon_id"], record["onu_id"])
     return record
 
 

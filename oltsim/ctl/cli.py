@@ -327,9 +327,13 @@ def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
                                                         "steps"))
     _json(scenario.command("stop", c.scenario_stop, "stop the running scenario, undoing what its steps hold"))
 
-    p = root.command("events", watch.events, "print events as they happen (Ctrl-C ends)")
-    p.add_argument("--type", dest="types", action="append", metavar="TYPE",
-                   help="only this event type, e.g. onu-state-changed, alarm, flow-added (repeatable)")
+    p = root.command("events", watch.events, "print events as they happen (Ctrl-C ends); state, alarm and "
+                                             "scenario events unless --all or --type")
+    chosen = p.add_mutually_exclusive_group()
+    chosen.add_argument("--type", dest="types", action="append", metavar="TYPE",
+                        help="only this event type, e.g. onu-state-changed, alarm, omci-indication (repeatable)")
+    chosen.add_argument("--all", action="store_true",
+                        help="every event, OMCI frames, packets and port statistics included")
     p.add_argument("--onu", metavar="ONU_SN", help="only events of this ONU")
     p.add_argument("--count", type=_positive_int, metavar="N", help="exit after N events")
     p.add_argument("--duration", type=_seconds, metavar="SECONDS", help="exit after this long")

@@ -17,6 +17,7 @@ import grpc
 from tqdm import tqdm
 
 from oltsim._proto import bbsim_pb2, oltsim_pb2
+from oltsim.api.eventtypes import DEFAULT_TYPES
 from oltsim.api.translate import to_json_dict
 from oltsim.ctl.connection import EXIT_CONNECT, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, CtlError
 from oltsim.model.onu import (ACTIVE_STATES, DHCP_MACHINE, EAPOL_MACHINE, IGMP_MACHINE, ONU_MACHINE,
@@ -53,10 +54,19 @@ def event_json(event: oltsim_pb2.Event) -> str:
     return json.dumps(to_json_dict(event), sort_keys=True)
 
 
+def event_types(args) -> list[str]:
+    """The types `events` asks the daemon for: those of `--type`; every type with `--all` (an empty filter); else
+    DEFAULT_TYPES (state, alarm, scenario and the other events of a moment, not OMCI frames, packets and port
+    statistics)."""
+    if args.types:
+        return list(args.types)
+    return [] if getattr(args, "all", False) else list(DEFAULT_TYPES)
+
+
 def events(conn, args, out, err) -> int:
     """Print events as they come until `--count` are printed, `--duration` passes, the stream ends (with
     `--follow`: reconnect instead) or Ctrl-C (exit 0)."""
-    request = oltsim_pb2.EventFilter(types=args.types or [], onu_serial=args.onu or "")
+    request = oltsim_pb2.EventFilter(types=event_types(args), onu_serial=args.onu or "")
     deadline = None if args.duration is None else time.monotonic() + args.duration
     printed = 0
     call = None

@@ -534,6 +534,34 @@ def test_events_filtered_by_type_and_onu_with_count(daemons, home):
         adapter.close()
 
 
+def test_events_show_state_alarm_and_scenario_events_unless_all(daemons, home):
+    """Issue 31 item 3: over ONU power cycles, `events` alone prints no OMCI frame, packet or port statistics (the
+    state changes and alarms are there); `--all` prints the OMCI frames too, and every line of an ONU, those of
+    OMCI frames included, names its serial."""
+    daemon = daemons(*SHAPE)
+    adapter = provisioned(daemon, 2)
+    try:
+        process = start_events(daemon, home, "--count", "40", "-o", "json")
+        out, err = cycle_until_exit(daemon, home, process)
+        assert (process.returncode, err) == (0, ""), err
+        records = [json.loads(line) for line in out.splitlines()]
+        types = {record["type"] for record in records}
+        assert not types & {"omci-indication", "packet-indication", "port-stats"}, types
+        assert {"alarm", "onu-state-changed"} <= types, types
+        assert all(record["onu_serial"] in SERIALS for record in records if record["onu_id"] >= 0), records
+
+        process = start_events(daemon, home, "--all", "--count", "80")
+        out, err = cycle_until_exit(daemon, home, process)
+        assert (process.returncode, err) == (0, ""), err
+        lines = out.splitlines()
+        assert any(" omci-indication " in line for line in lines), lines
+        of_onus = [line for line in lines if " onu=" in line]
+        unnamed = [line for line in of_onus if not re.search(r" serial=(BBSM00000001|BBSM00000101) ", line)]
+        assert of_onus and not unnamed, unnamed
+    finally:
+        adapter.close()
+
+
 def test_events_ctrl_c_exits_0(daemons, home):
     """Ctrl-C (SIGINT) while tailing ends `events` with exit 0 and no traceback."""
     daemon = daemons(*SHAPE)

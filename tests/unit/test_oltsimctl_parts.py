@@ -19,7 +19,7 @@ from oltsim.ctl.commands import OLT_COLUMNS, message_table
 from oltsim.ctl.connection import EXIT_USAGE, CtlError
 from oltsim.ctl.settings import BBSIMCTL, OLTSIMCTL, SettingsError, parse_duration, resolve
 from oltsim.ctl.tables import box, columns, go_list, go_text, wrap_words
-from oltsim.ctl.watch import StateCheck, event_line
+from oltsim.ctl.watch import StateCheck, event_line, event_types
 
 # ---- settings -----------------------------------------------------------------------------------------------
 
@@ -172,6 +172,20 @@ def test_event_line_names_only_the_ids_it_has():
                                                                  "from": "discovered"})
     assert event_line(event) == ("2026-11-24T01:40:11.250Z onu-state-changed pon=1 onu=2 serial=BBSM00000102 "
                                  "attribute=InternalState from=discovered to=enabled")
+
+
+def test_events_leave_out_omci_packets_and_statistics_unless_asked():
+    """`events` alone asks for the state, alarm and scenario events (no OMCI frames, packets, port statistics);
+    `--all` for everything (no type filter); `--type` for those named; --all with --type is a usage error."""
+    parse = build_parser().parse_args
+    default = event_types(parse(["events"]))
+    assert {"onu-state-changed", "service-state-changed", "alarm", "scenario-step-started"} <= set(default)
+    assert not {"omci-indication", "packet-indication", "port-stats"} & set(default)
+    assert event_types(parse(["events", "--all"])) == []
+    assert event_types(parse(["events", "--type", "omci-indication", "--onu", "BBSM00000001"])) == [
+        "omci-indication"]
+    with pytest.raises(SystemExit):
+        parse(["events", "--all", "--type", "alarm"])
 
 
 def onu(state: str, *services: bbsim_pb2.Service) -> bbsim_pb2.ONU:
