@@ -80,7 +80,8 @@ class OmciAlarm:
 
 @dataclass(frozen=True, slots=True)
 class StateChanged:
-    """A device changed state: `device` is olt, nni, pon, onu, uni or service."""
+    """A device changed state: `device` is olt, nni, pon, onu, uni or service; `service` names the service (its
+    services-file name) when `device` is service, else it is empty."""
     device: str
     attribute: str
     src: str
@@ -89,6 +90,7 @@ class StateChanged:
     onu_id: int = -1
     serial: str = ""
     uni_id: int = -1
+    service: str = ""
 
 
 @dataclass(frozen=True, slots=True)

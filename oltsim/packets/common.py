@@ -22,7 +22,8 @@ def advance(service, attribute: str, machine, event: str, label: str) -> str:
     uni = service.uni
     onu = uni.onu
     onu.olt.touch()
-    onu.olt.emit(events.StateChanged("service", label, src, dest, onu.pon.id, onu.onu_id, onu.serial, uni.id))
+    onu.olt.emit(events.StateChanged("service", label, src, dest, onu.pon.id, onu.onu_id, onu.serial, uni.id,
+                                     service.name))
     return dest
 
 
