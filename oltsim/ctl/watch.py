@@ -20,8 +20,7 @@ from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.api.eventtypes import DEFAULT_TYPES
 from oltsim.api.translate import to_json_dict
 from oltsim.ctl.connection import EXIT_CONNECT, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, CtlError
-from oltsim.model.onu import (ACTIVE_STATES, DHCP_MACHINE, EAPOL_MACHINE, IGMP_MACHINE, ONU_MACHINE,
-                               SERVICE_MACHINE)
+from oltsim.model.onu import DHCP_MACHINE, EAPOL_MACHINE, IGMP_MACHINE, ONU_MACHINE, SERVICE_MACHINE
 
 #: Seconds between two connection attempts of `events --follow`.
 RECONNECT_DELAY = 1.0
@@ -153,18 +152,43 @@ class StateCheck:
         return self.field is None or bool(self.services(onu))
 
     def status(self, onu: bbsim_pb2.ONU) -> tuple[bool, str]:
-        """(in the state, what it is in: the ONU's state or its services' distinct states joined by `/`; for a
-        service state while the ONU itself is not up, `ONU <its state>`)."""
+        """(in the state, where it is). For an ONU state, where is the ONU's state; for a service state, the ONU's
+        state then its subscribers' progress: `enabled, hsia: eap_response_success_received, dhcp_discovery_sent`
+        (progress())."""
         if self.field is None:
             return onu.InternalState == self.state, onu.InternalState
-        states = [getattr(service, self.field) for service in self.services(onu)]
-        if not states:
-            return False, f"no service with {self.flag}" if self.flag else "no service"
-        reached = all(s == self.state for s in states)
-        if not reached and onu.InternalState not in ACTIVE_STATES:
-            # Its services cannot move before the ONU is up: the ONU's own state is what is stuck.
-            return False, f"ONU {onu.InternalState}"
-        return reached, "/".join(sorted(set(states)))
+        services = self.services(onu)
+        if not services:
+            return False, f"{onu.InternalState}, " + (f"no service with {self.flag}" if self.flag else "no service")
+        reached = all(getattr(service, self.field) == self.state for service in services)
+        return reached, f"{onu.InternalState}, {self.progress(services)}"
+
+    def progress(self, services) -> str:
+        """Each service's progress, `name: state, state`: its EAPOL state if it runs EAPOL, its DHCP state if it
+        runs DHCP, its IGMP state when an IGMP state is waited for (`created`, the first state of each, as `eapol
+        created`, `dhcp created`, ...), its own state when a service state is waited for (or when it runs none of
+        these). Services of one name in the same place are named once; of one name in different
+        places, with their UNI (`hsia uni 0: ...; hsia uni 1: ...`)."""
+        entries: list[tuple[str, int, str]] = []
+        for service in services:
+            states = [service.InternalState] if self.field == "InternalState" else []
+            for flag, field, protocol in (("NeedsEapol", "EapolState", "eapol"), ("NeedsDhcp", "DhcpState", "dhcp"),
+                                          ("NeedsIgmp", "IGMPState", "igmp")):
+                if getattr(service, flag) and (field != "IGMPState" or self.field == field):
+                    state = getattr(service, field)
+                    # `created` is every machine's first state: say whose.
+                    states.append(f"{protocol} {state}" if state == "created" else state)
+            entries.append((service.Name or "service", service.UniId, ", ".join(states or [service.InternalState])))
+        shown: dict[str, set[str]] = {}
+        for name, _, text in entries:
+            shown.setdefault(name, set()).add(text)
+        parts: list[str] = []
+        for name, uni, text in entries:
+            label = name if len(shown[name]) == 1 else f"{name} uni {uni}"
+            part = f"{label}: {text}"
+            if part not in parts:
+                parts.append(part)
+        return ", ".join(parts)
 
 
 def _terminal_size(stream) -> tuple[int, int]:
@@ -244,8 +268,9 @@ def _summary(args, out, statuses: dict, reached: bool) -> None:
 
 
 def _short(statuses: dict, state: str) -> str:
-    """`2 of 4 ONUs in enabled; not yet: BBSM00000002 (discovered), ...` with at most NAMED_ONUS names."""
+    """`2 of 4 ONUs in dhcp_ack_received; not yet: BBSM00000002 enabled, hsia: eap_response_success_received,
+    dhcp_discovery_sent; ...` (each ONU where it is) with at most NAMED_ONUS ONUs named."""
     others = sorted((serial, where) for serial, (ok, where) in statuses.items() if not ok)
-    named = ", ".join(f"{serial} ({where})" for serial, where in others[:NAMED_ONUS])
+    named = "; ".join(f"{serial} {where}" for serial, where in others[:NAMED_ONUS])
     more = f" and {len(others) - NAMED_ONUS} more" if len(others) > NAMED_ONUS else ""
     return f"{len(statuses) - len(others)} of {len(statuses)} ONUs in {state}; not yet: {named}{more}"

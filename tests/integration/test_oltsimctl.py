@@ -428,18 +428,20 @@ def test_wait_until_onus_come_up_then_json_summary(daemons, home):
 
 
 def test_wait_timeout_exits_3_naming_where_the_onus_are(olt, home):
-    """No DHCP runs (the scripted adapter does none): `wait --state dhcp_ack_received` exits 3 with one line
-    saying how many made it and the DHCP state of each other ONU (with -o json, also the summary on stdout); an
-    unknown ONU is refused."""
+    """No EAPOL or DHCP runs (the scripted adapter does none): `wait --state dhcp_ack_received` exits 3 with one
+    line saying how many made it and, for each other ONU, its own state and its service's EAPOL and DHCP states
+    (issue 31 item 4: it named the DHCP machine's `created` as if it were the ONU's); with -o json, also the
+    summary on stdout; an unknown ONU is refused."""
     result = ctl(olt, "wait", "--state", "dhcp_ack_received", "--timeout", "1", "--interval", "0.2", home=home)
     line = refused(result, 3)
+    where = "enabled, hsia: eapol created, dhcp created"
     assert line == ("oltsimctl: timed out after 1s: 0 of 2 ONUs in dhcp_ack_received; not yet: "
-                    "BBSM00000001 (created), BBSM00000101 (created)")
+                    f"BBSM00000001 {where}; BBSM00000101 {where}")
     assert result.stdout == ""
     result = ctl(olt, "wait", "--state", "dhcp_ack_received", "--timeout", "0.5", "-o", "json", home=home)
     refused(result, 3)
     assert json.loads(result.stdout) == {"state": "dhcp_ack_received", "reached": False, "total": 2, "in_state": 0,
-                                         "onus": {serial: "created" for serial in SERIALS}}
+                                         "onus": {serial: where for serial in SERIALS}}
     line = refused(ctl(olt, "wait", "--state", "enabled", "--onus", "BBSM00000009", home=home), 2)
     assert "BBSM00000009" in line
 

@@ -201,13 +201,45 @@ def test_wait_state_rule():
     done = bbsim_pb2.Service(NeedsDhcp=True, DhcpState="dhcp_ack_received")
     pending = bbsim_pb2.Service(NeedsDhcp=True, DhcpState="dhcp_request_sent")
     no_dhcp = bbsim_pb2.Service(NeedsDhcp=False, DhcpState="created")
-    assert dhcp.status(onu("enabled", done, no_dhcp)) == (True, "dhcp_ack_received")
-    assert dhcp.status(onu("enabled", done, pending)) == (False, "dhcp_ack_received/dhcp_request_sent")
+    assert dhcp.status(onu("enabled", done, no_dhcp)) == (True, "enabled, service: dhcp_ack_received")
+    assert dhcp.status(onu("enabled", done, pending))[0] is False
     assert not dhcp.takes_part(onu("enabled", no_dhcp))
     assert dhcp.status(onu("enabled", no_dhcp))[0] is False
     with pytest.raises(CtlError) as refused:
         StateCheck("sleeping")
     assert refused.value.code == EXIT_USAGE and "dhcp_ack_received" in str(refused.value)
+
+
+def service(name: str, uni: int, eapol: str = "", dhcp: str = "", igmp: str = "") -> bbsim_pb2.Service:
+    return bbsim_pb2.Service(Name=name, UniId=uni, NeedsEapol=bool(eapol), EapolState=eapol or "created",
+                             NeedsDhcp=bool(dhcp), DhcpState=dhcp or "created", NeedsIgmp=bool(igmp),
+                             IGMPState=igmp or "created", InternalState="initialized")
+
+
+def test_wait_names_the_onus_state_and_each_subscribers_progress():
+    """Issue 31 item 4: a service state not reached names the ONU's own state (not a service's `created`), then
+    each service's EAPOL and DHCP states (IGMP when an IGMP state is waited for); services of one name in the same
+    place are named once, in different places with their UNI; `created`, every machine's first state, says whose;
+    the timeout line separates ONUs with `;`."""
+    dhcp = StateCheck("dhcp_ack_received")
+    hsia = [service("hsia", uni, "eap_response_success_received", "dhcp_discovery_sent") for uni in range(4)]
+    assert dhcp.status(onu("enabled", *hsia)) == (
+        False, "enabled, hsia: eap_response_success_received, dhcp_discovery_sent")
+    mixed = [service("hsia", 0, "eap_start_sent", "created"), service("hsia", 1, "eap_response_success_received",
+                                                                      "dhcp_ack_received"),
+             service("voip", 0, dhcp="dhcp_request_sent", igmp="igmp_join_started")]
+    assert dhcp.status(onu("enabled", *mixed))[1] == (
+        "enabled, hsia uni 0: eap_start_sent, dhcp created, hsia uni 1: eap_response_success_received, dhcp_ack_received, "
+        "voip: dhcp_request_sent")
+    assert StateCheck("igmp_left").status(onu("enabled", *mixed))[1] == "enabled, voip: dhcp_request_sent, " \
+                                                                         "igmp_join_started"
+    assert dhcp.status(onu("disabled", *hsia))[1].startswith("disabled, hsia: ")
+    statuses = {"BBSM00000001": dhcp.status(onu("enabled", *hsia)), "BBSM00000002": (True, "enabled, hsia: x"),
+                "BBSM00000003": dhcp.status(onu("discovered", *hsia))}
+    from oltsim.ctl.watch import _short
+    assert _short(statuses, "dhcp_ack_received") == (
+        "1 of 3 ONUs in dhcp_ack_received; not yet: BBSM00000001 enabled, hsia: eap_response_success_received, "
+        "dhcp_discovery_sent; BBSM00000003 discovered, hsia: eap_response_success_received, dhcp_discovery_sent")
 
 
 def doc_command_lines() -> list[str]:
