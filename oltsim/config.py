@@ -56,6 +56,9 @@ DEFAULT_MAX_CONNECTIONS = 128
 DEFAULT_MAX_CONNECTIONS_PER_PEER = 32
 #: bytes of response a REST connection may have queued unsent before oltsim stops reading its next requests
 DEFAULT_MAX_UNSENT_OUTPUT = 256 * 1024
+#: records the capture ring keeps (issue 32, oltsim.capture): 4-5 MiB at 20,000, at most 13; 0 turns capture off
+DEFAULT_CAPTURE_SIZE = 20_000
+MAX_CAPTURE_SIZE = 10_000_000
 MAX_REQUEST_BODY = 1024 * 1024 * 1024
 MIN_REQUEST_BODY = 1024
 
@@ -315,6 +318,8 @@ class Settings:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_connections_per_peer: int = DEFAULT_MAX_CONNECTIONS_PER_PEER
     max_unsent_output: int = DEFAULT_MAX_UNSENT_OUTPUT
+    # capture (issue 32): records the capture ring keeps (oltsim.capture); 0 turns capture off
+    capture_size: int = DEFAULT_CAPTURE_SIZE
     services: tuple[ServiceSpec, ...] = ATT_SERVICES
     workflow: str = "att"
     pon_ranges: tuple[PonRange, ...] = ()
@@ -381,6 +386,7 @@ _BBSIM_KEYS = {
     "max_connections": "max_connections",
     "max_connections_per_peer": "max_connections_per_peer",
     "max_unsent_output": "max_unsent_output",
+    "capture_size": "capture_size",
     "dmi_server_address": "dmi",
     "enable_events": "enable_events",
     "kafka_address": "kafka_address",
@@ -940,6 +946,7 @@ def validate(settings: Settings) -> None:
     _between("max_connections", s.max_connections, 1, 1_000_000)
     _between("max_connections_per_peer", s.max_connections_per_peer, 1, 1_000_000)
     _between("max_unsent_output", s.max_unsent_output, 1024, MAX_REQUEST_BODY)
+    _between("capture_size", s.capture_size, 0, MAX_CAPTURE_SIZE)
     _one_of("controlled_activation", s.controlled_activation, CONTROLLED_ACTIVATIONS)
     _one_of("api_revision", s.api_revision, API_REVISIONS)
     _one_of("bp_format", s.bp_format, BP_FORMATS)

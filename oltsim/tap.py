@@ -40,6 +40,8 @@ from oltsim.api.v0.grpc import LegacyServicer
 from oltsim.api.v0.rest import V0Rest
 from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer, add_to_server as add_oltsim_to_server
 from oltsim.api.v1.rest import V1Rest
+from oltsim.capture import Capture
+from oltsim.capture.service import CaptureService
 from oltsim.dmi.device import DeviceService, ManagedDevice
 from oltsim.dmi.events import EventsServicer
 from oltsim.dmi.hw import HWManagementServicer
@@ -141,6 +143,9 @@ PARAMETERS = [
      "requests are left unread (default 262144)", "max_unsent_output"),
     ("max-request-body", None, None, "largest REST request body in bytes; larger ones are answered 413 before "
      "they are read (default 1048576)", "max_request_body"),
+    # capture (issue 32)
+    ("capture-size", None, None, "frames and annotations the capture ring keeps for oltsimctl capture and GET "
+     "/v1/capture (default 20000, about 4-5 MiB; 0 turns capture off)", "capture_size"),
 ]
 
 FLAGS = [
@@ -492,6 +497,9 @@ def makeService(options, reactor=None):
     omci.attach(olt)
     engine = ProtocolEngine.from_settings(settings, omci_responder=omci.handle)
     engine.attach(olt)
+    # Capture (issue 32): the ring of every frame the OLT exchanges, unless switched off (then nothing listens and
+    # the southbound's hooks see None); the southbound tells it what the adapter sends, the OLT's events the rest.
+    capture = Capture(olt, settings.capture_size) if settings.capture_size else None
     hub = IndicationHub(olt)
     top = DaemonService({name.replace("_", "-"): getattr(settings, name) for name in LISTENER_FIELDS},
                         settings.warnings)
@@ -508,7 +516,7 @@ def makeService(options, reactor=None):
     # pygrpc-native's Rust front unless TLS (or the user) asks for grpc.aio.
     openolt = GrpcServerService(
         "openolt", settings.openolt,
-        lambda server: _add_openolt(server, on_loop(OpenoltServicer(olt, hub), openolt_pb2_grpc.OpenoltServicer)),
+        lambda server: _add_openolt(server, on_loop(OpenoltServicer(olt, hub, capture), openolt_pb2_grpc.OpenoltServicer)),
         reactor=reactor, interceptors=[AioMetricsInterceptor(metrics, "openolt")],
         engine=loop_engine(settings.grpc_engine, settings.openolt), bulk_methods=("/openolt.Openolt/OmciMsgOut",),
         **connections)
@@ -536,7 +544,7 @@ def makeService(options, reactor=None):
         SinkService(top.kafka_events, "kafka-events").setServiceParent(top)
     if settings.adapter == "builtin":
         # oltsim drives its own OpenOLT side (issue 16): started after the OLT powers on, stopped before it stops.
-        BuiltinAdapter(olt, hub, OpenoltServicer(olt, hub), reactor,
+        BuiltinAdapter(olt, hub, OpenoltServicer(olt, hub, capture), reactor,
                        reachable=lambda: openolt.serving).setServiceParent(top)
 
     bus = EventBus(olt, reactor)
@@ -545,6 +553,10 @@ def makeService(options, reactor=None):
     # Fault scenarios (issue 25): one runner over the same use cases, for the v1 API and --scenario; its stop (before
     # the OLT's, children stop last first) undoes what a running scenario holds.
     commands.scenarios = ScenarioRunner(olt, commands, clock=reactor)
+    commands.capture = capture
+    if capture is not None:
+        # its stop (before the listeners', children stop last first) ends the live captures, told in the stream
+        CaptureService(capture).setServiceParent(top)
     scenario_text = getattr(options, "scenario_text", None)
     if settings.scenario:
         try:

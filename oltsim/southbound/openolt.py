@@ -116,9 +116,11 @@ def _log_drops(counts: dict) -> None:
 class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
     """OpenOLT device-level RPCs over the OLT model, on the reactor thread (see the module docstring)."""
 
-    def __init__(self, olt, hub: IndicationHub):
+    def __init__(self, olt, hub: IndicationHub, capture=None):
         self._olt = olt
         self._hub = hub
+        #: the capture ring (oltsim.capture.Capture) told what the adapter sends, None when capture is off
+        self._capture = capture
 
     def _abort(self, context, exc):
         abort_for(context, exc)
@@ -238,21 +240,32 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
             frame = bytes.fromhex(bytes(request.pkt).decode("ascii"))
         except (UnicodeDecodeError, ValueError):
             raise InvalidArgument("pkt must be an even number of hexadecimal digits") from None
+        capture = self._capture
+        if capture is not None:
+            capture.omci_out(onu, frame)  # before the answer, which the handler emits at once
         if onu.handlers is not None:
             onu.handlers.omci(onu, frame)
         return openolt_pb2.Empty()
 
     def OnuPacketOut(self, request, context):
         onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
+        pkt = bytes(request.pkt)
+        capture = self._capture
+        if capture is not None:
+            capture.packet_out(onu, request.port_no, request.gemport_id, pkt)
         if onu.handlers is not None:
-            onu.handlers.packet_out(onu, request.port_no, request.gemport_id, bytes(request.pkt))
+            onu.handlers.packet_out(onu, request.port_no, request.gemport_id, pkt)
         return openolt_pb2.Empty()
 
     def UplinkPacketOut(self, request, context):
         self._olt.nni(request.intf_id)
+        pkt = bytes(request.pkt)
+        capture = self._capture
+        if capture is not None:
+            capture.uplink_out(request.intf_id, pkt)
         handlers = getattr(self._olt, "uplink_handler", None)
         if handlers is not None:
-            handlers(request.intf_id, bytes(request.pkt))
+            handlers(request.intf_id, pkt)
         return openolt_pb2.Empty()
 
     # ---- flows and schedulers --------------------------------------------------------------

@@ -1,0 +1,64 @@
+"""Capture: every frame the OLT exchanges, kept in a bounded ring and written as pcapng for Wireshark (issue 32).
+
+What is recorded, and where
+---------------------------
+`Capture(olt, size)` (built by `oltsim.tap` unless ``--capture-size 0`` / ``bbsim.capture_size: 0``) keeps the last
+`size` records (default 20,000) in a ring, each with the reactor clock's time, its direction, the ONU's serial,
+PON, ONU id, UNI (or NNI) and GEM port:
+
+- OMCI: the adapter's OmciMsgOut frames (the southbound calls `capture.omci_out(onu, frame)` after decoding the
+  hex) and every OmciInd the ONUs send (`events.OmciIndication`, answers and autonomous messages), byte for byte,
+  baseline or extended;
+- at each UNI: what the subscriber sends (`events.PacketIndication` from a PON) and receives (OnuPacketOut:
+  `capture.packet_out(onu, port_no, gemport_id, pkt)`), EAPOL, DHCP and IGMP as the subscriber has them;
+- at the NNI: what the adapter sends out (UplinkPacketOut: `capture.uplink_out(nni_id, pkt)`) and what comes back
+  (`events.PacketIndication` from the NNI), with the tags the flows put on them;
+- annotations in the same timeline: scenario steps, alarms, OLT/NNI/PON/ONU/UNI state changes, ONU discovery and
+  OnuInd, flows added and removed, MIB uploads started and ended, the adapter's ActivateOnu/Reboot/... calls.
+
+The up direction comes from the OLT's event listener, the down one from the southbound's three hooks, each
+behind one ``if capture is not None`` (with capture off there is no listener and nothing else is paid).
+
+Memory: at most `size` records and `size` x FRAME_BUDGET (512) bytes of frames (older records go first; a frame
+longer than SNAPLEN, 2048, is kept cut, with its original length). A record costs RECORD_OVERHEAD (150, measured)
+bytes besides its frame's octets: a baseline OMCI message about 200 bytes, a DHCP frame about 500, an annotation
+about 250 (the event object it keeps); 20,000 records of a bring-up, mostly OMCI, about 4-5 MiB, and at most
+20,000 x (150 + 512) bytes, about 13 MiB, whatever the adapter sends.
+
+The API for the surfaces (REST, gRPC, /ui): all on the reactor thread
+--------------------------------------------------------------------
+- `CaptureFilter.of(onus=("BBSM000a0101",), pon=None, omci=False, packets=False)`: which frames to keep (serials in
+  any case; `omci` / `packets`: only OMCI / only UNI and NNI frames; annotations about a kept ONU, PON or the whole
+  OLT come along). `capture.check(filter)` raises NotFound for a serial or PON the OLT does not have.
+- `capture.snapshot(filter=None, since=None) -> bytes`: the ring (its last `since` seconds) as a pcapng file.
+- `capture.select(filter=None, since=None) -> list[record]`: the records themselves (tuples, see `ring.TIME` ...).
+- `capture.open_stream(filter=None, since=None, count=None, duration=None) -> CaptureStream`: live pcapng: the
+  ring's last `since` seconds first, then each frame as it is recorded; it ends by itself after `count` frames
+  (annotations not counted) or `duration` seconds. At most MAX_STREAMS (16) are open (ResourceExhausted beyond).
+  - `stream.read() -> bytes`: what was written since the last read (the Section Header Block first);
+  - `stream.wakeup = fn`: called with no argument when bytes become readable or the stream ends;
+  - `stream.ended`: None while live, else ``count``, ``duration``, ``closed`` or ``stopped`` (the OLT stopping,
+    said in a last annotation in the stream);
+  - `stream.close()`: the reader is done (always call it, e.g. when the connection is lost);
+  - `async for chunk in stream.chunks()`: the same on the reactor's asyncio loop (closes the stream when left);
+  - a reader that stops reading costs at most STREAM_LIMIT (2 MiB): frames beyond are dropped and counted
+    (`stream.dropped`) until it has read half, then an annotation in the stream says how many were dropped; the
+    OLT never waits for a reader.
+- `capture.close()`: ends every stream (``stopped``) and stops recording (the daemon stopping).
+
+pcapng as Wireshark expects it (`PcapngWriter`, over the pure `oltsim.capture.pcapng`)
+-------------------------------------------------------------------------------------
+One interface per capture point, declared before its first packet: ``<serial> omci`` and ``<serial> uni-<n>``
+(Ethernet), ``nni-<n>`` (Ethernet) and ``events`` (LINKTYPE_WIRESHARK_UPPER_PDU, each annotation a
+``data-text-lines`` packet). OMCI goes as Ethernet frames of ethertype 0x88b5 (the OMCI dissector omci.lua's
+convention), the ONU as 02:00:<olt id>:<pon>:<onu id, 2 octets> and the OLT as 02:ff:<olt id>:<pon>:00:00, so
+``eth.addr == 02:00:0a:00:00:01`` picks one ONU's OMCI. Every packet has a comment with what a display filter cannot
+see (``serial=... pon=... onu=... uni=... gem=... service=...``, the OMCI message type, ME and transaction id) and
+the direction in epb_flags: inbound is towards the adapter (ONU to OLT at the OMCI channel and UNI, network to OLT
+at the NNI).
+"""
+from oltsim.capture.ring import (DEFAULT_SIZE, MAX_STREAMS, STREAM_LIMIT, Capture, CaptureFilter, CaptureStream,
+                                 PcapngWriter, olt_mac, onu_mac)
+
+__all__ = ["Capture", "CaptureFilter", "CaptureStream", "PcapngWriter", "DEFAULT_SIZE", "MAX_STREAMS",
+           "STREAM_LIMIT", "olt_mac", "onu_mac"]

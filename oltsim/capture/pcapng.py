@@ -1,0 +1,128 @@
+"""A pcapng writer: the few blocks Wireshark needs, as pure functions over bytes (no I/O, no dependency).
+
+pcapng (draft-ietf-opsawg-pcapng) is a sequence of blocks, each ``type, total length, body, total length`` with
+its body padded to 32 bits; options are ``code, length, value`` padded likewise and end with code 0. Everything is
+written little-endian (the Section Header's byte-order magic says so to the reader).
+
+- `section_header()` opens the file (one section, its length unknown: streams end when they end);
+- `interface_description()` declares a capture point (link type, name); packets name it by its index, counted
+  from 0 in the order the descriptions appear, which may be anywhere in the section before its first packet
+  (Wireshark and tshark read descriptions that appear mid-stream, so a live capture declares an ONU's interfaces
+  when its first frame arrives);
+- `enhanced_packet()` is one frame with its time, an optional comment and the direction flags;
+- `exported_pdu()` wraps text for LINKTYPE_WIRESHARK_UPPER_PDU, whose packets name the dissector that reads them:
+  oltsim's annotations are ``data-text-lines`` packets, shown as "Line-based text data" and never malformed.
+"""
+from __future__ import annotations
+
+import struct
+
+LINKTYPE_ETHERNET = 1
+#: Wireshark's "exported PDU": a few tags (the dissector's name) then the payload that dissector reads.
+LINKTYPE_WIRESHARK_UPPER_PDU = 252
+
+SHB = 0x0A0D0D0A
+IDB = 0x00000001
+EPB = 0x00000006
+BYTE_ORDER_MAGIC = 0x1A2B3C4D
+
+OPT_END = 0
+OPT_COMMENT = 1
+SHB_USERAPPL = 4
+IF_NAME = 2
+IF_DESCRIPTION = 3
+IF_TSRESOL = 9
+EPB_FLAGS = 2
+
+#: epb_flags direction bits (bits 0-1): the frame came in on the interface, or went out of it.
+INBOUND = 1
+OUTBOUND = 2
+
+#: Exported PDU tags (Wireshark's wsutil/exported_pdu_tlvs.h): big-endian type and length, value padded to 32 bits.
+EXP_PDU_TAG_END_OF_OPT = 0
+EXP_PDU_TAG_DISSECTOR_NAME = 12
+TEXT_DISSECTOR = "data-text-lines"
+
+#: Timestamps in microseconds, the resolution a description without if_tsresol means.
+TICKS_PER_SECOND = 1_000_000
+
+
+def _pad(data: bytes) -> bytes:
+    return data + b"\x00" * (-len(data) % 4)
+
+
+def _option(code: int, value: bytes) -> bytes:
+    return struct.pack("<HH", code, len(value)) + _pad(value)
+
+
+def _options(options: list[bytes]) -> bytes:
+    """The options area: the options given, then opt_endofopt; nothing at all when there are none."""
+    if not options:
+        return b""
+    return b"".join(options) + struct.pack("<HH", OPT_END, 0)
+
+
+def _block(block_type: int, body: bytes) -> bytes:
+    body = _pad(body)
+    length = len(body) + 12
+    return struct.pack("<II", block_type, length) + body + struct.pack("<I", length)
+
+
+def _text(value: str) -> bytes:
+    return value.encode("utf-8", "replace")
+
+
+def section_header(application: str | None = None) -> bytes:
+    """The Section Header Block (version 1.0, section length unknown), naming the writing `application`."""
+    options = [_option(SHB_USERAPPL, _text(application))] if application else []
+    body = struct.pack("<IHHq", BYTE_ORDER_MAGIC, 1, 0, -1) + _options(options)
+    return _block(SHB, body)
+
+
+def interface_description(linktype: int, name: str, description: str | None = None, snaplen: int = 0) -> bytes:
+    """An Interface Description Block: `linktype` (LINKTYPE_*), the name Wireshark shows (if_name), an optional
+    longer `description`, and `snaplen` (0: no limit)."""
+    options = [_option(IF_NAME, _text(name))]
+    if description:
+        options.append(_option(IF_DESCRIPTION, _text(description)))
+    body = struct.pack("<HHI", linktype, 0, snaplen) + _options(options)
+    return _block(IDB, body)
+
+
+def enhanced_packet(interface_id: int, timestamp: float, data: bytes, original_length: int | None = None,
+                    comment: str | None = None, flags: int = 0) -> bytes:
+    """An Enhanced Packet Block: `data` captured on interface `interface_id` at `timestamp` (seconds since the
+    epoch, kept to the microsecond); `original_length` when `data` was cut short; `comment` (opt_comment) and
+    `flags` (epb_flags: INBOUND or OUTBOUND) when given."""
+    ticks = int(round(timestamp * TICKS_PER_SECOND))
+    if ticks < 0:
+        ticks = 0
+    length = len(data)
+    options = []
+    if comment:
+        options.append(_option(OPT_COMMENT, _text(comment)))
+    if flags:
+        options.append(_option(EPB_FLAGS, struct.pack("<I", flags)))
+    body = (struct.pack("<IIIII", interface_id, (ticks >> 32) & 0xFFFFFFFF, ticks & 0xFFFFFFFF, length,
+                        length if original_length is None else original_length)
+            + _pad(bytes(data)) + _options(options))
+    return _block(EPB, body)
+
+
+def exported_pdu(payload: bytes, dissector: str = TEXT_DISSECTOR) -> bytes:
+    """A LINKTYPE_WIRESHARK_UPPER_PDU packet: `payload` handed to the Wireshark dissector named `dissector`."""
+    name = _pad(dissector.encode("ascii"))
+    return (struct.pack(">HH", EXP_PDU_TAG_DISSECTOR_NAME, len(name)) + name
+            + struct.pack(">HH", EXP_PDU_TAG_END_OF_OPT, 0) + payload)
+
+
+def read_blocks(data: bytes):
+    """(block type, body) of each whole block in `data`, in order (for tests and tools; not a validating reader):
+    stops at the first incomplete block."""
+    offset = 0
+    while offset + 12 <= len(data):
+        block_type, length = struct.unpack_from("<II", data, offset)
+        if length < 12 or offset + length > len(data):
+            return
+        yield block_type, data[offset + 8:offset + length - 4]
+        offset += length
