@@ -641,18 +641,42 @@ def scenario_stop(conn, args, out) -> int:
     return EXIT_OK
 
 
+def scenario_progress(status) -> float:
+    """How far a scenario is, in steps: those ended, plus for each running step with a known end the part of its
+    duration gone (on the daemon's clock: its start plus the elapsed time it reported), at most steps_total."""
+    now = status.started_at + status.elapsed
+    done = float(status.steps_ended)
+    for step in status.current:
+        if step.ends_at > step.started_at:
+            done += min(1.0, max(0.0, (now - step.started_at) / (step.ends_at - step.started_at)))
+    return min(done, float(status.steps_total))
+
+
 def _scenario_bar(args, err, status):
-    from tqdm import tqdm
-    quiet = args.quiet or not (hasattr(err, "isatty") and err.isatty())
-    return tqdm(total=status.steps_total, desc=f"scenario {status.name}", file=err, disable=quiet, unit="step",
-                leave=True, bar_format="{desc}: {n}/{total} steps |{bar}| {elapsed}{postfix}")
+    """The bar of `scenario run` (watch.progress_bar: -q, not a terminal, a 0x0 terminal as `wait`'s)."""
+    from oltsim.ctl.watch import progress_bar
+    return progress_bar(args, err, total=status.steps_total, desc=_scenario_desc(status), unit="step",
+                        bar_format="{desc} |{bar}| {elapsed}{postfix}")
+
+
+def _scenario_desc(status) -> str:
+    return f"scenario {status.name}: {status.steps_ended}/{status.steps_total} steps"
+
+
+def _show_progress(bar, status, postfix: str) -> None:
+    """Draw `status` on the bar: steps ended in the text, the bar filled by scenario_progress (time within the
+    running steps as well as steps)."""
+    bar.total, bar.n = status.steps_total, scenario_progress(status)
+    bar.set_description_str(_scenario_desc(status), refresh=False)
+    bar.set_postfix_str(postfix, refresh=False)
+    bar.refresh()
 
 
 def scenario_run(conn, args, out, err) -> int:
     """`scenario run FILE [--detach]`: send the file's text; with --detach print the status at once. Otherwise
-    watch it (GetScenario every --interval, a bar on stderr: steps ended of all, the current steps' names) until
-    it ends, then print its status: exit 0 when done, 1 when stopped or failed. Ctrl-C ends the watching only,
-    saying how to stop the scenario (exit 130)."""
+    watch it (GetScenario every --interval, a bar on stderr: steps ended of all, filled by time within the running
+    steps as well, and the current steps' names) until it ends, then print its status: exit 0 when done, 1 when
+    stopped or failed. Ctrl-C ends the watching only, saying how to stop the scenario (exit 130)."""
     import time
 
     from oltsim._proto import oltsim_pb2
@@ -665,18 +689,14 @@ def scenario_run(conn, args, out, err) -> int:
     try:
         with _scenario_bar(args, err, status) as bar:
             while status.state == "running":
-                bar.total, bar.n = status.steps_total, status.steps_ended
-                bar.set_postfix_str(", ".join(step.step for step in status.current), refresh=False)
-                bar.refresh()
+                _show_progress(bar, status, ", ".join(step.step for step in status.current))
                 time.sleep(args.interval)
                 status = conn.call("GetScenario", oltsim_pb2.Empty(), service="oltsim")
                 if status.started_at != started_at or status.name != name:
                     # Ours ended between two looks and another one started: its end is not known here.
                     raise CtlError(f"scenario {name} ended and another one ({status.name}) started; see the "
                                    f"events for how {name} ended", EXIT_REFUSED)
-            bar.total, bar.n = status.steps_total, status.steps_ended
-            bar.set_postfix_str("", refresh=False)
-            bar.refresh()
+            _show_progress(bar, status, "")
     except KeyboardInterrupt:
         err.write(f"oltsimctl: scenario {name} is still running; `oltsimctl scenario status` shows it, "
                   "`oltsimctl scenario stop` stops it\n")

@@ -201,11 +201,17 @@ def _terminal_size(stream) -> tuple[int, int]:
     return size.columns if size.columns > 0 else 80, size.lines if size.lines > 0 else 24
 
 
-def _progress(args, err, state: str):
+def progress_bar(args, err, **options) -> tqdm:
+    """A tqdm bar on `err` (`options` are tqdm's: total, desc, unit, bar_format, ...) for `wait` and `scenario run`:
+    off with `-q` and when `err` is not a terminal; sized to the terminal, 80x24 where it reports 0x0."""
     quiet = args.quiet or not (hasattr(err, "isatty") and err.isatty())
     columns, lines = _terminal_size(err) if not quiet else (None, None)
-    return tqdm(total=0, desc=f"ONUs in {state}", file=err, disable=quiet, unit="onu", leave=True,
-                ncols=columns, nrows=lines, bar_format="{desc}: {n}/{total} |{bar}| {elapsed}")
+    return tqdm(file=err, disable=quiet, leave=True, ncols=columns, nrows=lines, **options)
+
+
+def _progress(args, err, state: str):
+    return progress_bar(args, err, total=0, desc=f"ONUs in {state}", unit="onu",
+                        bar_format="{desc}: {n}/{total} |{bar}| {elapsed}")
 
 
 def wait(conn, args, out, err) -> int:

@@ -329,3 +329,57 @@ def test_ctl_stop(scenario_file):
     code, out, _ = ctl(sim, "stop")
     assert code == 0
     assert out.splitlines()[1].split()[:2] == ["cut", "stopped"]
+
+
+def test_ctl_run_bar_moves_with_time_on_a_0x0_terminal(monkeypatch, tmp_path):
+    """Issue 31 item 5: `scenario run` of pon-los-30s (one 30 s step) on a terminal that reports its size as 0x0
+    (a fresh pseudo-terminal) draws its bar, and the bar fills as the step's time passes (0/1 steps all along),
+    full once the step has ended; scenario_progress counts the running step's elapsed part of its duration."""
+    import os
+    import pty
+    import re
+    import select
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "scenarios" / "pon-los-30s.yaml").read_text()
+    sim = scenario_sim()
+    monkeypatch.setattr("time.sleep", sim.clock.advance)
+    path = tmp_path / "pon-los-30s.yaml"
+    path.write_text(text)
+    controller, terminal = pty.openpty()
+    try:
+        assert os.get_terminal_size(terminal) == (0, 0)
+        err = os.fdopen(terminal, "w", encoding="utf-8", closefd=False)
+        monkeypatch.setattr("sys.stderr", err)  # tqdm sizes itself from the screen for sys.stderr only
+        args = build_parser().parse_args(["scenario", "run", str(path), "--interval", "5"])
+        code = commands.scenario_run(FakeConnection(sim), args, io.StringIO(), err)
+        err.flush()
+        drawn = b""
+        while select.select([controller], [], [], 0.2)[0]:
+            drawn += os.read(controller, 65536)
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert code == 0
+    frames = re.findall(r"scenario pon-los-30s: (\d)/1 steps \|([^|]*)\|", drawn.decode())
+    assert frames, drawn
+
+    def fill(bar):
+        return len(bar.rstrip(" ")) / len(bar)
+    running = [fill(bar) for ended, bar in frames if ended == "0"]
+    # The fake clock starts the step at the first look after 1 s (5 s): then a sixth of 30 s at each look.
+    assert running == sorted(running) and len({f for f in running if 0 < f < 1}) >= 4, frames
+    assert frames[-1][0] == "1" and fill(frames[-1][1]) == 1
+
+
+def test_scenario_progress_counts_time_within_running_steps():
+    """Steps ended, plus each running step's part of its known duration (a step without a known end adds
+    nothing), on the daemon's clock, at most steps_total."""
+    status = oltsim_pb2.ScenarioStatus(steps_total=3, steps_ended=1, started_at=100.0, elapsed=25.0, current=[
+        oltsim_pb2.ScenarioStep(step="a", started_at=115.0, ends_at=135.0),
+        oltsim_pb2.ScenarioStep(step="b", started_at=110.0, ends_at=0.0)])
+    assert commands.scenario_progress(status) == 1.5
+    status.elapsed = 90.0
+    assert commands.scenario_progress(status) == 2.0
+    status.steps_ended = 3
+    assert commands.scenario_progress(status) == 3.0
