@@ -486,3 +486,240 @@ def test_the_running_scenario_and_its_step_are_shown_until_it_ends(tmp_path, chr
         assert code == 200 and alarms.get("active", []) == []
     finally:
         yield stop_oltsim(sim)
+
+
+#: Installed before the page's own script: at every change of the header's alarm count (a MutationObserver runs
+#: right after the frame that drew it), what the page shows in its panels then.
+RENDER_PROBE = """
+window.__renders = [];
+document.addEventListener('DOMContentLoaded', () => {
+  const total = document.getElementById('alarm-total');
+  const count = (selector) => document.querySelectorAll(selector).length;
+  new MutationObserver(() => {
+    const received = window.oltsimUi ? window.oltsimUi.received() : {};
+    const listed = Object.entries(received).filter(([type]) => !['packet-indication', 'port-stats'].includes(type))
+      .reduce((sum, [, n]) => sum + n, 0);
+    window.__renders.push({total: Number(total.textContent), active: count('#alarm-active li'),
+                           history: count('#alarm-log li'), events: count('#event-log li'), listed});
+  }).observe(total, {childList: true, characterData: true, subtree: true});
+});
+"""
+
+
+def inconsistent(renders: list[dict]) -> list[dict]:
+    """The renders whose panels disagree with the header: fewer active alarms listed than counted, no history
+    while alarms are active, or fewer events listed than the page received (of the types listed, at most 200)."""
+    return [r for r in renders if r["active"] != r["total"] or (r["total"] and not r["history"])
+            or r["events"] != min(200, r["listed"])]
+
+
+@pytest_twisted.inlineCallbacks
+def test_panels_are_filled_whenever_the_header_counts_are(tmp_path, chrome):
+    """Loaded six times in a row with 5 alarms active, then while alarms are raised and cleared one after the other
+    through REST, every time the header shows a number of active alarms the Alarms panel lists as many, with their
+    history, and the Events panel lists every event received (the lists used to wait up to 250 ms after the header:
+    empty panels under `alarms active 5` in a shot taken then, about every other load)."""
+    sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "4", "--delay", "0")
+    page = Page(chrome)
+    serials = serials_of((yield sim.get("/v1/olt/onus")))
+    try:
+        for serial in serials[:5]:
+            code, _ = yield sim.request("POST", f"/v1/olt/onus/{serial}/alarms/ONU_ALARM_LOS/on")
+            assert code == 200
+        chrome.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": RENDER_PROBE})
+
+        def load():
+            page.open(sim.rest + "/ui")
+            page.until(lambda p: p.status() == "live" and p.text("alarm-total") == "5"
+                       and p.js("return window.oltsimUi.drawn()"), "5 alarms active")
+            return page.js("return window.__renders")
+        for _ in range(6):
+            renders = yield deferToThread(load)
+            assert renders and renders[-1]["total"] == 5
+            assert inconsistent(renders) == [], renders
+
+        for status, total in (("on", "8"), ("off", "5")):   # one after the other, well within 250 ms
+            for serial in serials[5:]:
+                code, _ = yield sim.request("POST", f"/v1/olt/onus/{serial}/alarms/ONU_ALARM_LOB/{status}")
+                assert code == 200
+            yield deferToThread(page.until, lambda p, t=total: p.text("alarm-total") == t, f"{total} alarms")
+
+        def settled():
+            page.until(lambda p: p.text("alarm-total") == "5" and "ONU_ALARM_LOB off" in p.text("alarm-log")
+                       and p.js("return window.oltsimUi.drawn()"), "the LOB alarms raised and cleared")
+            return page.js("return window.__renders")
+        renders = yield deferToThread(settled)
+        assert max(r["total"] for r in renders) == 8
+        assert inconsistent(renders) == [], renders
+    finally:
+        yield stop_oltsim(sim)
+
+
+def progress_of(page: Page, serials) -> dict[str, list]:
+    """serial -> the subscribers' squares drawn on its cell, each (drawn progress, the progress the page holds)."""
+    drawn = page.js("return arguments[0].map((s) => window.oltsimUi.cellProgress(s))", serials)
+    return {serial: [(pip["progress"], pip["expected"]) for pip in pips or []]
+            for serial, pips in zip(serials, drawn)}
+
+
+def legend_progress(page: Page) -> dict[str, int]:
+    """progress -> how many services the legend counts with it."""
+    return page.js("return Object.fromEntries(Array.from(document.querySelectorAll('#legend li[data-progress]'), "
+                   "(li) => [li.dataset.progress, Number(li.dataset.count)]))")
+
+
+@pytest_twisted.inlineCallbacks
+def test_each_subscribers_eapol_and_dhcp_progress_is_marked_on_its_onu(tmp_path, chrome):
+    """With TT's services (voip and vod need DHCP on each UNI), an ONU not yet serving carries no square; once the
+    adapter enabled the ONUs each carries one square per such service, `waiting`; as the services' DHCP moves
+    (driven in the model: done on one ONU, under way and failed on another) the squares drawn on the canvas follow,
+    the legend counts the services per progress, the cell's tooltip and the ONU panel give each service's state,
+    and a reload (the states read from GET /v1/olt/onus) draws the same."""
+    from oltsim.model.onu import DHCP_MACHINE
+    from oltsim.packets.common import advance
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "3", "--uni", "1", "--services", "tt", "--delay", "0")
+    adapter = ScriptedAdapter(sim.openolt)
+    page = Page(chrome)
+    serials = ["BBSM00000001", "BBSM00000002", "BBSM00000003"]
+    try:
+        def opened():
+            page.open(sim.rest + "/ui")
+            page.until(lambda p: p.status() == "live" and p.legend().get(CREATED) == 3, "3 ONUs created")
+            return progress_of(page, serials)
+        assert (yield deferToThread(opened)) == {serial: [] for serial in serials}
+
+        yield deferToThread(adapter.bring_up, 3)
+        waiting = [("waiting", "waiting")] * 2
+        yield deferToThread(page.until, lambda p: progress_of(p, serials) == {s: waiting for s in serials},
+                            "two waiting squares on each ONU")
+
+        def dhcp(serial: str, service: str, *steps: str):
+            target = next(s for s in sim.olt.onu_by_serial(serial).unis[0].services if s.name == service)
+            for step in steps:
+                advance(target, "dhcp_state", DHCP_MACHINE, step, "DhcpState")
+        dhcp(serials[0], "voip", "start_dhcp", "dhcp_discovery_sent", "dhcp_request_sent", "dhcp_ack_received")
+        dhcp(serials[1], "voip", "start_dhcp")
+        dhcp(serials[1], "vod", "start_dhcp", "dhcp_failed")
+        expected = {serials[0]: [("done", "done"), ("waiting", "waiting")],
+                    serials[1]: [("progress", "progress"), ("failed", "failed")],
+                    serials[2]: waiting}
+
+        def followed():
+            page.until(lambda p: progress_of(p, serials) == expected, "the squares following DHCP")
+            tooltip = page.js("return window.oltsimUi.cellTooltip(arguments[0])", serials[1])
+            page.click_cell(serials[1])
+            page.until(lambda p: "UNI 0 vod" in p.text("onu-fields"), "the services in the ONU panel")
+            return legend_progress(page), tooltip, page.text("onu-fields")
+        legend, tooltip, fields = yield deferToThread(followed)
+        assert legend == {"done": 1, "progress": 1, "failed": 1, "waiting": 3}
+        assert tooltip.splitlines()[1:] == ["in progress · UNI 0 voip: DHCP dhcp_started",
+                                            "failed · UNI 0 vod: DHCP dhcp_failed"], tooltip
+        assert "UNI 0 voip DHCP dhcp_started" in fields and "UNI 0 vod DHCP dhcp_failed" in fields
+
+        def reloaded():
+            chrome.refresh()
+            page.until(lambda p: p.status() == "live" and p.legend().get(ENABLED) == 3, "the ONUs after a reload")
+            page.until(lambda p: progress_of(p, serials) == expected, "the same squares after a reload")
+        yield deferToThread(reloaded)
+    finally:
+        yield stop_oltsim(sim, adapter)
+
+
+@pytest_twisted.inlineCallbacks
+def test_the_builtin_adapters_bring_up_ends_with_every_subscriber_done(tmp_path, chrome):
+    """Opened before the built-in adapter brings 2x2 ONUs up (ATT: one hsia service per UNI, EAPOL then DHCP), the
+    page ends with each ONU carrying four squares drawn `done`, as REST's EapolState and DhcpState say."""
+    sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "2", "--delay", "0", "--adapter", "builtin")
+    page = Page(chrome)
+    try:
+        def opened():
+            page.open(sim.rest + "/ui")
+            page.until(lambda p: p.status() == "live" and sum(p.counts().values()) == 4, "the 4 ONUs")
+        yield deferToThread(opened)
+        serials = serials_of((yield sim.get("/v1/olt/onus")))
+        done = [("done", "done")] * 4
+        yield deferToThread(page.until, lambda p: progress_of(p, serials) == {s: done for s in serials},
+                            "every subscriber done")
+        assert legend_progress(page) == {"done": 16}
+        onus = yield sim.get("/v1/olt/onus")
+        assert {(s["EapolState"], s["DhcpState"]) for onu in onus["items"] for uni in onu["unis"]
+                for s in uni["services"]} == {("eap_response_success_received", "dhcp_ack_received")}
+    finally:
+        yield stop_oltsim(sim)
+
+
+@pytest_twisted.inlineCallbacks
+def test_a_pons_oper_mark_shows_it_down_while_it_is_dark(tmp_path, chrome):
+    """A PON whose transceiver is pulled (DMI's plug-out) keeps OperState up in the API, as BBSim's, but is dark:
+    its oper mark (read back from the canvas) turns red with its LOS badge and the header counts one PON fewer up;
+    plugged in again it is green. A PON LOS raised through REST does the same until it is cleared."""
+    sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "2", "--delay", "0")
+    adapter = ScriptedAdapter(sim.openolt)
+    page = Page(chrome)
+
+    def marks():
+        return (page.js("return [window.oltsimUi.ponOper(0), window.oltsimUi.ponOper(1)]"),
+                [page.js(f"return window.oltsimUi.ponMarked({pon})") for pon in (0, 1)], page.text("pon-summary"))
+    try:
+        yield deferToThread(adapter.bring_up, 4)
+
+        def opened():
+            page.open(sim.rest + "/ui")
+            page.until(lambda p: p.status() == "live" and p.legend().get(ENABLED) == 4, "4 ONUs enabled")
+            return marks()
+        assert (yield deferToThread(opened)) == (["up", "up"], [False, False], "2 (2 up)")
+
+        sim.olt.plug_out_transceiver(1)
+        olt = yield sim.get("/v1/olt")
+        assert [p["OperState"] for p in olt["PONPorts"]] == ["up", "up"]
+        assert (yield deferToThread(page.until, lambda p: marks() == (["up", "down"], [False, True], "2 (1 up)"),
+                                    "PON 1 down, with its LOS"))
+        sim.olt.plug_in_transceiver(1)
+        assert (yield deferToThread(page.until, lambda p: marks() == (["up", "up"], [False, False], "2 (2 up)"),
+                                    "PON 1 up again"))
+
+        for status, expected in (("on", (["down", "up"], [True, False], "2 (1 up)")),
+                                 ("off", (["up", "up"], [False, False], "2 (2 up)"))):
+            code, _ = yield sim.request("POST", f"/v1/olt/ports/pon/0/alarms/los/{status}")
+            assert code == 200
+            assert (yield deferToThread(page.until, lambda p, e=expected: marks() == e, f"PON 0 LOS {status}"))
+    finally:
+        yield stop_oltsim(sim, adapter)
+
+
+#: Where the page's parts are, in CSS pixels: the window, the document, the grid's box and the two lists.
+GEOMETRY = """
+const box = (id) => { const r = document.getElementById(id).getBoundingClientRect();
+                      return {top: r.top, bottom: r.bottom, left: r.left, right: r.right}; };
+const grid = document.getElementById('grid-box');
+return {height: window.innerHeight, document: document.documentElement.scrollHeight,
+        grid: {...box('grid-box'), scroll: grid.scrollHeight, client: grid.clientHeight},
+        canvas: box('grid'), events: box('events-section'), alarms: box('alarms-section'),
+        cell: window.oltsimUi.layout().cell};
+"""
+
+
+@pytest.mark.parametrize("size, least_cell", [("1x1", 48), ("4x16", 36), ("16x32", 17)])
+@pytest_twisted.inlineCallbacks
+def test_the_page_fills_the_window(tmp_path, chrome, size, least_cell):
+    """At 1x1, 4x16 and 16x32 in a 1280x900 window the page fits the window without scrolling, the grid shows every
+    PON without a scroll bar with cells as large as the width allows, and the event and alarm lists take the
+    height left down to the window's bottom (at 4x16 the lower half of the page was empty)."""
+    pons, onus = size.split("x")
+    sim = start_oltsim(tmp_path, "--pon", pons, "--onu", onus, "--delay", "0")
+    page = Page(chrome)
+    try:
+        def measured():
+            page.open(sim.rest + "/ui")
+            page.until(lambda p: p.status() == "live" and sum(p.counts().values()) == int(pons) * int(onus)
+                       and p.js("return window.oltsimUi.drawn()"), "every ONU drawn")
+            return page.js(GEOMETRY)
+        g = yield deferToThread(measured)
+        assert g["document"] <= g["height"], g
+        assert g["grid"]["scroll"] <= g["grid"]["client"] + 1, g
+        assert g["cell"] >= least_cell, g
+        for panel in ("events", "alarms"):
+            assert g["height"] - 20 <= g[panel]["bottom"] <= g["height"], (panel, g)
+        assert g["events"]["bottom"] - g["events"]["top"] >= 110, g
+    finally:
+        yield stop_oltsim(sim)
