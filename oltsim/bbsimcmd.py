@@ -10,7 +10,8 @@ in the foreground in this process.
 
 Unlike BBSim, only the flags given override ``-config``'s file and a zero stays a value (``-delay 0``). Flags with no
 meaning in oltsim (profiling, caller names in logs) are accepted with one warning line each on stderr. A wrong flag
-or value is one line on stderr and exit status 2, as every oltsim start-up error.
+or value is one line on stderr and exit status 2, as every oltsim start-up error; a misspelt flag names the nearest
+one (``flag provided but not defined: -onuu; did you mean -onu?``).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from typing import TextIO
 from oltsim.config import LISTENER_FIELDS, ConfigError, endpoint_from_address, load_settings
 from oltsim.model.builder import check_buildable
 from oltsim.model.errors import OltsimError
+from oltsim.suggest import did_you_mean
 
 PROGRAM = "bbsim"
 
@@ -207,7 +209,8 @@ def parse(argv: list[str]) -> Parsed:
             raise HelpRequested()
         flag = BY_NAME.get(name)
         if flag is None:
-            raise FlagError(f"flag provided but not defined: -{name}")
+            raise FlagError(f"flag provided but not defined: -{name}"
+                            + did_you_mean(name, [*BY_NAME, "help"], lambda found: f"-{found}"))
         if not has_value:
             if flag.kind == "bool":
                 text = "true"

@@ -9,7 +9,6 @@ This module is pure: it reads files and builds frozen values, nothing else (no r
 """
 from __future__ import annotations
 
-import difflib
 import math
 import os
 import re
@@ -21,6 +20,7 @@ from typing import Any
 import yaml
 
 from oltsim.model.olt import MAX_FLOWS, MAX_FLOWS_PER_ONU
+from oltsim.suggest import nearest
 
 TAG_ALLOCATIONS = ("shared", "unique")
 PON_TECHNOLOGIES = ("GPON", "XGS-PON")
@@ -97,13 +97,6 @@ class ConfigWarning(str):
         warning = super().__new__(cls, f"{where}: {text}")
         warning.event, warning.key, warning.hint, warning.file, warning.text = event, key, hint, file, text
         return warning
-
-
-def nearest(name: str, known: Iterable[str]) -> str:
-    """The known name nearest to a misspelt ``name`` ("" when none is near): ``pon_port`` -> ``pon_ports``."""
-    by_case = {candidate.lower(): candidate for candidate in known}
-    found = difflib.get_close_matches(name.lower(), list(by_case), n=1, cutoff=0.75)
-    return by_case[found[0]] if found else ""
 
 
 def strict_error(warnings: Iterable[str]) -> ConfigError:

@@ -13,6 +13,7 @@ install_asyncio_reactor()
 
 import errno
 import random
+import re
 import signal
 import socket
 import sys
@@ -70,6 +71,7 @@ from oltsim.scenario import schema as scenario_schema
 from oltsim.scenario.runner import ScenarioRunner
 from oltsim.southbound.builtin import BuiltinAdapter
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
+from oltsim.suggest import did_you_mean
 
 log = logger("oltsim.tap")
 config_log = logger("oltsim.config")
@@ -185,6 +187,21 @@ class Options(usage.Options):
         print(f"oltsim {__version__}")
         raise SystemExit(0)
 
+    def parseOptions(self, options=None):
+        """As usage.Options, but a wrong command line is one line on stderr and exit status 2, as every start-up
+        error of oltsim (and `bbsim`'s wrong flags), not twistd's page of usage and status 1: a misspelt option
+        names the nearest one (``oltsim: option --onuu not recognized; did you mean --onu?``)."""
+        try:
+            super().parseOptions(options)
+        except usage.UsageError as exc:
+            argv = sys.argv[1:] if options is None else options
+            sys.stderr.write(f"oltsim: {usage_error_line(self, argv, exc)}\n")
+            raise SystemExit(2) from None
+
+    def parseArgs(self, *args):
+        if args:
+            raise usage.UsageError(f"unexpected argument {args[0]!r}: oltsim takes options only")
+
     def postOptions(self):
         given = {}
         for name, _, _, _, field in PARAMETERS:
@@ -209,6 +226,27 @@ class Options(usage.Options):
             sys.stderr.write(f"oltsim: {prefix}{exc}\n")
             raise SystemExit(2) from None
         self.settings = settings
+
+
+def usage_error_line(options: usage.Options, argv: list[str], error: usage.UsageError) -> str:
+    """The one line for a command line twistd's option parser refused: its message, with the nearest option when
+    one was misspelt (``option --onuu not recognized; did you mean --onu?``; Go's single dash, ``-onu``, gets
+    ``--onu``), else a pointer to the options' list."""
+    text = str(error)
+    match = re.fullmatch(r"option (-{1,2})(\S+) not recognized", text)
+    if match is None:
+        return f"{text} (twistd oltsim --help lists the options)" if "requires argument" not in text else text
+    dashes, name = match.groups()
+    known = [option.rstrip("=") for option in options.longOpt]
+    if dashes == "-":
+        # getopt names the first letter of `-onu`: the word the user typed is what to match
+        word = next((arg for arg in argv if arg.startswith(f"-{name}") and not arg.startswith("--")), f"-{name}")
+        name = word[1:].split("=", 1)[0]
+        if name in known:
+            return f"option {word.split('=', 1)[0]} not recognized; did you mean --{name}?"
+        text = f"option -{name} not recognized"
+    return text + (did_you_mean(name, known, lambda found: f"--{found}")
+                   or " (twistd oltsim --help lists the options)")
 
 
 def read_scenario(path: str) -> str:

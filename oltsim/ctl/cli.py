@@ -28,6 +28,7 @@ from oltsim.ctl.settings import BBSIMCTL, DEFAULT_DMI_SERVER, DEFAULT_SERVER, EN
 from oltsim.ctl.settings import SettingsError
 from oltsim.ctl.settings import parse_duration
 from oltsim.ctl.settings import resolve as resolve_settings
+from oltsim.suggest import did_you_mean
 
 PROG = OLTSIMCTL.prog
 EXIT_INTERRUPTED = 130
@@ -361,12 +362,69 @@ def _completion_bash(settings, args, out) -> int:
     return EXIT_OK
 
 
+def unknown_option(parser: argparse.ArgumentParser, argv: list[str]) -> tuple[str, list[str], list[str]] | None:
+    """The first option in `argv` that the command it is given to does not have, as argparse reads the line: the
+    word (``--sever``, without a ``=value``), the command names before it and the long options that command has
+    (bare: ``server``); None when every option is known (argparse then reports whatever else is wrong). An option
+    known at the top but given between two command names, or an ambiguous abbreviation, is left to argparse."""
+    current, path, values = parser, [], 0
+    for index, word in enumerate(argv):
+        if values:
+            values -= 1
+            continue
+        if word == "--":
+            return None
+        if word.startswith("-") and word != "-" and not parser._negative_number_matcher.match(word):
+            long = word.startswith("--")
+            name = word.split("=", 1)[0] if long else word[:2]
+            actions = current._option_string_actions
+            action = actions.get(name)
+            if action is None and long:
+                matches = [option for option in actions if option.startswith(name) and option.startswith("--")]
+                if len(matches) > 1:
+                    return None
+                action = actions[matches[0]] if matches else None
+            if action is None:
+                if " " in word or name in parser._option_string_actions:
+                    return None
+                known = [option[2:] for option in actions if option.startswith("--")]
+                return name, path, known
+            if action.nargs != 0 and not ("=" in word if long else len(word) > 2):
+                values = 1
+            continue
+        commands = goflags.subcommands(current)
+        if commands:
+            if word not in commands:
+                return None
+            current = commands[word]
+            path.append(word)
+    return None
+
+
+def _unknown_option_line(found: tuple[str, list[str], list[str]], profile: Profile) -> str:
+    """One line for a misspelt option, with the nearest one the command has: oltsimctl's ``unrecognized option
+    --sever; did you mean --server?``, bbsimctl's in go-flags' words, ``unknown flag `sever'; ...``."""
+    word, path, known = found
+    name = word.lstrip("-")
+    hint = did_you_mean(name, known, lambda option: f"--{option}")
+    if not hint:
+        hint = f" ({' '.join([profile.prog, *path, '--help'])} lists the options)"
+    if profile.go_flags_arguments:
+        return f"{profile.prog}: unknown flag `{name}'{hint}"
+    return f"{profile.prog}: unrecognized option {word}{hint}"
+
+
 def parse(argv: list[str], profile: Profile = OLTSIMCTL) -> argparse.Namespace:
     """The parsed command line as `profile` reads it (bbsimctl's: as go-flags does, see `oltsim.ctl.goflags`);
-    argparse's SystemExit on --help or a bad command line."""
+    argparse's SystemExit on --help or a bad command line (a misspelt option: one line naming it and the nearest
+    one, exit 2)."""
     parser = build_parser(profile)
     if profile.go_flags_arguments:
         argv = goflags.go_flags_argv(parser, argv)
+    found = unknown_option(parser, argv)
+    if found is not None:
+        print(_unknown_option_line(found, profile), file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
     args = parser.parse_args(argv)
     args.prog = profile.prog
     return args

@@ -32,6 +32,8 @@ from pathlib import Path
 
 import yaml
 
+from oltsim.suggest import did_you_mean
+
 DEFAULT_SERVER = "localhost:50070"
 DEFAULT_DMI_SERVER = "localhost:50075"
 DEFAULT_TIMEOUT = 10.0
@@ -138,10 +140,11 @@ def _read_config(path: Path) -> dict:
         return {}
     if not isinstance(data, dict):
         raise SettingsError(f"config file {path} must be a mapping")
-    unknown = set(data) - _TOP_KEYS
+    unknown = sorted(map(str, set(data) - _TOP_KEYS))
     if unknown:
-        raise SettingsError(f"config file {path}: unknown keys {', '.join(sorted(map(str, unknown)))} "
-                            f"(known: {', '.join(sorted(_TOP_KEYS))})")
+        hint = did_you_mean(unknown[0], _TOP_KEYS) if len(unknown) == 1 else ""
+        raise SettingsError(f"config file {path}: unknown key{'s' if len(unknown) > 1 else ''} "
+                            f"{', '.join(unknown)}{hint} (known: {', '.join(sorted(_TOP_KEYS))})")
     tls = data.get("tls") or {}
     if not isinstance(tls, dict) or set(tls) - _TLS_KEYS:
         raise SettingsError(f"config file {path}: tls takes {', '.join(sorted(_TLS_KEYS))}")

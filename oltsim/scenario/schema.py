@@ -1,8 +1,9 @@
 """The scenario file (docs/scenarios.md): YAML parsed into frozen dataclasses and validated at load.
 
 Pure: no OLT, no clock, no I/O apart from `load` reading the file. Every refusal is one InvalidArgument line that
-names the step (`step 2 'pull': unknown action 'pon-lost' (known: ...)`), so a user fixes a file from the message
-alone. What only the OLT can tell (does that ONU or PON exist) is checked by the runner when the scenario starts.
+names the step (`step 2 'pull': unknown action 'pon-lost'; did you mean 'pon-los'? (known: ...)`), so a user fixes a
+file from the message alone. What only the OLT can tell (does that ONU or PON exist) is checked by the runner when
+the scenario starts.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import yaml
 from oltsim.model.alarms import ONU_ALARMS
 from oltsim.model.errors import InvalidArgument
 from oltsim.model.onu import ONU_MACHINE
+from oltsim.suggest import did_you_mean
 
 __all__ = ["ACTIONS", "ActionSpec", "Scenario", "Step", "Targets", "load", "parse", "parse_duration"]
 
@@ -237,7 +239,8 @@ def _targets(raw, kind: str) -> Targets:
         if key not in allowed:
             what = {ONU: "ONUs", PON: "PONs", NNI: "the NNI", OLT: "the OLT"}[kind]
             hint = f"takes {', '.join(allowed)}" if allowed else "takes none"
-            raise InvalidArgument(f"unknown target key {key!r}: this action acts on {what} and {hint}")
+            raise InvalidArgument(f"unknown target key {key!r}: this action acts on {what} and {hint}"
+                                  f"{did_you_mean(str(key), allowed, repr)}")
     onus = _one_or_many(raw, "onu", "a serial", "a list of serials", _text)
     pons = _one_or_many(raw, "pon", "a PON id", "a list of PON ids",
                         lambda item, where: _int(item, where, 0, 0xFFFF))
@@ -270,13 +273,15 @@ def _step(index: int, raw, names: dict[str, int]) -> Step:
             raise InvalidArgument(f"no action (known: {', '.join(ACTIONS)})")
         action = raw["action"]
         if action not in ACTIONS:
-            raise InvalidArgument(f"unknown action {action!r} (known: {', '.join(ACTIONS)})")
+            raise InvalidArgument(f"unknown action {action!r}{did_you_mean(str(action), ACTIONS, repr)} "
+                                  f"(known: {', '.join(ACTIONS)})")
         spec = ACTIONS[action]
         # omci-delay's own `delay` is the OMCI answer delay: its wait after `after:` is written `wait:`.
         delay_is_param = "delay" in spec.params
         for key in raw:
             if key not in STEP_KEYS and key not in spec.params:
-                raise InvalidArgument(f"unknown key {key!r} (a step takes {', '.join(STEP_KEYS)}"
+                raise InvalidArgument(f"unknown key {key!r}{did_you_mean(str(key), [*STEP_KEYS, *spec.params], repr)}"
+                                      f" (a step takes {', '.join(STEP_KEYS)}"
                                       + (f"; {action} takes {', '.join(spec.params)}" if spec.params else "")
                                       + ")")
         params = {}
@@ -364,7 +369,8 @@ def parse(text: str, source: str = "<text>") -> Scenario:
         raise InvalidArgument(f"{source}: a scenario is a mapping with a list of steps (got {type(raw).__name__})")
     for key in raw:
         if key not in TOP_KEYS:
-            raise InvalidArgument(f"{source}: unknown key {key!r} (a scenario takes {', '.join(TOP_KEYS)})")
+            raise InvalidArgument(f"{source}: unknown key {key!r}{did_you_mean(str(key), TOP_KEYS, repr)} "
+                                  f"(a scenario takes {', '.join(TOP_KEYS)})")
     default_name = Path(source).name if source and not source.startswith("<") else "scenario"
     for suffix in (".yaml", ".yml"):
         if default_name.endswith(suffix):

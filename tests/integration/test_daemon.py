@@ -338,3 +338,12 @@ def test_strict_config_refuses_the_typos_with_one_line_before_listening(tmp_path
     assert_refused(tmp_path, ("--config", str(tmp_path / "typos.yaml"), "--strict-config"),
                    ("bbsm: unknown section; did you mean bbsim?", "and 2 more: bbsim.enable_perf, olt.pon_port",
                     "--strict-config"))
+
+
+def test_a_misspelt_option_is_one_line_naming_the_nearest_and_exit_2(tmp_path):
+    """The README's command with a misspelt option: one line on stderr naming it and the nearest option, nothing on
+    stdout (was: twistd's 120 lines of usage, then the error, exit 1), exit 2 as every refused start."""
+    result = twistd("--nodaemon", "--pidfile=", "oltsim", "--onuu", "4", cwd=tmp_path)
+    assert (result.returncode, result.stdout) == (2, ""), result.stdout + result.stderr
+    assert result.stderr == "oltsim: option --onuu not recognized; did you mean --onu?\n"
+

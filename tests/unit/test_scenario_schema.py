@@ -78,7 +78,7 @@ def test_omci_delay_waits_after_a_step_with_wait():
 
 @pytest.mark.parametrize("text,message", [
     (one_step(name="pull", action="pon-lost"),
-     "step 1 'pull': unknown action 'pon-lost' (known: " + ", ".join(ACTIONS) + ")"),
+     "step 1 'pull': unknown action 'pon-lost'; did you mean 'pon-los'? (known: " + ", ".join(ACTIONS) + ")"),
     (one_step(action="olt-reboot", colour="red"), "step 1 'step-1': unknown key 'colour'"),
     (one_step(action="onu-alarm"), "step 1 'step-1': onu-alarm needs 'alarm'"),
     (one_step(action="omci-rate"), "step 1 'step-1': omci-rate needs 'rate'"),
