@@ -78,24 +78,32 @@ _ENDPOINT_TYPES = frozenset({"tcp", "tcp6", "ssl", "unix", "systemd", "onion", "
 class ConfigWarning(str):
     """A key or section of a configuration file that oltsim ignores: reads as the message a person acts on
     (``config file /x.yaml: olt.pon_port: unknown key; did you mean olt.pon_ports?``), and carries what the log
-    records: ``event`` (``config-key-unknown``, ``config-key-unsupported`` or ``config-section-unknown``), ``key``
-    (``olt.pon_port``), ``hint`` (the nearest known key, or ""), ``file`` and ``text`` (the message without the
-    file)."""
+    records: ``event`` (``config-key-unknown``, ``config-key-unsupported``, ``config-section-unknown``, or
+    ``config-key-ignored`` for a key that is no news to a BBSim user, see :data:`_IGNORED_AS_BBSIM`), ``key``
+    (``olt.pon_port``), ``hint`` (the nearest known key, or ""), ``file``, ``text`` (the message without the file)
+    and ``level``: ``warn``, or ``debug`` for ``config-key-ignored`` (a note, not a warning: Settings keeps it in
+    ``notes``, and --strict-config does not refuse it)."""
 
     event: str
     key: str
     hint: str
     file: str
     text: str
+    level: str
 
     def __new__(cls, where: str, file: str, event: str, key: str, hint: str = "") -> ConfigWarning:
+        level = "warn"
         if event == "config-key-unsupported":
             text = f"{key}: not supported by oltsim, ignored"
+        elif event == "config-key-ignored":
+            # ``hint`` says why the key is no news: BBSim ignores it too, or its value is what oltsim does anyway
+            text, level = f"{key}: ignored, {hint}", "debug"
         else:
             what = "section" if event == "config-section-unknown" else "key"
             text = f"{key}: unknown {what}; did you mean {hint}?" if hint else f"{key}: unknown {what}, ignored"
         warning = super().__new__(cls, f"{where}: {text}")
         warning.event, warning.key, warning.hint, warning.file, warning.text = event, key, hint, file, text
+        warning.level = level
         return warning
 
 
@@ -320,6 +328,8 @@ class Settings:
     services_path: str | None = None
     pon_ranges_path: str | None = None
     warnings: tuple[str, ...] = ()
+    #: what the config files hold that oltsim ignores and that is no news to a BBSim user (logged at debug)
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Frozen: the derived default is written once, here, so every reader sees the same tuple.
@@ -419,6 +429,17 @@ _IGNORED_BBSIM_KEYS = frozenset({
 # olt.technology: BBSim's PON technology when no PON ranges file is given; oltsim's PONs take theirs from the
 # ranges (XGS-PON by default, GPON through --pon-config), so the key is reported rather than silently dropped.
 _IGNORED_OLT_KEYS = frozenset({"device_serial_number", "technology"})
+# Of those, the keys that are no news to a BBSim user, logged at debug rather than warned about (BBSim's own
+# configs/bbsim.yaml would otherwise give five warnings on every start):
+# - keys BBSim's own configs/bbsim.yaml carries and BBSim 1.16.8 reads nothing from: enable_igmp, enable_dhcp,
+#   enable_auth and sadis_format have no field in its internal/common/options.go, and olt.device_serial_number is
+#   read into OltConfig but never used (the OLT's serial is BBSIM_OLT_<id>);
+# - keys BBSim reads, set to the value whose behaviour oltsim has anyway (enable_perf: false keeps flows and
+#   schedulers, as oltsim always does; no caller names, no CPU profile). Set otherwise, they stay warnings.
+_IGNORED_AS_BBSIM = frozenset({"bbsim.enable_igmp", "bbsim.enable_dhcp", "bbsim.enable_auth", "bbsim.sadis_format",
+                               "olt.device_serial_number"})
+_IGNORED_AT_OLTSIM_VALUE = {"bbsim.enable_perf": (False,), "bbsim.log_caller": (False,),
+                            "bbsim.cpu_profile": ("",)}
 
 _SERVICE_FIELD_KINDS: dict[str, str] = {f.name: f.type for f in fields(ServiceSpec)}
 _SERVICE_TAG_FIELDS = ("c_tag", "s_tag", "uni_tag_match")
@@ -450,6 +471,7 @@ def load_settings(given: Mapping[str, object], config_path: str | os.PathLike[st
     values: dict[str, Any] = {}
     origins: dict[str, str] = {}
     warnings: list[str] = []
+    notes: list[str] = []
     services_ref: tuple[str, str] | None = None  # (name or path, directory that relative paths start from)
     services_given: tuple[ServiceSpec, ...] | None = None
     pon_ranges_given: tuple[PonRange, ...] | None = None
@@ -467,7 +489,8 @@ def load_settings(given: Mapping[str, object], config_path: str | os.PathLike[st
             pon_ranges_ref = (ranges_value, base_dir)
         values.update(file_values)
         origins.update(file_origins)
-        warnings.extend(file_warnings)
+        warnings.extend(w for w in file_warnings if getattr(w, "level", "warn") == "warn")
+        notes.extend(w for w in file_warnings if getattr(w, "level", "warn") != "warn")
 
     for key, raw in given.items():
         if raw is None:
@@ -523,6 +546,7 @@ def load_settings(given: Mapping[str, object], config_path: str | os.PathLike[st
         services_path=services_path,
         pon_ranges_path=ranges_file.path if ranges_file else None,
         warnings=tuple(warnings),
+        notes=tuple(notes),
     )
     try:
         _between("pon", settings.pon, 0, MAX_PONS)
@@ -566,7 +590,7 @@ def _read_config_file(path: str) -> tuple[dict[str, Any], dict[str, str], list[s
         for key, raw in body.items():
             label = f"{section}.{key}"
             if key in ignored:
-                warnings.append(ConfigWarning(where, path, "config-key-unsupported", label))
+                warnings.append(_ignored_key(where, path, label, raw))
                 continue
             if key not in keys:
                 warnings.append(ConfigWarning(where, path, "config-key-unknown", label, _nearest_key(section, key)))
@@ -587,6 +611,16 @@ def _read_config_file(path: str) -> tuple[dict[str, Any], dict[str, str], list[s
                 values[setting] = _coerce_setting(setting, raw, f"{label}", where)
             origins[setting] = f"{label} in {path}"
     return values, origins, warnings
+
+
+def _ignored_key(where: str, path: str, label: str, raw: Any) -> ConfigWarning:
+    """The warning for a key oltsim ignores, or the debug note when that is no news to a BBSim user."""
+    if label in _IGNORED_AS_BBSIM:
+        return ConfigWarning(where, path, "config-key-ignored", label, "as BBSim ignores it")
+    harmless = _IGNORED_AT_OLTSIM_VALUE.get(label, ())
+    if harmless and (raw is None or any(raw == value and type(raw) is type(value) for value in harmless)):
+        return ConfigWarning(where, path, "config-key-ignored", label, "oltsim does what this value asks anyway")
+    return ConfigWarning(where, path, "config-key-unsupported", label)
 
 
 def _nearest_key(section: str, key: str) -> str:

@@ -412,7 +412,7 @@ class DaemonService(service.MultiService):
     def __init__(self, endpoints: dict[str, str], warnings: tuple[str, ...] = ()):
         super().__init__()
         self.endpoints = endpoints
-        #: the configuration's warnings (oltsim.config.ConfigWarning), logged once at start
+        #: the configuration's warnings and notes (oltsim.config.ConfigWarning), logged once at start
         self.warnings = warnings
         #: where the one line of a failed start goes (None: the process's real stderr)
         self.stderr = None
@@ -470,9 +470,13 @@ class DaemonService(service.MultiService):
 def log_config_warnings(warnings) -> None:
     """One warning event per key or section of the config files that oltsim ignores, named by its kind
     (``config-key-unknown key=olt.pon_port hint=olt.pon_ports file=...: olt.pon_port: unknown key; did you mean
-    olt.pon_ports?``)."""
+    olt.pon_ports?``); a note (``config-key-ignored``, no news to a BBSim user) is one debug event."""
     for warning in warnings:
         if isinstance(warning, ConfigWarning):
+            if warning.event == "config-key-ignored":
+                config_log.debug("config-key-ignored key={key} file={file}: {text}", key=warning.key,
+                                 file=warning.file, text=warning.text)
+                continue
             hint = " hint={hint}" if warning.hint else ""
             config_log.warn(f"{warning.event} key={{key}}{hint} file={{file}}: {{text}}", key=warning.key,
                             hint=warning.hint, file=warning.file, text=warning.text)
@@ -540,7 +544,7 @@ def makeService(options, reactor=None):
     capture = Capture(olt, settings.capture_size) if settings.capture_size else None
     hub = IndicationHub(olt)
     top = DaemonService({name.replace("_", "-"): getattr(settings, name) for name in LISTENER_FIELDS},
-                        settings.warnings)
+                        settings.warnings + settings.notes)
     # security and metrics (issue 5): one registry per service; the token guards the control surfaces only
     metrics = Metrics(olt, hub)
     token = AccessToken(settings.api_token) if settings.api_token else None

@@ -122,15 +122,35 @@ def test_settings_are_frozen():
 
 
 def test_bbsim_sample_config_loads(tmp_path):
-    """BBSim's shipped bbsim.yaml loads, its reboot_delay applies, and its unsupported keys become warnings."""
+    """BBSim's shipped bbsim.yaml loads, its reboot_delay applies, and it gives no warning (issue 31 item 6: it gave
+    five): the keys BBSim itself ignores (enable_igmp, enable_dhcp, enable_auth, device_serial_number) and
+    enable_perf: false (what oltsim does anyway) are notes, logged at debug, and --strict-config accepts the file."""
     path = write(tmp_path, "bbsim.yaml", BBSIM_SAMPLE)
     settings = load_settings({}, path)
     assert settings.reboot_delay == 10
     assert settings.openolt == "tcp:50060"
     assert settings.config_path == path
-    ignored = [w for w in settings.warnings if "not supported by oltsim" in w]
-    assert len(ignored) == 5  # enable_igmp, enable_dhcp, enable_auth, enable_perf, device_serial_number
-    assert not any("bbr" in w for w in settings.warnings)
+    assert settings.warnings == ()
+    assert [(note.event, note.key, note.level) for note in settings.notes] == [
+        ("config-key-ignored", key, "debug") for key in ("bbsim.enable_igmp", "bbsim.enable_dhcp",
+                                                         "bbsim.enable_auth", "bbsim.enable_perf",
+                                                         "olt.device_serial_number")]
+    assert settings.notes[0].text == "bbsim.enable_igmp: ignored, as BBSim ignores it"
+    assert settings.notes[3].text == "bbsim.enable_perf: ignored, oltsim does what this value asks anyway"
+
+
+@pytest.mark.parametrize("text, warned", [
+    ("bbsim:\n  enable_perf: true\n", ["bbsim.enable_perf"]),
+    ("bbsim:\n  log_caller: true\n  cpu_profile: /tmp/cpu.prof\n", ["bbsim.log_caller", "bbsim.cpu_profile"]),
+    ("bbsim:\n  enable_auth: true\n  sadis_format: dt\nolt:\n  device_serial_number: X\n", []),
+    ("bbsim:\n  enable_perf: false\n  log_caller: false\n  cpu_profile:\n", []),
+])
+def test_a_key_bbsim_reads_and_oltsim_does_not_stays_a_warning(tmp_path, text, warned):
+    """A key BBSim reads for a feature oltsim lacks, set to ask for that feature, is still a warning; the keys BBSim
+    ignores whatever their value, and those set to what oltsim does anyway, are notes."""
+    settings = load_settings({}, write(tmp_path, "c.yaml", text))
+    assert [(w.event, w.key) for w in settings.warnings] == [("config-key-unsupported", key) for key in warned]
+    assert all(note.event == "config-key-ignored" for note in settings.notes)
 
 
 # --- precedence --------------------------------------------------------------------------------------------------

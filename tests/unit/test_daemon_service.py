@@ -1,5 +1,5 @@
 """The daemon's top service: a listener that cannot bind stops the start with one line and undoes what started;
-the configuration's warnings are logged once at start."""
+the configuration's warnings are logged once at start, its notes at debug."""
 from __future__ import annotations
 
 import io
@@ -11,6 +11,7 @@ from twisted.internet.error import CannotListenError
 from twisted.logger import globalLogPublisher
 
 from oltsim.config import ConfigWarning
+from oltsim.logs import CONTROL
 from oltsim.tap import DaemonService, listen_failure
 
 
@@ -93,3 +94,22 @@ def test_config_warnings_are_logged_once_at_start():
     assert ours[0]["log_format"].startswith("config-key-unknown key={key} hint={hint} ")
     assert (ours[0]["key"], ours[0]["hint"], ours[0]["text"]) == (
         "olt.pon_port", "olt.pon_ports", "olt.pon_port: unknown key; did you mean olt.pon_ports?")
+
+
+def test_a_note_is_logged_at_debug_not_as_a_warning():
+    """A config key that is no news to a BBSim user (config-key-ignored) is one debug event, not a warning."""
+    events: list = []
+    before = CONTROL.level
+    CONTROL.set_level("debug")
+    globalLogPublisher.addObserver(events.append)
+    try:
+        top = DaemonService({}, (ConfigWarning("config file c.yaml", "c.yaml", "config-key-ignored",
+                                               "bbsim.enable_auth", "as BBSim ignores it"),))
+        top.startService()
+    finally:
+        globalLogPublisher.removeObserver(events.append)
+        CONTROL.set_level(before)
+    ours = [e for e in events if e.get("log_namespace") == "oltsim.config"]
+    assert [(e["log_level"].name, e["key"], e["text"]) for e in ours] == [
+        ("debug", "bbsim.enable_auth", "bbsim.enable_auth: ignored, as BBSim ignores it")]
+
