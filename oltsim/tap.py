@@ -402,6 +402,26 @@ class OltService(service.Service):
             self.reactor._exitSignal = None
 
 
+class WaitingForAdapter(service.Service):
+    """Says once, when the daemon is up and listening, that the ONUs wait for an adapter on the OpenOLT address
+    (the README's first command starts oltsim with none, and nothing else would say why the ONUs stay
+    ``created``), and how to see them come up without one. Not used with ``--adapter builtin``."""
+
+    name = "waiting-for-adapter"
+
+    def __init__(self, openolt):
+        self.openolt = openolt
+        self.said = False
+
+    def startService(self):
+        super().startService()
+        if not self.said:
+            self.said = True
+            log.info("waiting-for-adapter openolt={address}: the ONUs stay created until an OpenOLT adapter "
+                     "(VOLTHA, bbr) connects to this address; start oltsim with --adapter builtin to see them come "
+                     "up without one", address=self.openolt.address)
+
+
 class DaemonService(service.MultiService):
     """The daemon's top service: starts its children in order, and when a listener cannot bind (a port in use, an
     interface that does not resolve or is not on this host) stops the children already started, writes one line
@@ -677,6 +697,9 @@ def makeService(options, reactor=None):
         reactor, lambda: {server.name: server.own_port for server in grpc_servers}, open_files_limit,
         reserve=3 * settings.max_connections + 256)
     top.connection_watch.setServiceParent(top)
+    if settings.adapter != "builtin":
+        # last: once every listener is up, the first start's one hint that nothing happens until an adapter comes
+        WaitingForAdapter(openolt).setServiceParent(top)
     top.olt = olt
     top.dmi = dmi_device
     top.commands = commands

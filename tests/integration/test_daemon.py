@@ -413,3 +413,23 @@ def test_bbsims_stock_config_starts_without_a_warning(tmp_path, daemon):
     assert [line for line in process.log.splitlines() if "#warn]" in line] == []
     assert "Traceback" not in process.log
 
+
+def test_without_an_adapter_the_log_says_the_onus_wait_for_one(daemon):
+    """The README's first command (no --adapter): once every listener is up, one info line says the ONUs wait for an
+    adapter on the OpenOLT address and how to see them come up without one; it is not repeated."""
+    process = daemon()
+    process.wait_serving()
+    openolt = f"127.0.0.1:{process.ports['openolt']}"
+    deadline = time.monotonic() + START_TIMEOUT
+    while "waiting-for-adapter" not in process.log and time.monotonic() < deadline:
+        time.sleep(0.05)
+    lines = process.log.splitlines()
+    said = [index for index, line in enumerate(lines) if "waiting-for-adapter" in line]
+    assert len(said) == 1, process.log
+    line = lines[said[0]]
+    assert f"#info] waiting-for-adapter openolt={openolt}: the ONUs stay created until an OpenOLT adapter" in line
+    assert "--adapter builtin" in line
+    started = [index for index, text in enumerate(lines) if "-started name=" in text]
+    assert len(started) == len(LISTENERS) and max(started) < said[0], process.log
+    time.sleep(0.5)
+    assert process.log.count("waiting-for-adapter") == 1

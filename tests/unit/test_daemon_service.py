@@ -1,5 +1,6 @@
 """The daemon's top service: a listener that cannot bind stops the start with one line and undoes what started;
-the configuration's warnings are logged once at start, its notes at debug."""
+the configuration's warnings are logged once at start, its notes at debug; without the built-in adapter, a line
+says once that the ONUs wait for one."""
 from __future__ import annotations
 
 import io
@@ -8,11 +9,12 @@ import socket
 import pytest
 from twisted.application import service
 from twisted.internet.error import CannotListenError
+from twisted.internet.task import Clock
 from twisted.logger import globalLogPublisher
 
 from oltsim.config import ConfigWarning
 from oltsim.logs import CONTROL
-from oltsim.tap import DaemonService, listen_failure
+from oltsim.tap import DaemonService, Options, WaitingForAdapter, listen_failure, makeService
 
 
 class Recorder(service.Service):
@@ -113,3 +115,36 @@ def test_a_note_is_logged_at_debug_not_as_a_warning():
     assert [(e["log_level"].name, e["key"], e["text"]) for e in ours] == [
         ("debug", "bbsim.enable_auth", "bbsim.enable_auth: ignored, as BBSim ignores it")]
 
+
+class FakeOpenolt:
+    address = "127.0.0.1:50060"
+
+
+def test_waiting_for_adapter_is_said_once():
+    """The waiting-for-adapter line is one info event naming the OpenOLT address and --adapter builtin, and a
+    second start of the service does not repeat it."""
+    events: list = []
+    globalLogPublisher.addObserver(events.append)
+    try:
+        hint = WaitingForAdapter(FakeOpenolt())
+        hint.startService()
+        hint.stopService()
+        hint.startService()
+    finally:
+        globalLogPublisher.removeObserver(events.append)
+    ours = [e for e in events if e.get("log_format", "").startswith("waiting-for-adapter ")]
+    assert len(ours) == 1
+    assert (ours[0]["log_level"].name, ours[0]["address"]) == ("info", "127.0.0.1:50060")
+    assert "--adapter builtin" in ours[0]["log_format"]
+
+
+@pytest.mark.parametrize("arguments, said", [((), True), (("--adapter", "builtin"), False)])
+def test_the_daemon_waits_for_an_adapter_unless_it_is_its_own(arguments, said):
+    """makeService adds the waiting-for-adapter line last (once everything listens), and not with --adapter
+    builtin, whose ONUs come up without anyone."""
+    options = Options()
+    options.parseOptions(["--openolt", "tcp:0:interface=127.0.0.1", *arguments])
+    top = makeService(options, Clock())
+    children = list(top)
+    assert isinstance(children[-1], WaitingForAdapter) is said
+    assert sum(isinstance(child, WaitingForAdapter) for child in children) == int(said)
