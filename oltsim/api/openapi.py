@@ -93,6 +93,8 @@ class ExtraPath:
     rpc: str = ""
     #: the OpenAPI requestBody object of a path that reads a body
     body: dict | None = None
+    #: query parameters as OpenAPI parameter objects, for a path whose parameters are no protobuf message
+    parameters: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -324,6 +326,8 @@ def build_document(*, title: str, description: str, routes: Iterable[Route], ser
         if path.request is not None:
             operation["parameters"] = parameters_for(path.path, Route(path.method, path.path, "").placeholders,
                                                      path.request)
+        if path.parameters:
+            operation.setdefault("parameters", []).extend(dict(p) for p in path.parameters)
         _add_errors(operation, [e for e in errors if e.status in path.errors or e.status in (401, 405, 413, 500)])
         if deprecated:
             operation["deprecated"] = True

@@ -241,14 +241,15 @@ class Capture:
                     count: int | None = None, duration: float | None = None,
                     limit: int | None = None) -> "CaptureStream":
         """A live stream of pcapng (see CaptureStream): the ring's last `since` seconds first (none without
-        `since`), then every frame as it is recorded; it ends after `count` frames or `duration` seconds if given.
-        ResourceExhausted when MAX_STREAMS are open."""
-        if len(self.streams) >= MAX_STREAMS:
-            raise ResourceExhausted(f"{MAX_STREAMS} captures are open already; end one first")
+        `since`; math.inf: the whole ring), then every frame as it is recorded; it ends after `count` frames or
+        `duration` seconds if given (duration 0: right after the ring's part, a snapshot). ResourceExhausted when
+        MAX_STREAMS are open, InvalidArgument for a count below 1 or a negative duration."""
         if count is not None and count < 1:
             raise InvalidArgument(f"count must be at least 1 (got {count})")
-        if duration is not None and duration <= 0:
-            raise InvalidArgument(f"duration must be more than 0 seconds (got {duration:g})")
+        if duration is not None and not duration >= 0:
+            raise InvalidArgument(f"duration must be 0 seconds or more (got {duration:g})")
+        if len(self.streams) >= MAX_STREAMS and duration != 0:
+            raise ResourceExhausted(f"{MAX_STREAMS} live captures are open already; end one first")
         stream = CaptureStream(self, capture_filter or CaptureFilter(), count,
                                self.stream_limit if limit is None else limit)
         if since is not None:
@@ -256,6 +257,9 @@ class Capture:
                 stream._write(record)
                 if stream.ended:
                     return stream
+        if duration == 0:
+            stream._end("duration")
+            return stream
         self.streams.append(stream)
         if duration is not None:
             stream._timer = self.clock.callLater(duration, stream._end, "duration")

@@ -23,6 +23,7 @@ import sys
 
 from oltsim.ctl import commands as c
 from oltsim.ctl import USER_GRPC_VERBOSITY, goflags, watch
+from oltsim.ctl import capture as capture_command
 from oltsim.ctl.connection import EXIT_CONNECT, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Connection, CtlError
 from oltsim.ctl.settings import BBSIMCTL, DEFAULT_DMI_SERVER, DEFAULT_SERVER, ENV_TOKEN, OLTSIMCTL, Profile
 from oltsim.ctl.settings import SettingsError
@@ -342,6 +343,10 @@ def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
                    help="when the stream ends or the server is unreachable, reconnect (every second) instead of "
                         "exiting")
 
+    capture_command.add_arguments(root.command(
+        "capture", capture_command.capture, "write the OLT's OMCI, EAPOL, DHCP and IGMP frames as pcapng for "
+        "Wireshark (Ctrl-C ends; docs/capture.md)", call_timeout=False))
+
     p = root.command("wait", watch.wait, "wait until the ONUs are in a state; exit 3 on timeout",
                      call_timeout=False)
     p.add_argument("--state", required=True, metavar="STATE",
@@ -476,8 +481,8 @@ def _run(args, profile: Profile) -> int:
         if args.handler is c.show_config:
             return c.show_config(settings, args, sys.stdout)
         with Connection(settings) as conn:
-            if args.handler in (watch.events, watch.wait, c.scenario_run):
-                if args.handler is watch.events:
+            if args.handler in (watch.events, watch.wait, c.scenario_run, capture_command.capture):
+                if args.handler in (watch.events, capture_command.capture):
                     interrupted = 0
                 return args.handler(conn, args, sys.stdout, sys.stderr)
             if args.handler is c.onu_igmp and profile.igmp_failure_exits_0:

@@ -339,3 +339,28 @@ def test_the_ring_size_is_a_setting_with_its_yaml_key(tmp_path):
     assert load_settings({"capture_size": "500"}, str(path)).capture_size == 500
     with pytest.raises(ConfigError):
         load_settings({"capture_size": -1}, None)
+
+
+def test_duration_zero_is_the_ring_and_an_end(rig):
+    """open_stream(since=inf, duration=0): the whole ring, then ended at once (a download), never counted as live."""
+    r = rig()
+    r.run_until_up()
+    stream = r.capture.open_stream(since=float("inf"), duration=0)
+    assert stream.ended == "duration" and stream not in r.capture.streams
+    assert len(packets(stream.read())) == len(r.capture.records)
+
+
+def test_the_rest_query_and_durations_parse_as_documented():
+    """GET /v1/capture's parameters: repeated or comma-separated onu, flags alone or true/false, 5m / all / 0;
+    anything else is InvalidArgument naming the parameter."""
+    from oltsim.api.v1.capture import parse_query
+    from oltsim.capture.durations import parse_seconds
+    got = parse_query({"onu": ["BBSM000a0001,BBSM000a0002", "BBSM000a0003"], "pon": ["1"], "omci": [""],
+                       "packets": ["false"], "since": ["5m"], "duration": ["0"], "count": ["7"]})
+    assert got["capture_filter"] == CaptureFilter.of(["BBSM000a0001", "BBSM000a0002", "BBSM000a0003"], 1, True)
+    assert (got["since"], got["duration"], got["count"]) == (300.0, 0.0, 7)
+    assert parse_query({"since": ["all"]})["since"] == float("inf")
+    assert parse_seconds("1h30m") == 5400 and parse_seconds("250ms") == 0.25 and parse_seconds("12") == 12
+    for bad in ({"since": ["soon"]}, {"count": ["0"]}, {"pon": ["-1"]}, {"omci": ["maybe"]}, {"onus": ["x"]}):
+        with pytest.raises(InvalidArgument, match=next(iter(bad)) if "onus" not in bad else "unknown"):
+            parse_query(bad)

@@ -59,7 +59,8 @@ def test_v1_document_has_every_route_and_nothing_else(revision):
     found = operations(document)
     assert set(found) - set(expected) == {("GET", "/v1/openapi.json"), ("GET", "/v1/events"),
                                           ("GET", "/v1/olt/alarms"), ("GET", "/v1/scenario"),
-                                          ("POST", "/v1/scenario"), ("DELETE", "/v1/scenario")}
+                                          ("POST", "/v1/scenario"), ("DELETE", "/v1/scenario"),
+                                          ("GET", "/v1/capture")}
     for key, route in expected.items():
         assert key in found, key
         assert found[key]["x-rpc"] == f"bbsim.BBSim/{route.rpc}"
@@ -212,6 +213,8 @@ def test_every_operation_documents_the_error_statuses(secured):
                     assert "404" in statuses, (method, path)
             if path == "/v1/scenario":
                 assert "409" in statuses, (method, path)
+            elif path == "/v1/capture":  # a stream like /v1/events, and 429 when 16 captures are open
+                assert "429" in statuses, (method, path)
             elif "/openapi.json" not in path and "/events" not in path and path != "/v1/olt/alarms":  # a read: 400, 404
                 assert {"409", "503"} <= statuses, (method, path)
             assert ("401" in statuses) is secured

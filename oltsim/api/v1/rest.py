@@ -13,6 +13,7 @@ from oltsim.api import translate, ui
 from oltsim.api.commands import MAX_SCENARIO_BYTES
 from oltsim.api.index import render_index
 from oltsim.api.openapi import ExtraPath, build_document
+from oltsim.api.v1 import capture as capture_rest
 from oltsim.api.rest import (ListWriter, Route, bad_url, build_request, json_bytes, json_response, page, page_of,
                              query_params, register_routes, render_error)
 from oltsim.model.errors import InvalidArgument
@@ -88,6 +89,7 @@ def openapi_document(revision: str = "extended", secured: bool = False, events: 
                                    "since start, newest last, each with `at`. `onu_serial` keeps one ONU's "
                                    "(404 if no such ONU). docs/alarms.md says what clears what.")]
     extra += scenario_paths()
+    extra.append(capture_rest.openapi_path())
     if events:
         extra.append(ExtraPath(
             "GET", EVENTS_PATH, "Server-Sent Events: every event of the simulator", media_type="text/event-stream",
@@ -354,6 +356,11 @@ class V1Rest:
         request.setHeader(b"Content-Type", b"text/event-stream")
         request.setHeader(b"Cache-Control", b"no-cache")
         return EventStream(request, self.bus).start(types, onu_serial)
+
+    @app.route(capture_rest.CAPTURE_PATH, methods=["GET"], branch=False)
+    def capture(self, request):
+        """The capture ring as pcapng, live (oltsim.api.v1.capture, docs/capture.md)."""
+        return capture_rest.serve(request, getattr(self.commands, "capture", None))
 
     @app.route("/", methods=["GET"], branch=False)
     def index(self, request):

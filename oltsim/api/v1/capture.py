@@ -1,0 +1,185 @@
+"""REST `GET /v1/capture`: the capture ring (oltsim.capture) as pcapng, streamed while the connection stays open.
+
+Query parameters (all optional): ``onu`` (an ONU serial; repeat it, or separate serials by commas), ``pon`` (a PON
+id), ``omci`` / ``packets`` (flags: only OMCI, only UNI and NNI frames; ``omci``, ``omci=1`` or ``omci=true``),
+``since`` (start from the ring's last 30s / 5m / 1h..., or ``all`` for the whole ring), ``duration`` (end after it;
+``0`` ends right after the ring's part: a download of the ring) and ``count`` (end after that many frames). Without
+``duration`` or ``count`` the capture goes on until the client leaves or the daemon stops (a last annotation says
+so). The access token, when configured, guards it as every other /v1 path (oltsim.serving.security).
+"""
+from __future__ import annotations
+
+import math
+import time
+
+from twisted.internet.defer import Deferred
+
+from oltsim.api.openapi import ExtraPath
+from oltsim.api.rest import query_params
+from oltsim.capture import CaptureFilter
+from oltsim.capture.durations import parse_seconds
+from oltsim.model.errors import InvalidArgument, NotFound
+
+CAPTURE_PATH = "/v1/capture"
+#: What Wireshark's tools and browsers expect of a pcapng file (tcpdump.org's and IANA's registration in progress
+#: use application/vnd.tcpdump.pcap for pcap; pcapng is served as application/x-pcapng by Wireshark's own site).
+MEDIA_TYPE = "application/x-pcapng"
+PARAMETERS = ("onu", "pon", "omci", "packets", "since", "duration", "count")
+_TRUE = {"", "1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def _flag(query: dict, name: str) -> bool:
+    values = query.get(name)
+    if not values:
+        return False
+    value = values[-1].strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise InvalidArgument(f"{name} is a flag: give it alone, or as {name}=true or {name}=false (got {value!r})")
+
+
+def _int(query: dict, name: str, low: int) -> int | None:
+    values = query.get(name)
+    if not values:
+        return None
+    try:
+        value = int(values[-1].strip())
+    except ValueError:
+        raise InvalidArgument(f"{name} must be an integer (got {values[-1]!r})") from None
+    if value < low:
+        raise InvalidArgument(f"{name} must be at least {low} (got {value})")
+    return value
+
+
+def _seconds(query: dict, name: str) -> float | None:
+    values = query.get(name)
+    if not values:
+        return None
+    if name == "since" and values[-1].strip().lower() == "all":
+        return math.inf
+    try:
+        return parse_seconds(values[-1], name)
+    except ValueError as exc:
+        raise InvalidArgument(str(exc)) from None
+
+
+def parse_query(query: dict) -> dict:
+    """The arguments of `Capture.open_stream` from GET /v1/capture's query: InvalidArgument for an unknown
+    parameter or a malformed value."""
+    unknown = set(query) - set(PARAMETERS)
+    if unknown:
+        raise InvalidArgument(f"unknown parameter(s) {', '.join(sorted(unknown))}; use {', '.join(PARAMETERS)}")
+    onus = [s.strip() for v in query.get("onu", []) for s in v.split(",") if s.strip()]
+    return {"capture_filter": CaptureFilter.of(onus=onus, pon=_int(query, "pon", 0), omci=_flag(query, "omci"),
+                                               packets=_flag(query, "packets")),
+            "since": _seconds(query, "since"), "duration": _seconds(query, "duration"),
+            "count": _int(query, "count", 1)}
+
+
+def file_name(arguments: dict, clock_seconds: float) -> str:
+    """The name a browser saves the capture as: oltsim[-<serial>|-pon<n>]-<UTC time>.pcapng."""
+    capture_filter = arguments["capture_filter"]
+    scope = ""
+    if len(capture_filter.onus) == 1:
+        scope = "-" + next(iter(capture_filter.onus))
+    elif capture_filter.pon is not None:
+        scope = f"-pon{capture_filter.pon}"
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock_seconds))
+    return f"oltsim{scope}-{stamp}.pcapng"
+
+
+def serve(request, capture):
+    """Answer GET /v1/capture from `capture` (None when capture is off: 404)."""
+    arguments = parse_query(query_params(request))
+    if capture is None:
+        raise NotFound("capture is off: oltsim was started with --capture-size 0 (or bbsim.capture_size: 0)")
+    capture.check(arguments["capture_filter"])
+    stream = capture.open_stream(**arguments)
+    request.setHeader(b"Content-Type", MEDIA_TYPE.encode())
+    request.setHeader(b"Cache-Control", b"no-cache")
+    request.setHeader(b"Content-Disposition",
+                      f'attachment; filename="{file_name(arguments, capture.clock.seconds())}"'.encode())
+    return CaptureResponse(request, stream).start()
+
+
+class CaptureResponse:
+    """Writes a CaptureStream to an HTTP response as a push producer: while the client does not keep up (the
+    transport paused us) nothing is written and the stream holds, then drops, what comes (its own bound). The
+    response ends when the stream does; the stream is closed when the client leaves."""
+
+    def __init__(self, request, stream):
+        self.request = request
+        self.stream = stream
+        self.paused = False
+        self.done = Deferred()
+
+    def start(self) -> Deferred:
+        """Write what the stream holds now and follow it; the Deferred fires (ending the response) at its end."""
+        self.request.registerProducer(self, True)
+        self.request.notifyFinish().addBoth(lambda _: self.stop())
+        self.stream.wakeup = self.flush
+        self.flush()
+        return self.done
+
+    def flush(self) -> None:
+        if self.done.called or self.paused:
+            return
+        data = self.stream.read()
+        if data:
+            self.request.write(data)
+        if self.stream.ended is not None and not self.stream.pending:
+            self.stop()
+
+    def stop(self) -> None:
+        self.stream.wakeup = None
+        self.stream.close()
+        if not self.done.called:
+            self.request.unregisterProducer()
+            self.done.callback(b"")
+
+    def pauseProducing(self):
+        self.paused = True
+
+    def resumeProducing(self):
+        self.paused = False
+        self.flush()
+
+    def stopProducing(self):
+        self.stop()
+
+
+def _parameter(name: str, description: str, schema: dict) -> dict:
+    return {"name": name, "in": "query", "required": False, "description": description, "schema": schema}
+
+
+def openapi_path() -> ExtraPath:
+    """GET /v1/capture in the OpenAPI document."""
+    duration = {"type": "string", "example": "5m"}
+    return ExtraPath(
+        "GET", CAPTURE_PATH, "The frames the OLT exchanges, as pcapng for Wireshark", media_type=MEDIA_TYPE,
+        schema={"type": "string", "format": "binary",
+                "description": "pcapng (one section): an interface per capture point (`<serial> omci`, "
+                               "`<serial> uni-<n>`, `nni-<n>`, `events`), a comment on every packet; streamed "
+                               "while the connection stays open"},
+        errors=(400, 404, 429),
+        parameters=(
+            _parameter("onu", "keep this ONU's frames (a serial; repeat, or separate by commas)",
+                       {"type": "array", "items": {"type": "string"}}),
+            _parameter("pon", "keep the frames of this PON's ONUs", {"type": "integer", "minimum": 0}),
+            _parameter("omci", "only OMCI frames (a flag)", {"type": "boolean"}),
+            _parameter("packets", "only UNI and NNI frames: EAPOL, DHCP, IGMP (a flag)", {"type": "boolean"}),
+            _parameter("since", "start with the ring's frames of this last while (30s, 5m, 1h; `all`: the "
+                                "whole ring)", duration),
+            _parameter("duration", "end after this long (0: right after the ring's part)", duration),
+            _parameter("count", "end after this many frames", {"type": "integer", "minimum": 1})),
+        description="Every OMCI message between the adapter and the ONUs (Ethernet frames of ethertype 0x88b5, "
+                    "ONU 02:00:<olt>:<pon>:<onu id>, OLT 02:ff:<olt>:<pon>:00:00), the EAPOL, DHCP and IGMP "
+                    "frames at each UNI and at the NNI, and scenario steps, alarms and state changes as "
+                    "annotations (docs/capture.md). Filters combine; annotations about a kept ONU or PON, or "
+                    "the whole OLT, come along. Without duration or count the response goes on until the client "
+                    "leaves. A client that does not read loses frames (an annotation says how many), never the "
+                    "simulator. 404: an unknown ONU or PON, or capture is off (--capture-size 0); 429: 16 live "
+                    "captures are open.")

@@ -1,0 +1,210 @@
+"""`oltsimctl capture`: the OLT's frames as pcapng, into a file or a pipe (`-w -`, e.g. `| wireshark -k -i -`).
+
+It reads REST `GET /v1/capture` (oltsim.api.v1.capture, docs/capture.md) at `--rest` (default: the server's host
+at the v1 gRPC port + 1, oltsim's default layout: 50070 -> 50071), over TLS when the settings ask for it (the same
+CA, client certificate and server name), with the access token when one is set. The filters and the ends
+(`--duration`, `--count`) are the server's query parameters; Ctrl-C ends the capture too (exit 0). Only whole
+pcapng blocks are written, so the file reads in Wireshark however the capture ended.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import ssl
+import struct
+from urllib.parse import urlencode, urlsplit
+
+from oltsim.ctl.connection import EXIT_CONNECT, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CtlError
+from oltsim.ctl.settings import SettingsError, parse_duration
+
+CAPTURE_PATH = "/v1/capture"
+CHUNK = 65536
+
+
+def add_arguments(parser) -> None:
+    """The command's own options."""
+    parser.add_argument("-w", "--write", required=True, metavar="FILE",
+                        help="write the pcapng here; - for standard output (| wireshark -k -i -)")
+    parser.add_argument("--onu", dest="onus", action="append", metavar="ONU_SN",
+                        help="only this ONU's frames (repeatable)")
+    parser.add_argument("--pon", type=_pon, metavar="N", help="only the frames of this PON's ONUs")
+    parser.add_argument("--omci", action="store_true", help="only OMCI frames")
+    parser.add_argument("--packets", action="store_true", help="only UNI and NNI frames (EAPOL, DHCP, IGMP)")
+    parser.add_argument("--since", metavar="DURATION",
+                        help="start with the ring's frames of this last while (30s, 5m, 1h; all: the whole ring)")
+    parser.add_argument("--duration", metavar="DURATION", help="end after this long (0: only the ring's part)")
+    parser.add_argument("--count", type=_positive, metavar="N", help="end after N frames")
+    parser.add_argument("--rest", metavar="HOST:PORT",
+                        help="oltsim's v1 REST address (default: the server's host, its port + 1)")
+
+
+def _pon(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise ValueError(text)
+    return value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def _duration(text: str | None, name: str, zero: bool = False) -> str | None:
+    """The duration as seconds for the query (checked here, so a typo is a usage error, not a 400)."""
+    if text is None:
+        return None
+    if name == "since" and text.strip().lower() == "all":
+        return "all"
+    if zero and text.strip() in ("0", "0s"):
+        return "0"
+    try:
+        return f"{parse_duration(text):g}"
+    except SettingsError as exc:
+        raise CtlError(f"--{name}: {exc}", EXIT_USAGE) from None
+
+
+def query(args) -> str:
+    """The query string of GET /v1/capture for the command line."""
+    pairs = [("onu", serial) for serial in args.onus or ()]
+    if args.pon is not None:
+        pairs.append(("pon", str(args.pon)))
+    for flag in ("omci", "packets"):
+        if getattr(args, flag):
+            pairs.append((flag, "true"))
+    for name, value in (("since", _duration(args.since, "since")),
+                        ("duration", _duration(args.duration, "duration", zero=True))):
+        if value is not None:
+            pairs.append((name, value))
+    if args.count is not None:
+        pairs.append(("count", str(args.count)))
+    return urlencode(pairs)
+
+
+def rest_address(settings, given: str | None) -> tuple[str, int]:
+    """(host, port) of the REST endpoint: `given`, else the gRPC server's host with its port + 1."""
+    text = given or settings.server
+    if "//" in text:
+        text = urlsplit(text).netloc
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit():
+        raise CtlError(f"--rest must be HOST:PORT (got {text!r})", EXIT_USAGE)
+    port_number = int(port) if given else int(port) + 1
+    return host.strip("[]"), port_number
+
+
+def _connection(settings, host: str, port: int):
+    if not settings.tls:
+        return http.client.HTTPConnection(host, port, timeout=settings.timeout)
+    context = ssl.create_default_context(cafile=str(settings.ca_cert) if settings.ca_cert else None)
+    if settings.client_cert:
+        context.load_cert_chain(str(settings.client_cert), str(settings.client_key) if settings.client_key else None)
+    return _Https(host, port, settings.server_name or host, timeout=settings.timeout, context=context)
+
+
+class _Https(http.client.HTTPSConnection):
+    """HTTPS to `host` checking the certificate against `server_name` (the settings' name override, as gRPC's)."""
+
+    def __init__(self, host: str, port: int, server_name: str, **kwargs):
+        super().__init__(host, port, **kwargs)
+        self.server_name = server_name
+
+    def connect(self):
+        sock = socket.create_connection((self.host, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.server_name)
+
+
+def capture(conn, args, out, err) -> int:
+    """Run the capture to `args.write` until the server ends it (duration, count), the daemon stops, or Ctrl-C."""
+    settings = conn.settings
+    host, port = rest_address(settings, args.rest)
+    path = CAPTURE_PATH + ("?" + query(args) if query(args) else "")
+    headers = {"Accept": "application/x-pcapng"}
+    if settings.token:
+        headers["Authorization"] = f"Bearer {settings.token}"
+    http_conn = _connection(settings, host, port)
+    try:
+        try:
+            http_conn.request("GET", path, headers=headers)
+            response = http_conn.getresponse()
+        except (OSError, http.client.HTTPException) as exc:
+            raise CtlError(f"cannot reach oltsim's REST API at {host}:{port} ({_reason(exc)}); give --rest "
+                           f"HOST:PORT if it is not at the gRPC port + 1", EXIT_CONNECT) from None
+        if response.status != 200:
+            raise CtlError(_refusal(response), EXIT_REFUSED)
+        if http_conn.sock is not None:
+            http_conn.sock.settimeout(None)  # a live capture may be quiet for long
+        return _copy(response, args.write, out, err)
+    finally:
+        http_conn.close()
+
+
+def _copy(response, target: str, out, err) -> int:
+    sink = out.buffer if target == "-" and hasattr(out, "buffer") else None
+    handle = None
+    if sink is None:
+        if target == "-":
+            sink = out
+        else:
+            try:
+                handle = sink = open(target, "wb")
+            except OSError as exc:
+                raise CtlError(f"cannot write {target}: {exc.strerror or exc}", EXIT_USAGE) from None
+    pending = b""
+    packets = 0
+    try:
+        while True:
+            try:
+                data = response.read1(CHUNK)
+            except KeyboardInterrupt:
+                break
+            except (OSError, http.client.HTTPException):
+                data = b""
+            if not data:
+                break
+            pending += data
+            whole, packets_here = _whole_blocks(pending)
+            if whole:
+                sink.write(pending[:whole])
+                sink.flush()
+                pending = pending[whole:]
+                packets += packets_here
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if handle is not None:
+            handle.close()
+    if target != "-":
+        err.write(f"{packets} packets written to {target}\n")
+    return EXIT_OK
+
+
+def _whole_blocks(data: bytes) -> tuple[int, int]:
+    """(bytes of whole pcapng blocks at the start of `data`, how many of them are packets)."""
+    offset = packets = 0
+    while offset + 8 <= len(data):
+        block_type, length = struct.unpack_from("<II", data, offset)
+        if length < 12 or offset + length > len(data):
+            break
+        offset += length
+        packets += block_type == 6
+    return offset, packets
+
+
+def _refusal(response) -> str:
+    body = response.read(65536)
+    try:
+        message = json.loads(body)["message"]
+    except (ValueError, KeyError, TypeError):
+        message = body.decode("utf-8", "replace").strip() or response.reason
+    return f"HTTP {response.status}: {message}"
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, socket.timeout):
+        return "no answer in time"
+    return getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+
