@@ -57,6 +57,7 @@ setup(
         "oltsim.dmi",
         "oltsim.scenario",
         "oltsim.serving",
+        "oltsim.capture",
         # Twisted discovers plugins in twisted.plugins; named explicitly because
         # twisted/ and twisted/plugins/ deliberately have no __init__.py.
         "twisted.plugins",
