@@ -160,3 +160,29 @@ class ScenarioStatus(_message.Message):
     current: _containers.RepeatedCompositeFieldContainer[ScenarioStep]
     error: str
     def __init__(self, state: _Optional[str] = ..., name: _Optional[str] = ..., source: _Optional[str] = ..., seed: _Optional[str] = ..., started_at: _Optional[float] = ..., elapsed: _Optional[float] = ..., steps_total: _Optional[int] = ..., steps_started: _Optional[int] = ..., steps_ended: _Optional[int] = ..., refusals: _Optional[int] = ..., current: _Optional[_Iterable[_Union[ScenarioStep, _Mapping]]] = ..., error: _Optional[str] = ...) -> None: ...
+
+class CaptureRequest(_message.Message):
+    __slots__ = ("onu_serials", "pon_id", "omci", "packets", "since", "duration", "count")
+    ONU_SERIALS_FIELD_NUMBER: _ClassVar[int]
+    PON_ID_FIELD_NUMBER: _ClassVar[int]
+    OMCI_FIELD_NUMBER: _ClassVar[int]
+    PACKETS_FIELD_NUMBER: _ClassVar[int]
+    SINCE_FIELD_NUMBER: _ClassVar[int]
+    DURATION_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    onu_serials: _containers.RepeatedScalarFieldContainer[str]
+    pon_id: int
+    omci: bool
+    packets: bool
+    since: str
+    duration: str
+    count: int
+    def __init__(self, onu_serials: _Optional[_Iterable[str]] = ..., pon_id: _Optional[int] = ..., omci: _Optional[bool] = ..., packets: _Optional[bool] = ..., since: _Optional[str] = ..., duration: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
+
+class CaptureChunk(_message.Message):
+    __slots__ = ("data", "dropped")
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    data: bytes
+    dropped: int
+    def __init__(self, data: _Optional[bytes] = ..., dropped: _Optional[int] = ...) -> None: ...

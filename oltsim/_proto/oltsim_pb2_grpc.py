@@ -65,6 +65,11 @@ class OltsimStub:
                 request_serializer=oltsim__pb2.Empty.SerializeToString,
                 response_deserializer=oltsim__pb2.ScenarioStatus.FromString,
                 _registered_method=True)
+        self.Capture = channel.unary_stream(
+                '/oltsim.v1.Oltsim/Capture',
+                request_serializer=oltsim__pb2.CaptureRequest.SerializeToString,
+                response_deserializer=oltsim__pb2.CaptureChunk.FromString,
+                _registered_method=True)
 
 
 class OltsimServicer:
@@ -114,6 +119,15 @@ class OltsimServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Capture(self, request, context):
+        """The frames the OLT exchanges as pcapng (docs/capture.md), the same bytes as REST GET /v1/capture:
+        INVALID_ARGUMENT for a malformed duration, NOT_FOUND for an unknown ONU or PON or with capture off,
+        RESOURCE_EXHAUSTED when 16 live captures are open. A reader that falls behind loses frames, never the OLT.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OltsimServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -146,6 +160,11 @@ def add_OltsimServicer_to_server(servicer, server):
                     servicer.StopScenario,
                     request_deserializer=oltsim__pb2.Empty.FromString,
                     response_serializer=oltsim__pb2.ScenarioStatus.SerializeToString,
+            ),
+            'Capture': grpc.unary_stream_rpc_method_handler(
+                    servicer.Capture,
+                    request_deserializer=oltsim__pb2.CaptureRequest.FromString,
+                    response_serializer=oltsim__pb2.CaptureChunk.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -311,6 +330,33 @@ class Oltsim:
             '/oltsim.v1.Oltsim/StopScenario',
             oltsim__pb2.Empty.SerializeToString,
             oltsim__pb2.ScenarioStatus.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Capture(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/oltsim.v1.Oltsim/Capture',
+            oltsim__pb2.CaptureRequest.SerializeToString,
+            oltsim__pb2.CaptureChunk.FromString,
             options,
             channel_credentials,
             insecure,

@@ -118,15 +118,17 @@ def test_legacy_service_has_bbsim_methods():
 
 
 def test_oltsim_service_is_a_separate_package():
-    """Our extra RPCs live in oltsim.v1.Oltsim, with StreamEvents server-streaming."""
+    """Our extra RPCs live in oltsim.v1.Oltsim, with StreamEvents and Capture server-streaming."""
     service = oltsim_pb2.DESCRIPTOR.services_by_name["Oltsim"]
     assert service.full_name == "oltsim.v1.Oltsim"
     methods = service.methods_by_name
-    assert sorted(methods) == ["GetAlarms", "GetScenario", "RunScenario", "StopScenario", "StreamEvents",
-                               "VersionDetails"]
+    assert sorted(methods) == ["Capture", "GetAlarms", "GetScenario", "RunScenario", "StopScenario",
+                               "StreamEvents", "VersionDetails"]
     assert methods["VersionDetails"].output_type.full_name == "oltsim.v1.VersionDetails"
     assert methods["StreamEvents"].server_streaming
     assert not methods["StreamEvents"].client_streaming
+    assert methods["Capture"].server_streaming and not methods["Capture"].client_streaming
+    assert methods["Capture"].output_type.full_name == "oltsim.v1.CaptureChunk"
 
 
 def test_bbsim_dmi_service_keeps_bbsim_names_and_numbers():

@@ -164,7 +164,7 @@ def openapi_path() -> ExtraPath:
                 "description": "pcapng (one section): an interface per capture point (`<serial> omci`, "
                                "`<serial> uni-<n>`, `nni-<n>`, `events`), a comment on every packet; streamed "
                                "while the connection stays open"},
-        errors=(400, 404, 429),
+        errors=(400, 404, 429), rpc="oltsim.v1.Oltsim/Capture",
         parameters=(
             _parameter("onu", "keep this ONU's frames (a serial; repeat, or separate by commas)",
                        {"type": "array", "items": {"type": "string"}}),

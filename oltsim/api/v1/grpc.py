@@ -10,10 +10,16 @@ import twisted
 from oltsim import __version__
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api.grpc_common import abort_for, delegating_servicer
+from oltsim.api.v1 import capture as capture_rest
+from oltsim.model.errors import NotFound, Unavailable
 from oltsim.serving.onloop import AsyncStreamQueue
 
 RPC_NAMES = tuple(m.name for m in bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"].methods)
-__all__ = ["BBSimServicer", "OltsimServicer", "abort_for", "add_to_server", "event_to_pb"]
+__all__ = ["BBSimServicer", "OltsimServicer", "abort_for", "add_to_server", "capture_query", "event_to_pb"]
+#: The most pcapng bytes one CaptureChunk carries: what the capture stream holds for a slow reader (up to 2 MiB)
+#: goes out in pieces, so the engine's bound on a stream's unsent bytes is checked between them and no message
+#: nears a client's 4 MiB receive limit.
+CAPTURE_CHUNK = 64 * 1024
 
 
 BBSimServicer = delegating_servicer(bbsim_pb2_grpc.BBSimServicer, bbsim_pb2.DESCRIPTOR.services_by_name["BBSim"],
@@ -58,6 +64,35 @@ class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
                 yield item
         finally:
             self._bus.unsubscribe(sub)
+
+    async def Capture(self, request, context):
+        """The capture ring and then the frames as they come, as pcapng (oltsim.capture; docs/capture.md): the same
+        bytes as REST GET /v1/capture for the same filters, whose query parser reads the request
+        (`capture_query`). Ends after `count` frames or `duration`, when the client leaves, or, after the last
+        bytes (an annotation saying so), with UNAVAILABLE when oltsim stops.
+
+        A slow reader: the engine waits for it once a quarter MiB is unsent, and the capture stream then holds at
+        most its STREAM_LIMIT (2 MiB) of pcapng; frames beyond are dropped, counted in `dropped` and told in the
+        file by an annotation where they went. The OLT never waits for a reader."""
+        capture = getattr(self._commands, "capture", None)
+        arguments = capture_rest.parse_query(capture_query(request))
+        if capture is None:
+            raise NotFound("capture is off: oltsim was started with --capture-size 0 (or bbsim.capture_size: 0)")
+        capture.check(arguments["capture_filter"])
+        stream = capture.open_stream(**arguments)
+        try:
+            async for data in stream.chunks():
+                if len(data) <= CAPTURE_CHUNK:
+                    yield oltsim_pb2.CaptureChunk(data=data, dropped=stream.dropped)
+                    continue
+                view = memoryview(data)
+                for start in range(0, len(data), CAPTURE_CHUNK):
+                    yield oltsim_pb2.CaptureChunk(data=bytes(view[start:start + CAPTURE_CHUNK]),
+                                                  dropped=stream.dropped)
+        finally:
+            stream.close()
+        if stream.ended == "stopped":
+            raise Unavailable("capture ended: oltsim is stopping")
 
     def _abort(self, context, exc):
         abort_for(context, exc)
@@ -118,8 +153,30 @@ def add_to_server(servicer, server) -> None:
         "StopScenario": grpc.unary_unary_rpc_method_handler(
             servicer.StopScenario, request_deserializer=oltsim_pb2.Empty.FromString,
             response_serializer=oltsim_pb2.ScenarioStatus.SerializeToString),
+        "Capture": grpc.unary_stream_rpc_method_handler(
+            servicer.Capture, request_deserializer=oltsim_pb2.CaptureRequest.FromString,
+            response_serializer=oltsim_pb2.CaptureChunk.SerializeToString),
     }
     server.add_registered_method_handlers(oltsim_pb2.DESCRIPTOR.services_by_name["Oltsim"].full_name, handlers)
+
+
+def capture_query(request: oltsim_pb2.CaptureRequest) -> dict[str, list[str]]:
+    """A Capture request as the query of GET /v1/capture (its parameters' names, each a list of strings), so that
+    one parser (`oltsim.api.v1.capture.parse_query`) reads both: unset fields are absent parameters."""
+    query: dict[str, list[str]] = {}
+    if request.onu_serials:
+        query["onu"] = list(request.onu_serials)
+    if request.HasField("pon_id"):
+        query["pon"] = [str(request.pon_id)]
+    for flag in ("omci", "packets"):
+        if getattr(request, flag):
+            query[flag] = ["true"]
+    for text in ("since", "duration"):
+        if getattr(request, text):
+            query[text] = [getattr(request, text)]
+    if request.count:
+        query["count"] = [str(request.count)]
+    return query
 
 
 def event_to_pb(record: dict) -> oltsim_pb2.Event:
