@@ -62,16 +62,17 @@ def test_a_refused_token_names_where_it_came_from(tmp_path):
 
 
 def onu(serial: str, state: str, dhcp: str) -> bbsim_pb2.ONU:
-    service = bbsim_pb2.Service(NeedsDhcp=True, DhcpState=dhcp)
+    service = bbsim_pb2.Service(Name="hsia", NeedsDhcp=True, DhcpState=dhcp)
     return bbsim_pb2.ONU(SerialNumber=serial, InternalState=state, unis=[bbsim_pb2.UNI(services=[service])])
 
 
 def test_a_service_state_names_the_onu_state_while_the_onu_is_not_up():
-    """Waiting for a service state, an ONU not yet up reads `ONU <state>`, not its services' untouched state."""
+    """Waiting for a service state, an ONU reads as its own state first, then its services' (issue 31 item 4: the
+    ONU's state whether it is up or not, and a service's untouched `created` said to be DHCP's)."""
     dhcp = StateCheck("dhcp_ack_received")
-    assert dhcp.status(onu("a", "discovered", "created")) == (False, "ONU discovered")
-    assert dhcp.status(onu("a", "enabled", "dhcp_discovered")) == (False, "dhcp_discovered")
-    assert dhcp.status(onu("a", "enabled", "dhcp_ack_received")) == (True, "dhcp_ack_received")
+    assert dhcp.status(onu("a", "discovered", "created")) == (False, "discovered, hsia: dhcp created")
+    assert dhcp.status(onu("a", "enabled", "dhcp_discovered")) == (False, "enabled, hsia: dhcp_discovered")
+    assert dhcp.status(onu("a", "enabled", "dhcp_ack_received")) == (True, "enabled, hsia: dhcp_ack_received")
 
 
 class Ready:
@@ -93,4 +94,4 @@ def test_wait_times_out_naming_the_stuck_onu_state():
     conn = Ready([onu("BBSM00000001", "enabled", "dhcp_ack_received"), onu("BBSM00000002", "discovered", "created")])
     assert wait(conn, args, out, err) == EXIT_TIMEOUT
     assert err.getvalue() == ("oltsimctl: timed out after 0s: 1 of 2 ONUs in dhcp_ack_received; not yet: "
-                              "BBSM00000002 (ONU discovered)\n")
+                              "BBSM00000002 discovered, hsia: dhcp created\n")
