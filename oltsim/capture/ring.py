@@ -29,7 +29,7 @@ FRAME_BUDGET = 512
 #: What an annotation counts against that budget (the event object it keeps).
 EVENT_COST = 128
 #: Bytes one record costs besides its frame's octets, measured with tracemalloc on CPython 3.11
-#: (tests/unit/test_capture.py::test_a_record_costs_about_its_documented_overhead): the record tuple (9 slots),
+#: (tests/unit/test_capture_ring.py::test_a_record_costs_about_its_documented_overhead): the record tuple (9 slots),
 #: its timestamp, its deque slot, and the header of the frame's bytes object, which the ring keeps alive.
 RECORD_OVERHEAD = 150
 #: Bytes of pcapng a live stream holds for a reader that is not reading; beyond, frames are dropped (counted) until
