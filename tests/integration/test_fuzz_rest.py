@@ -47,9 +47,11 @@ from schemathesis.specs.openapi.checks import (content_type_conformance, respons
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 POSITIVE, DERANDOMIZE = fuzz_examples(10)
 NEGATIVE = max(1, POSITIVE // 2)
-#: Not fuzzed by schemathesis, whose client waits for the end of a response: the event stream never ends by
-#: itself (the raw-request fuzz below reads its head only).
-SKIP = {("GET", "/v1/events")}
+#: Not fuzzed by schemathesis, whose client waits for the end of a response: the event stream and a live capture
+#: never end by themselves (the raw-request fuzz below reads their head only).
+SKIP = {("GET", "/v1/events"), ("GET", "/v1/capture")}
+#: the content types of those streams, by which the raw fuzz knows it has its answer
+STREAMED = (b"text/event-stream", b"application/x-pcapng")
 
 
 def known_values(serials: list[str]) -> dict[str, list]:
@@ -188,8 +190,9 @@ def send_raw(port: int, method: str, target: bytes, headers: bytes, body: bytes)
             if not chunk:
                 break
             data += chunk
-            if b"text/event-stream" in data.partition(b"\r\n\r\n")[0] and b"oltsim events" in data:
-                break  # GET /v1/events answered; the stream itself goes on until the client leaves
+            head, separator, _ = data.partition(b"\r\n\r\n")
+            if separator and any(kind in head for kind in STREAMED):
+                break  # GET /v1/events or /v1/capture answered; the stream goes on until the client leaves
     head, _, rest = data.partition(b"\r\n\r\n")
     status = int(head.split(b" ", 2)[1])
     return status, head, rest
