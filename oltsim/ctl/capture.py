@@ -1,10 +1,10 @@
 """`oltsimctl capture`: the OLT's frames as pcapng, into a file or a pipe (`-w -`, e.g. `| wireshark -k -i -`).
 
-It reads REST `GET /v1/capture` (oltsim.api.v1.capture, docs/capture.md) at `--rest` (default: the server's host
-at the v1 gRPC port + 1, oltsim's default layout: 50070 -> 50071), over TLS when the settings ask for it (the same
-CA, client certificate and server name), with the access token when one is set. The filters and the ends
-(`--duration`, `--count`) are the server's query parameters; Ctrl-C ends the capture too (exit 0). Only whole
-pcapng blocks are written, so the file reads in Wireshark however the capture ended.
+It reads the v1 gRPC `oltsim.v1.Oltsim/Capture` stream at `--server`, over the same channel, TLS and token as every
+other command (docs/capture.md); with `--rest HOST:PORT` it reads REST `GET /v1/capture` there instead (the same
+bytes; over TLS when the settings ask for it, with the same CA, client certificate and server name). The filters and
+the ends (`--duration`, `--count`) are the server's; Ctrl-C ends the capture too (exit 0). Only whole pcapng blocks
+are written, so the file reads in Wireshark however the capture ended.
 """
 from __future__ import annotations
 
@@ -13,7 +13,12 @@ import json
 import socket
 import ssl
 import struct
+from typing import Iterator
 from urllib.parse import urlencode, urlsplit
+
+import grpc
+
+from oltsim._proto import oltsim_pb2
 
 from oltsim.ctl.connection import EXIT_CONNECT, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, CtlError
 from oltsim.ctl.settings import SettingsError, parse_duration
@@ -36,7 +41,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--duration", metavar="DURATION", help="end after this long (0: only the ring's part)")
     parser.add_argument("--count", type=_positive, metavar="N", help="end after N frames")
     parser.add_argument("--rest", metavar="HOST:PORT",
-                        help="oltsim's v1 REST address (default: the server's host, its port + 1)")
+                        help="read it from oltsim's v1 REST API at this address instead of the gRPC server")
 
 
 def _pon(text: str) -> int:
@@ -69,6 +74,23 @@ def _duration(text: str | None, name: str, zero: bool = False) -> str | None:
 
 def query(args) -> str:
     """The query string of GET /v1/capture for the command line."""
+    return urlencode(_parameters(args))
+
+
+def request(args) -> oltsim_pb2.CaptureRequest:
+    """The Capture request for the command line: the same parameters as the REST query."""
+    message = oltsim_pb2.CaptureRequest(onu_serials=list(args.onus or ()), omci=args.omci, packets=args.packets)
+    for name, value in _parameters(args):
+        if name == "pon":
+            message.pon_id = int(value)
+        elif name in ("since", "duration"):
+            setattr(message, name, value)
+        elif name == "count":
+            message.count = int(value)
+    return message
+
+
+def _parameters(args) -> list[tuple[str, str]]:
     pairs = [("onu", serial) for serial in args.onus or ()]
     if args.pon is not None:
         pairs.append(("pon", str(args.pon)))
@@ -81,19 +103,18 @@ def query(args) -> str:
             pairs.append((name, value))
     if args.count is not None:
         pairs.append(("count", str(args.count)))
-    return urlencode(pairs)
+    return pairs
 
 
-def rest_address(settings, given: str | None) -> tuple[str, int]:
-    """(host, port) of the REST endpoint: `given`, else the gRPC server's host with its port + 1."""
-    text = given or settings.server
+def rest_address(given: str) -> tuple[str, int]:
+    """(host, port) of the REST endpoint given as HOST:PORT (or a URL)."""
+    text = given
     if "//" in text:
         text = urlsplit(text).netloc
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit():
         raise CtlError(f"--rest must be HOST:PORT (got {text!r})", EXIT_USAGE)
-    port_number = int(port) if given else int(port) + 1
-    return host.strip("[]"), port_number
+    return host.strip("[]"), int(port)
 
 
 def _connection(settings, host: str, port: int):
@@ -119,8 +140,42 @@ class _Https(http.client.HTTPSConnection):
 
 def capture(conn, args, out, err) -> int:
     """Run the capture to `args.write` until the server ends it (duration, count), the daemon stops, or Ctrl-C."""
+    if args.rest is not None:
+        return _capture_rest(conn, args, out, err)
+    stream = conn.oltsim.Capture(request(args), metadata=conn.metadata)
+    try:
+        first = next(stream, None)  # the server's refusal (NOT_FOUND, INVALID_ARGUMENT, ...) before any file
+    except grpc.RpcError as exc:
+        raise _grpc_error(exc, conn.settings.server) from None
+    except KeyboardInterrupt:
+        stream.cancel()
+        return EXIT_OK
+
+    def chunks() -> Iterator[bytes]:
+        if first is not None:
+            yield first.data
+        try:
+            for chunk in stream:
+                yield chunk.data
+        except grpc.RpcError as exc:
+            # The daemon stopping ends the stream UNAVAILABLE after its last bytes: the file is whole.
+            if exc.code() not in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED):
+                err.write(f"oltsimctl: capture ended: {exc.code().name}: {exc.details()}\n")
+        finally:
+            stream.cancel()
+    return _copy(chunks(), args.write, out, err)
+
+
+def _grpc_error(exc: grpc.RpcError, server: str) -> CtlError:
+    code = exc.code()
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return CtlError(f"cannot reach oltsim at {server}: {exc.details()}", EXIT_CONNECT)
+    return CtlError(f"{code.name}: {exc.details()}", EXIT_REFUSED)
+
+
+def _capture_rest(conn, args, out, err) -> int:
     settings = conn.settings
-    host, port = rest_address(settings, args.rest)
+    host, port = rest_address(args.rest)
     path = CAPTURE_PATH + ("?" + query(args) if query(args) else "")
     headers = {"Accept": "application/x-pcapng"}
     if settings.token:
@@ -131,18 +186,30 @@ def capture(conn, args, out, err) -> int:
             http_conn.request("GET", path, headers=headers)
             response = http_conn.getresponse()
         except (OSError, http.client.HTTPException) as exc:
-            raise CtlError(f"cannot reach oltsim's REST API at {host}:{port} ({_reason(exc)}); give --rest "
-                           f"HOST:PORT if it is not at the gRPC port + 1", EXIT_CONNECT) from None
+            raise CtlError(f"cannot reach oltsim's REST API at {host}:{port} ({_reason(exc)})",
+                           EXIT_CONNECT) from None
         if response.status != 200:
             raise CtlError(_refusal(response), EXIT_REFUSED)
         if http_conn.sock is not None:
             http_conn.sock.settimeout(None)  # a live capture may be quiet for long
-        return _copy(response, args.write, out, err)
+        return _copy(_body(response), args.write, out, err)
     finally:
         http_conn.close()
 
 
-def _copy(response, target: str, out, err) -> int:
+def _body(response) -> Iterator[bytes]:
+    """The pieces of a streamed REST answer as they come; it ends with the answer or the connection."""
+    while True:
+        try:
+            data = response.read1(CHUNK)
+        except (OSError, http.client.HTTPException):
+            return
+        if not data:
+            return
+        yield data
+
+
+def _copy(pieces: Iterator[bytes], target: str, out, err) -> int:
     sink = out.buffer if target == "-" and hasattr(out, "buffer") else None
     handle = None
     if sink is None:
@@ -156,15 +223,7 @@ def _copy(response, target: str, out, err) -> int:
     pending = b""
     packets = 0
     try:
-        while True:
-            try:
-                data = response.read1(CHUNK)
-            except KeyboardInterrupt:
-                break
-            except (OSError, http.client.HTTPException):
-                data = b""
-            if not data:
-                break
+        for data in pieces:
             pending += data
             whole, packets_here = _whole_blocks(pending)
             if whole:
@@ -175,6 +234,9 @@ def _copy(response, target: str, out, err) -> int:
     except KeyboardInterrupt:
         pass
     finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            close()  # a gRPC stream is cancelled, a REST connection left to its caller
         if handle is not None:
             handle.close()
     if target != "-":

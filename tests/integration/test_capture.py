@@ -197,9 +197,10 @@ def test_the_filters_keep_exactly_what_they_say(olt, tmp_path):
 
 
 def test_a_capture_to_a_pipe_is_read_by_tshark_from_standard_input(olt, tmp_path):
-    """-w - writes pcapng to standard output, as `| wireshark -k -i -` reads it."""
+    """-w - writes pcapng to standard output, as `| wireshark -k -i -` reads it (from the gRPC stream, the
+    default; the other tests read REST with --rest)."""
     result = subprocess.run([*CTL, "--server", f"127.0.0.1:{olt.ports['grpc-v1']}", "capture", "-w", "-",
-                             "--rest", f"127.0.0.1:{olt.ports['rest-v1']}", "--since", "all", "--count", "40"],
+                             "--since", "all", "--count", "40"],
                             cwd=REPO, env=ctl_environment(olt.home), capture_output=True, timeout=CTL_TIMEOUT)
     assert result.returncode == 0, result.stderr
     read = subprocess.run([ensure_tshark(), "-r", "-", "-T", "fields", "-e", "frame.interface_name"],
@@ -212,8 +213,7 @@ def test_a_live_capture_during_the_power_waves_shows_each_picked_onu_go_and_come
     """oltsimctl capture (live, ended by Ctrl-C) while onu-power-waves runs: for each ONU a wave took, in this
     order, its dying gasp, its rediscovery (OnuDiscInd), its MIB upload again and DHCP again; then a clean exit 0."""
     path = tmp_path / "waves.pcapng"
-    live = subprocess.Popen([*CTL, "--server", f"127.0.0.1:{olt.ports['grpc-v1']}", "capture", "-w", str(path),
-                             "--rest", f"127.0.0.1:{olt.ports['rest-v1']}"],
+    live = subprocess.Popen([*CTL, "--server", f"127.0.0.1:{olt.ports['grpc-v1']}", "capture", "-w", str(path)],
                             cwd=REPO, env=ctl_environment(olt.home), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         time.sleep(1.0)
@@ -276,3 +276,17 @@ def test_rest_refuses_without_the_token_and_when_capture_is_off(tmp_path):
         assert status == 400 and "since" in json.loads(body)["message"]
     finally:
         process.close()
+
+
+def test_oltsimctl_capture_says_why_the_server_refused_it(olt, tmp_path):
+    """Over gRPC (the default) a refused capture is one line naming the status and the reason, exit 1, and no
+    file: an unknown ONU is NOT_FOUND."""
+    path = tmp_path / "none.pcapng"
+    result = subprocess.run([*CTL, "--server", f"127.0.0.1:{olt.ports['grpc-v1']}", "capture", "-w", str(path),
+                             "--onu", "BBSM99999999", "--since", "all", "--duration", "0"],
+                            cwd=REPO, env=ctl_environment(olt.home), capture_output=True, text=True,
+                            timeout=CTL_TIMEOUT)
+    assert result.returncode == 1, result
+    assert result.stderr.startswith("oltsimctl: NOT_FOUND: ") and "bbsm99999999" in result.stderr.lower(), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not path.exists()
