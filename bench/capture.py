@@ -399,7 +399,9 @@ def stalled_run(args, stalled: bool) -> dict:
                     if now >= pause:
                         break
                     time.sleep(min(pause, next_sample) - now)
+            during = list(samples)
             back = wait_up(ports["rest-v1"], onus, args.timeout)
+            # after the wait, which polls GET /v1/olt/onus (a 512-ONU JSON answer each time): not in `during`
             samples.append((time.monotonic() - started, rss_bytes(pid)))
         finally:
             connection.close()
@@ -415,7 +417,7 @@ def stalled_run(args, stalled: bool) -> dict:
             received += len(conn.data)
             conn.close()
         rss = [r for _, r in samples]
-        at_30 = [r for t, r in samples if t >= 30.0]
+        at_30 = [r for t, r in during if t >= 30.0]   # flat while the power cycles go on
         return {
             "before": before, "peak": max(rss), "end": rss[-1], "growth": max(rss) - before,
             "after_30": (max(at_30) - at_30[0]) if at_30 else 0, "samples": samples, "heartbeats": heartbeats,
