@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 from oltsim import __version__
@@ -77,11 +77,14 @@ class CaptureFilter:
     pon: int | None = None
     omci: bool = False
     packets: bool = False
+    #: the serials as the user wrote them, for messages and file names (`onus` holds their keys)
+    named: tuple = field(default=(), compare=False)
 
     @classmethod
     def of(cls, onus=(), pon=None, omci=False, packets=False) -> "CaptureFilter":
         """A filter from a surface's arguments: serials in any case, `pon` None or an int."""
-        return cls(frozenset(serial_key(s) for s in onus if s), pon, bool(omci), bool(packets))
+        named = tuple(dict.fromkeys(s for s in onus if s))
+        return cls(frozenset(serial_key(s) for s in named), pon, bool(omci), bool(packets), named)
 
     @property
     def scoped(self) -> bool:
@@ -215,7 +218,7 @@ class Capture:
 
     def check(self, capture_filter: CaptureFilter) -> None:
         """NotFound for a serial or PON the OLT does not have (the surfaces answer 404 / NOT_FOUND)."""
-        for serial in sorted(capture_filter.onus):
+        for serial in capture_filter.named or sorted(capture_filter.onus):
             self.olt.onu_by_serial(serial)
         if capture_filter.pon is not None:
             self.olt.pon(capture_filter.pon)
@@ -471,6 +474,7 @@ class PcapngWriter:
         self.capture = capture
         self.olt_id = capture.olt.id
         self.interfaces: dict = {}
+        self._omci: dict = {}  # OMCI interfaces' (index, Ethernet headers), by their key in `interfaces`
 
     def header(self) -> bytes:
         """The Section Header Block that starts the output."""
@@ -482,6 +486,22 @@ class PcapngWriter:
             return index, b""
         index = self.interfaces[key] = len(self.interfaces)
         return index, pcapng.interface_description(linktype, name, description)
+
+    def _omci_interface(self, serial: str, pon: int, onu_id: int) -> tuple[int, bytes, tuple[bytes, bytes]]:
+        """The interface of an ONU's OMCI channel (declared the first time: its IDB, else b"") and its Ethernet
+        headers (to the ONU, from it): worked out once per ONU, since a capture writes them for every message."""
+        key = (OMCI, serial, pon, onu_id)
+        known = self._omci.get(key)
+        if known is not None:
+            return known[0], b"", known[1]
+        onu, olt = onu_mac(self.olt_id, pon, onu_id), olt_mac(self.olt_id, pon)
+        index, idb = self._interface(key, pcapng.LINKTYPE_ETHERNET, f"{serial or f'pon-{pon}-onu-{onu_id}'} omci",
+                                     f"OMCI channel of ONU {serial} (PON {pon}, ONU id {onu_id}); "
+                                     f"ONU {_mac(onu)}, OLT {_mac(olt)}")
+        ethertype = ETH_OMCI.to_bytes(2, "big")
+        headers = (onu + olt + ethertype, olt + onu + ethertype)
+        self._omci[key] = (index, headers)
+        return index, idb, headers
 
     def note(self, timestamp: float, text: str) -> bytes:
         """An annotation of oltsim's own (dropped frames, the end of a stream) on the events interface."""
@@ -499,13 +519,8 @@ class PcapngWriter:
             data, original = data
         serial, pon, onu_id, up = record[SERIAL], record[PON], record[ONU_ID], record[UP]
         if point == OMCI:
-            index, idb = self._interface((OMCI, serial, pon, onu_id), pcapng.LINKTYPE_ETHERNET,
-                                         f"{serial or f'pon-{pon}-onu-{onu_id}'} omci",
-                                         f"OMCI channel of ONU {serial} (PON {pon}, ONU id {onu_id}); "
-                                         f"ONU {_mac(onu_mac(self.olt_id, pon, onu_id))}, "
-                                         f"OLT {_mac(olt_mac(self.olt_id, pon))}")
-            onu, olt = onu_mac(self.olt_id, pon, onu_id), olt_mac(self.olt_id, pon)
-            header = (onu + olt if not up else olt + onu) + ETH_OMCI.to_bytes(2, "big")
+            index, idb, headers = self._omci_interface(serial, pon, onu_id)
+            header = headers[up]
             packet = header + data
             if original is not None:
                 original += len(header)
@@ -514,10 +529,14 @@ class PcapngWriter:
             flags = pcapng.INBOUND if up else pcapng.OUTBOUND
         elif point == UNI:
             port = record[PORT]
-            uni = f"uni-{port}" if port >= 0 else "uni-unknown"
-            index, idb = self._interface((UNI, serial, port), pcapng.LINKTYPE_ETHERNET, f"{serial} {uni}",
-                                         f"UNI {port} of ONU {serial} (PON {pon}, ONU id {onu_id}): frames as "
-                                         f"the subscriber sends and receives them")
+            index = self.interfaces.get((UNI, serial, port))
+            if index is not None:
+                idb = b""
+            else:
+                uni = f"uni-{port}" if port >= 0 else "uni-unknown"
+                index, idb = self._interface((UNI, serial, port), pcapng.LINKTYPE_ETHERNET, f"{serial} {uni}",
+                                             f"UNI {port} of ONU {serial} (PON {pon}, ONU id {onu_id}): frames as "
+                                             f"the subscriber sends and receives them")
             packet = data
             service = self.capture.service_of(record)
             comment = (f"serial={serial} pon={pon} onu={onu_id} uni={port} gem={record[GEM]}"
