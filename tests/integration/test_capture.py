@@ -287,6 +287,6 @@ def test_oltsimctl_capture_says_why_the_server_refused_it(olt, tmp_path):
                             cwd=REPO, env=ctl_environment(olt.home), capture_output=True, text=True,
                             timeout=CTL_TIMEOUT)
     assert result.returncode == 1, result
-    assert result.stderr.startswith("oltsimctl: NOT_FOUND: ") and "bbsm99999999" in result.stderr.lower(), result.stderr
+    assert result.stderr.startswith("oltsimctl: NOT_FOUND: ") and "BBSM99999999" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not path.exists()

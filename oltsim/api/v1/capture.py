@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+from urllib.parse import parse_qs
 
 from twisted.internet.defer import Deferred
 
@@ -84,16 +85,26 @@ def file_name(arguments: dict, clock_seconds: float) -> str:
     capture_filter = arguments["capture_filter"]
     scope = ""
     if len(capture_filter.onus) == 1:
-        scope = "-" + next(iter(capture_filter.onus))
+        scope = "-" + (capture_filter.named[0] if capture_filter.named else next(iter(capture_filter.onus)))
     elif capture_filter.pon is not None:
         scope = f"-pon{capture_filter.pon}"
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(clock_seconds))
     return f"oltsim{scope}-{stamp}.pcapng"
 
 
+def query_of(request) -> dict[str, list[str]]:
+    """The query's parameters, a bare flag (``?omci``) included: Twisted's ``request.args`` leaves out a parameter
+    without ``=``."""
+    query = query_params(request)
+    raw = request.uri.partition(b"?")[2].decode("utf-8", "replace")
+    for name, values in parse_qs(raw, keep_blank_values=True).items():
+        query.setdefault(name, values)
+    return query
+
+
 def serve(request, capture):
     """Answer GET /v1/capture from `capture` (None when capture is off: 404)."""
-    arguments = parse_query(query_params(request))
+    arguments = parse_query(query_of(request))
     if capture is None:
         raise NotFound("capture is off: oltsim was started with --capture-size 0 (or bbsim.capture_size: 0)")
     capture.check(arguments["capture_filter"])
