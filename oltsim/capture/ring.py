@@ -608,8 +608,10 @@ class CaptureStream:
         """The reader is done: stop following the ring (what is unread stays readable)."""
         self._end("closed")
 
-    async def chunks(self):
-        """Async iterator of pcapng chunks until the stream ends; closes the stream when left early."""
+    async def chunks(self, gather: float = 0.0):
+        """Async iterator of pcapng chunks until the stream ends; closes the stream when left early. With `gather`,
+        what comes is taken that many seconds after the first of it, in one chunk (a live capture at a bring-up's
+        rate is otherwise a chunk per frame)."""
         loop = asyncio.get_running_loop()
         try:
             while True:
@@ -622,6 +624,8 @@ class CaptureStream:
                 waiter = loop.create_future()
                 self.wakeup = lambda: waiter.done() or waiter.set_result(None)
                 await waiter
+                if gather and self.ended is None:
+                    await asyncio.sleep(gather)
         finally:
             self.wakeup = None
             self.close()

@@ -81,7 +81,7 @@ class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
         capture.check(arguments["capture_filter"])
         stream = capture.open_stream(**arguments)
         try:
-            async for data in stream.chunks():
+            async for data in stream.chunks(capture_rest.WRITE_DELAY):
                 if len(data) <= CAPTURE_CHUNK:
                     yield oltsim_pb2.CaptureChunk(data=data, dropped=stream.dropped)
                     continue
