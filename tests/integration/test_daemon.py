@@ -349,57 +349,7 @@ def test_a_misspelt_option_is_one_line_naming_the_nearest_and_exit_2(tmp_path):
 
 
 # BBSim 1.16.8's configs/bbsim.yaml as it ships (its licence header left out), the file most BBSim users start from.
-BBSIM_STOCK_CONFIG = """\
----
-# CLI arguments override values specified here.
-# Commented values show defaults.
-
-# BBSim specific settings
-bbsim:
-  enable_igmp: false
-  enable_dhcp: false
-  enable_auth: false
-  openolt_address: ":50060"
-  api_address: ":50070"
-  rest_api_address: ":50071"
-  controlled_activation: "default"
-  enable_perf: false
-  dhcp_retry: false
-  auth_retry: false
-  # legacy_api_address: ":50072"
-  # legacy_rest_api_address: ":50073"
-  # sadis_rest_address: ":50074"
-  # sadis_format: att|dt|tt
-  # enable_events: false
-  # kafka_address: ":9092"
-  # log_level: "debug"
-  # log_caller: false
-  # delay: 200
-  # kafka_event_topic: ""
-  bp_format: "mef"
-
-# OLT device settings
-olt:
-  model: "asfvolt16"
-  vendor: "BBSim"
-  hardware_version: "emulated"
-  device_serial_number: BBSM00000001
-  pon_ports: 1
-  nni_ports: 1
-  uni_ports: 4
-  onus_per_port: 1
-  id: 0                 # OLT-ID of the device
-  reboot_delay: 10      # reboot delay in seconds
-  # firmware_version: ""
-  # device_id: 0a:0a:0a:0a:0a:<id>
-  port_stats_interval: 20  # in seconds
-  # omci_response_rate: 10
-
-# BBR settings
-bbr:
-  log: bbr.log
-  log_level: debug
-"""
+BBSIM_STOCK_CONFIG = (REPO / "tests" / "golden" / "bbsim" / "bbsim.yaml").read_text()
 
 
 def test_bbsims_stock_config_starts_without_a_warning(tmp_path, daemon):

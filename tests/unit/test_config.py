@@ -1,6 +1,7 @@
 """Settings: defaults < YAML file < given options, BBSim's file formats, and one clear error per bad value."""
 import dataclasses
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -36,38 +37,8 @@ def error_of(given, config_path=None):
     return str(info.value)
 
 
-# BBSim 1.16.8's shipped configs/bbsim.yaml, keys and values as shipped.
-BBSIM_SAMPLE = """\
-bbsim:
-  enable_igmp: false
-  enable_dhcp: false
-  enable_auth: false
-  openolt_address: ":50060"
-  api_address: ":50070"
-  rest_api_address: ":50071"
-  controlled_activation: "default"
-  enable_perf: false
-  dhcp_retry: false
-  auth_retry: false
-  bp_format: "mef"
-
-olt:
-  model: "asfvolt16"
-  vendor: "BBSim"
-  hardware_version: "emulated"
-  device_serial_number: BBSM00000001
-  pon_ports: 1
-  nni_ports: 1
-  uni_ports: 4
-  onus_per_port: 1
-  id: 0
-  reboot_delay: 10
-  port_stats_interval: 20
-
-bbr:
-  log: bbr.log
-  log_level: debug
-"""
+# BBSim 1.16.8's shipped configs/bbsim.yaml, keys, values and comments as shipped (its licence header left out).
+BBSIM_SAMPLE = (Path(__file__).resolve().parents[1] / "golden" / "bbsim" / "bbsim.yaml").read_text()
 
 PON_INTERFACES = """\
 num_pon_ports: 16
