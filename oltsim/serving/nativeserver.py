@@ -5,8 +5,9 @@ spends about 300 µs of server CPU on an empty call here, the drop-in ``pygrpc_n
 of it an asyncio Task, a context and the interceptor chain per call. This server uses the front underneath it
 (``pygrpc_native.NativeGrpcFront``, its stable 0.x API): HTTP/2 and gRPC framing run in Rust outside the GIL, calls
 arrive in batches through one dispatch thread, and one wake-up per batch (:class:`oltsim.serving.waker.LoopWaker`,
-which keeps the GIL) hands them to the reactor thread, where each unary call of a servicer adapted by :func:`oltsim.serving.onloop.on_loop` runs inline: parse, the
-servicer's plain method, serialize, respond. No Task, no context object, no interceptor.
+which keeps the GIL) hands them to the reactor thread, where each unary call of a servicer adapted by
+:func:`oltsim.serving.onloop.on_loop` runs inline: parse, the servicer's plain method, serialize, respond. No Task,
+no context object, no interceptor.
 
 Everything else keeps grpc.aio's behaviour: coroutine unary handlers and async-generator streams (EnableIndication)
 run as Tasks with a small context (``peer``, ``abort``, ``cancelled``); a client's cancel cancels the Task; methods
@@ -447,10 +448,10 @@ class NativeServer(aio.Server):
     def _on_events(self, batch: list) -> None:
         """A batch from the front. Calls of the bulk methods (the OpenOLT port's OmciMsgOut) wait behind the others
         and are then answered BULK_CHUNK at a time (_drain_bulk; at once, after the others, when none waits and the
-        batch holds at most a chunk of them, as one request at a time brings): with every ONU uploading its MIB, a batch holds one
-        OMCI request per ONU, and an adapter's FlowAdd, heartbeat or scheduler call, which it sends one at a time,
-        would otherwise wait for all of them (issue 29: 2.4 - 2.9x BBSim's FlowAdd round trip). Calls on different
-        HTTP/2 streams carry no order between them; each method's own calls keep theirs."""
+        batch holds at most a chunk of them, as one request at a time brings): with every ONU uploading its MIB, a
+        batch holds one OMCI request per ONU, and an adapter's FlowAdd, heartbeat or scheduler call, which it sends
+        one at a time, would otherwise wait for all of them (issue 29: 2.4 - 2.9x BBSim's FlowAdd round trip). Calls
+        on different HTTP/2 streams carry no order between them; each method's own calls keep theirs."""
         bulk_ids = self._bulk_ids
         if bulk_ids:
             urgent = [event for event in batch if event[3] is None or event[2] not in bulk_ids]
