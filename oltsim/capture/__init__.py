@@ -35,15 +35,18 @@ The API for the surfaces (REST, gRPC, /ui): all on the reactor thread
 - `capture.open_stream(filter=None, since=None, count=None, duration=None) -> CaptureStream`: live pcapng: the
   ring's last `since` seconds first, then each frame as it is recorded; it ends by itself after `count` frames
   (annotations not counted) or `duration` seconds. At most MAX_STREAMS (16) are open (ResourceExhausted beyond).
-  - `stream.read() -> bytes`: what was written since the last read (the Section Header Block first);
+  - `stream.read() -> bytes`: what was written since the last read (the Section Header Block first), the ring's
+    part written as it is read, up to READ_CHUNK (256 KiB) of it a read: call it until it gives b"";
+    `stream.pending` is above 0 while something waits;
   - `stream.wakeup = fn`: called with no argument when bytes become readable or the stream ends;
   - `stream.ended`: None while live, else ``count``, ``duration``, ``closed`` or ``stopped`` (the OLT stopping,
     said in a last annotation in the stream);
   - `stream.close()`: the reader is done (always call it, e.g. when the connection is lost);
   - `async for chunk in stream.chunks()`: the same on the reactor's asyncio loop (closes the stream when left);
   - a reader that stops reading costs at most STREAM_LIMIT (2 MiB): frames beyond are dropped and counted
-    (`stream.dropped`) until it has read half, then an annotation in the stream says how many were dropped; the
-    OLT never waits for a reader.
+    (`stream.dropped`) until it has read half, then an annotation in the stream says how many were dropped; while
+    the ring's part is unread, live frames wait behind it as records, QUEUE_LIMIT (8192) at most, then are dropped
+    and told the same way; the OLT never waits for a reader.
 - `capture.close()`: ends every stream (``stopped``) and stops recording (the daemon stopping).
 
 pcapng as Wireshark expects it (`PcapngWriter`, over the pure `oltsim.capture.pcapng`)

@@ -256,10 +256,12 @@ class Capture:
         stream = CaptureStream(self, capture_filter or CaptureFilter(), count,
                                self.stream_limit if limit is None else limit)
         if since is not None:
-            for record in self.select(capture_filter, since):
-                stream._write(record)
-                if stream.ended:
-                    return stream
+            # Written as the reader reads (CaptureStream.read): a reader of the whole ring that never reads holds
+            # references to the ring's records, not a pcapng copy of it.
+            records = self.select(capture_filter, since)
+            stream._backlog.extend(records)
+            if count is not None and sum(1 for r in records if r[POINT] != EVENT) >= count:
+                return stream  # the ring's part is all it asked for: it ends there, never live
         if duration == 0:
             stream._end("duration")
             return stream
@@ -565,11 +567,19 @@ def _mac(address: bytes) -> str:
 
 # ---- live streams ------------------------------------------------------------------------------
 
+#: bytes of waiting records a stream writes at a read (its ring's part, written as the reader takes it)
+READ_CHUNK = 256 * 1024
+#: live records that may wait behind a stream's unread ring part before they are dropped (about 2 MiB of frames)
+QUEUE_LIMIT = 8192
+
+
 class CaptureStream:
     """Live pcapng for one reader (`Capture.open_stream`); lives on the reactor thread.
 
-    `read()` takes the bytes written so far (the Section Header first); `wakeup`, when set, is called with no
-    argument whenever bytes become readable or the stream ends. `ended` is None while the stream is live, else why
+    `read()` takes the bytes written so far (the Section Header first): the ring's part it was opened with is
+    written as it is read, READ_CHUNK at a time, so a reader of the whole ring that does not read holds the ring's
+    records, not a copy of them; live frames that come meanwhile wait behind it, QUEUE_LIMIT of them at most.
+    `wakeup`, when set, is called with no argument whenever bytes become readable or the stream ends. `ended` is None while the stream is live, else why
     it ended: ``count``, ``duration``, ``closed`` (the reader closed it), ``stopped`` (the OLT is stopping, said
     in a last annotation). A reader that does not read costs at most `limit` bytes: beyond, frames are dropped
     and counted (`dropped`) until it has read half, then an annotation in the stream says how many were lost; the
@@ -589,14 +599,21 @@ class CaptureStream:
         self._chunks: list[bytes] = [self._writer.header()]
         self._size = len(self._chunks[0])
         self._timer = None
+        #: records still to write, in order: the ring's part, then live ones that came while it was not read
+        self._backlog: deque = deque()
+        self._queued = 0  # how many of the backlog's last records came live
+        self._last_note: bytes | None = None  # the end's annotation, written after the backlog
 
     @property
     def pending(self) -> int:
-        """Bytes written and not yet read."""
-        return self._size
+        """Bytes written and not yet read (more than 0, too, while records wait to be written)."""
+        return self._size + (1 if self._backlog else 0)
 
     def read(self) -> bytes:
-        """Everything written since the last read (b"" when nothing is)."""
+        """What was written since the last read, and up to READ_CHUNK of the records waiting (b"" when nothing
+        is)."""
+        if self._backlog:
+            self._fill()
         if not self._chunks:
             return b""
         data = b"".join(self._chunks)
@@ -635,6 +652,14 @@ class CaptureStream:
     def _offer(self, record: tuple) -> None:
         if not self.capture.keeps(self.filter, record):
             return
+        if self._backlog:
+            if self._queued >= QUEUE_LIMIT:  # told by an annotation after the ones that waited (see below)
+                self.dropping = True
+                self.dropped += record[POINT] != EVENT
+                return
+            self._backlog.append(record)
+            self._queued += 1
+            return
         if self.dropping:
             if self._size > self.limit // 2:
                 self.dropped += record[POINT] != EVENT
@@ -647,6 +672,20 @@ class CaptureStream:
             self.dropped += record[POINT] != EVENT
             return
         self._write(record)
+
+    def _fill(self) -> None:
+        """Write waiting records until READ_CHUNK bytes are unread, or none waits."""
+        backlog = self._backlog
+        while backlog and self._size < READ_CHUNK:
+            if self.count is not None and self.frames >= self.count:
+                backlog.clear()
+                break
+            self._write(backlog.popleft())
+        self._queued = min(self._queued, len(backlog))
+        if not backlog and self._last_note is not None:
+            note, self._last_note = self._last_note, None
+            self._chunks.append(note)
+            self._size += len(note)
 
     def _write(self, record: tuple) -> None:
         self._push(self._writer.block(record))
@@ -671,8 +710,14 @@ class CaptureStream:
         timer, self._timer = self._timer, None
         if timer is not None and timer.active():
             timer.cancel()
+        if reason == "closed":
+            self._backlog.clear()  # nobody will read them
         if reason == "stopped":
-            self._chunks.append(self._writer.note(self.capture.clock.seconds(), "capture ended: oltsim is stopping"))
-            self._size += len(self._chunks[-1])
+            note = self._writer.note(self.capture.clock.seconds(), "capture ended: oltsim is stopping")
+            if self._backlog:
+                self._last_note = note
+            else:
+                self._chunks.append(note)
+                self._size += len(note)
         if self.wakeup is not None:
             self.wakeup()

@@ -7,6 +7,8 @@ import struct
 import sys
 import tracemalloc
 
+from collections import deque
+
 import pytest
 from twisted.internet.task import Clock
 
@@ -75,6 +77,17 @@ def rig():
     yield make
     for one in made:
         one.stop()
+
+
+def read_all(stream) -> bytes:
+    """Everything a stream has to give now (its ring part comes a chunk a read)."""
+    data = b""
+    for _ in range(100_000):
+        piece = stream.read()
+        if not piece:
+            return data
+        data += piece
+    raise AssertionError("the stream never ran dry")
 
 
 def packets(data: bytes) -> list[tuple[str, bytes, str]]:
@@ -245,7 +258,7 @@ def test_a_live_stream_follows_the_ring_and_ends_after_count(rig):
     r = rig()
     r.run_until_up()
     stream = r.capture.open_stream(CaptureFilter.of(omci=True), since=3600)
-    first = stream.read()
+    first = read_all(stream)
     assert len(packets(first)) > 100 and stream.ended is None
     woken = []
     stream.wakeup = lambda: woken.append(stream.pending)
@@ -347,7 +360,7 @@ def test_duration_zero_is_the_ring_and_an_end(rig):
     r.run_until_up()
     stream = r.capture.open_stream(since=float("inf"), duration=0)
     assert stream.ended == "duration" and stream not in r.capture.streams
-    assert len(packets(stream.read())) == len(r.capture.records)
+    assert len(packets(read_all(stream))) == len(r.capture.records)
 
 
 def test_the_rest_query_and_durations_parse_as_documented():
@@ -364,3 +377,46 @@ def test_the_rest_query_and_durations_parse_as_documented():
     for bad in ({"since": ["soon"]}, {"count": ["0"]}, {"pon": ["-1"]}, {"omci": ["maybe"]}, {"onus": ["x"]}):
         with pytest.raises(InvalidArgument, match=next(iter(bad)) if "onus" not in bad else "unknown"):
             parse_query(bad)
+
+
+def test_a_stalled_reader_of_the_whole_ring_holds_its_records_not_a_copy(rig):
+    """since=all writes the ring's part as the reader reads, a chunk at a time: opened and not read, a stream holds
+    no pcapng of the ring; live frames wait behind it up to QUEUE_LIMIT, beyond which they are dropped and told
+    after the ones that waited; read to the end, the file is the whole ring then the live frames, in order."""
+    r = rig()
+    r.run_until_up()
+    ring_records = len(r.capture.records)
+    stream = r.capture.open_stream(since=float("inf"))
+    assert stream.pending > 0 and stream._size < 4096  # the header only
+    first = stream.read()
+    assert 0 < len(first) <= capture_ring.READ_CHUNK + 4096
+    r.olt.onus[0].power_off()
+    r.olt.onus[0].power_on()
+    for _ in range(200):
+        r.clock.advance(STEP)
+    whole = first + read_all(stream)
+    got = packets(whole)
+    assert len([p for p in got if p[0] != "events"]) + stream.dropped >= ring_records - 1
+    assert stream._backlog == deque() and stream._queued == 0
+    comments = [c for _, _, c in got]
+    gasp = next(i for i, c in enumerate(comments) if "dying" in c.lower() or "power" in c.lower())
+    assert gasp > ring_records // 2  # the power cycle comes after the ring's part, not inside it
+
+
+def test_live_frames_behind_an_unread_ring_part_are_bounded(rig, monkeypatch):
+    """Beyond QUEUE_LIMIT live records waiting behind the ring's part, frames are dropped, counted, and told by an
+    annotation after those that waited."""
+    monkeypatch.setattr(capture_ring, "QUEUE_LIMIT", 5)
+    r = rig()
+    r.run_until_up()
+    stream = r.capture.open_stream(since=float("inf"))
+    r.olt.onus[0].power_off()
+    r.olt.onus[0].power_on()
+    for _ in range(200):
+        r.clock.advance(STEP)
+    assert stream._queued == 5 and stream.dropped > 0
+    whole = read_all(stream)
+    r.olt.onus[0].power_off()
+    whole += read_all(stream)
+    notes = [c for name, _, c in packets(whole) if name == "events" and c.startswith("oltsim dropped")]
+    assert notes and notes[0].startswith(f"oltsim dropped {stream.dropped} frames here")

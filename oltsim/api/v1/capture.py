@@ -160,6 +160,10 @@ class CaptureResponse:
             self.request.write(data)
         if self.stream.ended is not None and not self.stream.pending:
             self.stop()
+        elif self.stream.pending and not self.paused and self._later is None:
+            # More waits (the ring's part is written a chunk a read): the next chunk after the reactor has sent
+            # this one, unless the client's slowness pauses us first.
+            self._later = self.stream.capture.clock.callLater(0, self._flush_later)
 
     def stop(self) -> None:
         self.stream.wakeup = None
