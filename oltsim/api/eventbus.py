@@ -15,7 +15,6 @@ from dataclasses import fields, is_dataclass
 from oltsim.logs import Summary, SummedLines, logger
 from oltsim.model import events
 from oltsim.model.alarms import NNI_PORT_BASE, PON_PORT_BASE, alarm_key
-from oltsim.model.errors import OltsimError
 from oltsim.model.onu import serial_key
 
 log = logger("oltsim.events")
@@ -70,16 +69,6 @@ def _kebab(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
 
 
-def onu_serial_at(olt, pon_id: int, onu_id: int) -> str:
-    """The serial of ONU `onu_id` on PON `pon_id`, or "" when there is none."""
-    try:
-        pon = olt.pon(pon_id)
-        serial = pon.onu_ids.get(onu_id)  # the ids activated: a dict look-up on the OMCI path
-        return serial if serial is not None else pon.onu_by_id(onu_id).serial
-    except OltsimError:
-        return ""
-
-
 def to_record(olt, event, sequence: int, time: float) -> dict | None:
     """A plain record for `event`: type, time, OLT/PON/ONU/UNI identifiers, details (strings). A record of an ONU
     carries its serial even when the event names it by PON and ONU id only (OMCI frames, packets, flows)."""
@@ -125,7 +114,7 @@ def to_record(olt, event, sequence: int, time: float) -> dict | None:
         record.update(pon_id=-1, onu_id=-1, uni_id=-1)
         details["intf_id"] = str(event.intf_id)
     elif not record["onu_serial"] and record["onu_id"] >= 0 and record["pon_id"] >= 0:
-        record["onu_serial"] = onu_serial_at(olt, record["pon_id"], record["onu_id"])
+        record["onu_serial"] = olt.onu_serial_at(record["pon_id"], record["onu_id"])
     return record
 
 

@@ -54,8 +54,7 @@ TIME, POINT, UP, SERIAL, PON, ONU_ID, PORT, GEM, DATA = range(9)
 #: The model events kept as annotations, and the devices whose state changes are.
 _ANNOTATED = frozenset({events.StateChanged, events.Alarm, events.OmciAlarm, events.ScenarioEvent,
                         events.OnuDiscovery, events.OnuIndication, events.OltIndication, events.FlowChanged,
-                        events.OpenoltRequest, events.MibUpload}
-                       | ({events.AlarmCleared} if hasattr(events, "AlarmCleared") else set()))
+                        events.OpenoltRequest, events.MibUpload, events.AlarmCleared})
 _STATE_DEVICES = frozenset({"olt", "nni", "pon", "onu", "uni"})
 
 
@@ -111,7 +110,6 @@ class Capture:
         self.frame_bytes = 0
         self.recorded = 0
         self.streams: list[CaptureStream] = []
-        self._onus: dict = {}
         self._macs: dict | None = None
         self._macs_generation = -1
         self._unsubscribe = olt.subscribe(self._on_event)
@@ -152,25 +150,14 @@ class Capture:
             pkt = (pkt[:SNAPLEN], len(pkt))
         self._add((self.clock.seconds(), NNI, True, "", -1, -1, nni_id, 0, pkt))
 
-    def _onu(self, pon: int, onu_id: int):
-        onu = self._onus.get((pon, onu_id))
-        if onu is None or onu.onu_id != onu_id:
-            try:
-                onu = self.olt.onu_by_id(pon, onu_id)
-            except NotFound:
-                return None
-            self._onus[(pon, onu_id)] = onu
-        return onu
-
     def _on_event(self, event) -> None:
         kind = event.__class__
         if kind is events.OmciIndication:
-            onu = self._onu(event.intf_id, event.onu_id)
             pkt = event.pkt
             if len(pkt) > SNAPLEN:
                 pkt = (pkt[:SNAPLEN], len(pkt))
-            self._add((self.clock.seconds(), OMCI, True, onu.serial if onu is not None else "", event.intf_id,
-                       event.onu_id, -1, 0, pkt))
+            self._add((self.clock.seconds(), OMCI, True, self.olt.onu_serial_at(event.intf_id, event.onu_id),
+                       event.intf_id, event.onu_id, -1, 0, pkt))
         elif kind is events.PacketIndication:
             pkt = event.pkt
             if len(pkt) > SNAPLEN:
@@ -178,9 +165,8 @@ class Capture:
             if event.intf_type == "nni":
                 self._add((self.clock.seconds(), NNI, False, "", -1, -1, event.intf_id, 0, pkt))
             else:
-                onu = self._onu(event.intf_id, event.onu_id)
-                self._add((self.clock.seconds(), UNI, True, onu.serial if onu is not None else "", event.intf_id,
-                           event.onu_id, event.uni_id, event.gemport_id, pkt))
+                self._add((self.clock.seconds(), UNI, True, self.olt.onu_serial_at(event.intf_id, event.onu_id),
+                           event.intf_id, event.onu_id, event.uni_id, event.gemport_id, pkt))
         elif kind in _ANNOTATED:
             self._annotate(event)
 
@@ -191,7 +177,7 @@ class Capture:
             if event.device not in _STATE_DEVICES:
                 return
             serial, pon, onu_id = event.serial, event.pon_id, event.onu_id
-        elif kind is events.Alarm or kind.__name__ == "AlarmCleared":
+        elif kind is events.Alarm or kind is events.AlarmCleared:
             serial = event.serial
             fields = event.fields
             if "onu_id" in fields:
@@ -202,8 +188,7 @@ class Capture:
             serial, pon = event.serial, event.intf_id
         elif kind is events.FlowChanged:
             pon, onu_id = event.pon_id, event.onu_id
-            onu = self._onu(pon, onu_id) if onu_id >= 0 else None
-            serial = onu.serial if onu is not None else ""
+            serial = self.olt.onu_serial_at(pon, onu_id) if onu_id >= 0 else ""
         elif kind is events.OpenoltRequest:
             serial, pon, onu_id = event.serial, event.intf_id, event.onu_id
         if serial and pon < 0:
@@ -433,7 +418,7 @@ def annotation_text(event) -> str:
     if kind is events.Alarm:
         fields = " ".join(f"{k}={v}" for k, v in event.fields.items())
         return f"alarm {event.kind}{' ' + event.serial if event.serial else ''} {fields}".rstrip()
-    if kind.__name__ == "AlarmCleared":
+    if kind is events.AlarmCleared:
         return f"alarm {event.kind} cleared{' ' + event.serial if event.serial else ''} ({event.reason})"
     if kind is events.OmciAlarm:
         state = "raised" if event.raised else "cleared"

@@ -13,7 +13,8 @@ from oltsim.logs import logger
 
 from oltsim.model import events
 from oltsim.model.alarms import NNI_PORT_BASE, PON_PORT_BASE, AlarmBook, clear_indication
-from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted, Unavailable
+from oltsim.model.errors import (FailedPrecondition, InvalidArgument, NotFound, OltsimError, ResourceExhausted,
+                                 Unavailable)
 from oltsim.model.faults import FaultBook
 from oltsim.model.flows import Flow, FlowStore
 from oltsim.model.fsm import Machine, StateHolder
@@ -451,6 +452,16 @@ class Olt(StateHolder):
 
     def onu_by_id(self, pon_id: int, onu_id: int) -> Onu:
         return self.pon(pon_id).onu_by_id(onu_id)
+
+    def onu_serial_at(self, pon_id: int, onu_id: int) -> str:
+        """The serial of ONU `onu_id` on PON `pon_id`, or "" when there is none: a dict look-up for an activated
+        id (the OMCI and packet paths ask it for every frame)."""
+        try:
+            pon = self.pon(pon_id)
+            serial = pon.onu_ids.get(onu_id)
+            return serial if serial is not None else pon.onu_by_id(onu_id).serial
+        except OltsimError:
+            return ""
 
     # ---- OLT lifecycle ---------------------------------------------------------------------
 
