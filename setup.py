@@ -78,7 +78,7 @@ setup(
         "service-identity>=24.1",
         "pyOpenSSL>=24",
         "cryptography>=42",  # TLS listeners read keys and certificates with it (oltsim.serving.security)
-        "prometheus_client>=0.20",  # GET /metrics (oltsim.metrics)
+        "prometheus_client>=0.20",  # GET /metrics (oltsim.prometheus)
         # The Device Management Interface server (--dmi): its generated modules, never copied protos.
         "device-management-interface==1.18.2",
         # Kafka events (--kafka) and DMI's message bus: an asyncio client that runs on the reactor's own loop.
@@ -102,7 +102,7 @@ setup(
         ],
     },
     entry_points={"console_scripts": ["oltsim-platform = oltsim.platform.cli:main",
-                                      "oltsimctl = oltsim.ctl.cli:run",
+                                      "oltsimctl = oltsim.ctl.oltsimctl:run",
                                       "bbsim = oltsim.bbsimcmd:main",
-                                      "bbsimctl = oltsim.ctl.cli:run_bbsimctl"]},
+                                      "bbsimctl = oltsim.ctl.oltsimctl:run_bbsimctl"]},
 )

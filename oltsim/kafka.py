@@ -106,7 +106,7 @@ class KafkaSink:
     """A bounded, never-blocking Kafka publisher on the reactor's asyncio loop (see the module docstring).
 
     ``name`` labels its metrics and log lines (``events``, ``dmi``); ``metrics`` (an
-    :class:`oltsim.metrics.Metrics`) shows ``sent``, ``dropped`` and ``connected`` at ``/metrics``.
+    :class:`oltsim.prometheus.Metrics`) shows ``sent``, ``dropped`` and ``connected`` at ``/metrics``.
     """
 
     def __init__(self, address: str, *, reactor, name: str, metrics=None, buffer: int = DEFAULT_BUFFER,

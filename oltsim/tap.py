@@ -30,23 +30,23 @@ from twisted.python import usage
 from oltsim import __version__
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim._proto import bbsim_dmi_pb2
-from oltsim.api.commands import MAX_SCENARIO_BYTES, V1Commands
+from oltsim.api.v1.usecases_v1 import MAX_SCENARIO_BYTES, V1Commands
 from oltsim.api.eventbus import EventBus
 from oltsim.api.images import ImageServer, with_images
 from oltsim.api.sadis import SadisRest
 from oltsim.api.site import ApiSite
 from oltsim.api.ui import UI_PATH
-from oltsim.api.v0.commands import V0Commands
-from oltsim.api.v0.grpc import LegacyServicer
-from oltsim.api.v0.rest import V0Rest
-from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer, add_to_server as add_oltsim_to_server
-from oltsim.api.v1.rest import V1Rest
+from oltsim.api.v0.usecases_v0 import V0Commands
+from oltsim.api.v0.grpc_v0 import LegacyServicer
+from oltsim.api.v0.rest_v0 import V0Rest
+from oltsim.api.v1.grpc_v1 import BBSimServicer, OltsimServicer, add_to_server as add_oltsim_to_server
+from oltsim.api.v1.rest_v1 import V1Rest
 from oltsim.capture import Capture
 from oltsim.capture.service import CaptureService
 from oltsim.dmi.device import DeviceService, ManagedDevice
-from oltsim.dmi.events import EventsServicer
+from oltsim.dmi.hw_events import EventsServicer
 from oltsim.dmi.hw import HWManagementServicer
-from oltsim.dmi.metrics import MetricsServicer
+from oltsim.dmi.hw_metrics import MetricsServicer
 from oltsim.dmi.sw import SoftwareManagementServicer
 from oltsim.dmi import transceivers as dmi_transceivers
 from oltsim.config import (LISTENER_FIELDS, ConfigError, ConfigWarning, load_settings,
@@ -59,7 +59,7 @@ from oltsim.kafka import KafkaSink, SinkService
 from oltsim.serving.endpoints import parse_grpc_endpoint
 from oltsim.serving.grpcserver import GrpcServerService
 from oltsim.logs import CONTROL, logger
-from oltsim.metrics import AioMetricsInterceptor, Metrics, counted, with_metrics
+from oltsim.prometheus import AioMetricsInterceptor, Metrics, counted, with_metrics
 from oltsim.serving.security import AccessToken, check_listener, guard, interceptors, server_service
 from oltsim.model import events
 from oltsim.model.builder import build_olt, check_buildable

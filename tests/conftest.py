@@ -27,9 +27,9 @@ from twisted.python.failure import Failure  # noqa: E402
 from voltha_protos import openolt_pb2, openolt_pb2_grpc  # noqa: E402
 
 from oltsim.api import translate  # noqa: E402
-from oltsim.api.commands import V1Commands  # noqa: E402
-from oltsim.api.v1.grpc import BBSimServicer  # noqa: E402
-from oltsim.api.v1.rest import V1Rest  # noqa: E402
+from oltsim.api.v1.usecases_v1 import V1Commands  # noqa: E402
+from oltsim.api.v1.grpc_v1 import BBSimServicer  # noqa: E402
+from oltsim.api.v1.rest_v1 import V1Rest  # noqa: E402
 from oltsim.config import load_settings  # noqa: E402
 from oltsim.model import events  # noqa: E402
 from oltsim.model.builder import build_olt  # noqa: E402

@@ -21,7 +21,7 @@ from klein import Klein
 from twisted.web.server import NOT_DONE_YET
 from twisted.web.resource import Resource
 
-from oltsim.api.rest import Utf8Only, json_response, render_error
+from oltsim.api.restkit import Utf8Only, json_response, render_error
 from oltsim.logs import logger
 from oltsim.model.errors import InvalidArgument, NotFound
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from oltsim import __version__
-from oltsim.api.rest import json_response
+from oltsim.api.restkit import json_response
 
 #: Where the documentation is: the daemon cannot know a URL for it, but it knows where it ships.
 DOCS = "README.md and docs/ of the source; /usr/share/doc/oltsim in the Debian package"

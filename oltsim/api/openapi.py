@@ -1,7 +1,7 @@
 """OpenAPI 3.0 documents of the REST APIs, generated from the route tables the servers route with and the protobuf
 descriptors of each route's request and response messages, so that a document cannot drift from the server.
 
-What a document says follows from how the REST layer works (`oltsim.api.rest`):
+What a document says follows from how the REST layer works (`oltsim.api.restkit`):
 
 - path parameters are the route's placeholders, typed by the request message's field of that (dotted) name;
 - query parameters are the request message's other scalar, enum and repeated-scalar fields, dotted through its
@@ -26,7 +26,7 @@ from google.protobuf import descriptor as _descriptor
 
 from oltsim import __version__
 from oltsim.api import translate
-from oltsim.api.rest import PAGE_MAX, Route
+from oltsim.api.restkit import PAGE_MAX, Route
 from oltsim.config import (DEFAULT_MAX_API_CALLS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER,
                            DEFAULT_MAX_UNSENT_OUTPUT)
 from oltsim.serving.grpcserver import STREAMS_ABOVE_CAP

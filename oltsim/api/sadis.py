@@ -19,7 +19,7 @@ import re
 from klein import Klein
 
 from oltsim.api.index import render_index
-from oltsim.api.rest import Utf8Only, json_response, render_error
+from oltsim.api.restkit import Utf8Only, json_response, render_error
 from oltsim.model.errors import InvalidArgument, NotFound
 
 #: The SADIS API versions; v1 serves the configuration, OLT entries and bandwidth profiles only.

@@ -21,7 +21,7 @@ from twisted.internet import abstract
 from twisted.web import http, server
 
 from oltsim.api import translate
-from oltsim.api.rest import json_bytes
+from oltsim.api.restkit import json_bytes
 from oltsim.config import DEFAULT_MAX_UNSENT_OUTPUT
 from oltsim.logs import logger
 

@@ -1,9 +1,9 @@
 """`oltsimctl`: bbsimctl's commands and output against oltsim's v1 gRPC API (`bbsim.BBSim`, `oltsim.v1.Oltsim`),
 with what bbsimctl cannot do: TLS, the access token, JSON output, an event tail and a wait for ONU states.
 
-`oltsim.ctl.cli` parses the command line, `oltsim.ctl.settings` gathers the connection settings (flags, environment,
+`oltsim.ctl.oltsimctl` parses the command line, `oltsim.ctl.settings` gathers the connection settings (flags, environment,
 config file), `oltsim.ctl.connection` holds the channel and turns gRPC failures into one-line errors,
-`oltsim.ctl.tables` lays out bbsimctl's tables, `oltsim.ctl.commands` runs bbsimctl's commands and
+`oltsim.ctl.tables` lays out bbsimctl's tables, `oltsim.ctl.subcommands` runs bbsimctl's commands and
 `oltsim.ctl.watch` the `events` and `wait` commands. See docs/oltsimctl.md.
 """
 

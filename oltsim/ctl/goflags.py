@@ -1,5 +1,5 @@
 """How Go bbsimctl 1.16.8's parser (go-flags, with PassDoubleDash and PassAfterNonOption) reads a command line,
-where it differs from argparse's, and its shell completion; both read the argparse tree `oltsim.ctl.cli` builds.
+where it differs from argparse's, and its shell completion; both read the argparse tree `oltsim.ctl.oltsimctl` builds.
 
 go-flags fills a command's positional arguments in order and, once they are filled, passes the first further word
 and everything after it (options included) to the command, which ignores them: `bbsimctl uni list BBSM00000001`

@@ -15,13 +15,13 @@ from twisted.application.service import Service
 from twisted.internet import defer, task
 
 from oltsim.dmi import tree
-from oltsim.dmi.events import (
+from oltsim.dmi.hw_events import (
     THRESHOLD_EVENTS,
     EventsConfig,
     component_class,
     event_id_of,
 )
-from oltsim.dmi.metrics import METRICS, MetricsConfig, sample
+from oltsim.dmi.hw_metrics import METRICS, MetricsConfig, sample
 from oltsim.kafka import parse_address
 from oltsim.logs import logger
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound

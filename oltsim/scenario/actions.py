@@ -1,6 +1,6 @@
 """What each scenario action does to one target, and how it is undone (docs/scenarios.md, the actions table).
 
-Every action goes through the control API's use cases (`oltsim.api.commands.V1Commands`) or the model command the
+Every action goes through the control API's use cases (`oltsim.api.v1.usecases_v1.V1Commands`) or the model command the
 other surfaces call (transceivers: as DMI does; fault knobs: `olt.faults`), so a refusal and an effect are the same
 as a user's request would get. An action raises the domain error of a refusal (NotFound, FailedPrecondition,
 InvalidArgument) and returns the undo to run when the step's duration ends or the scenario stops (None: nothing to

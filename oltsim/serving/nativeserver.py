@@ -13,7 +13,7 @@ Everything else keeps grpc.aio's behaviour: coroutine unary handlers and async-g
 run as Tasks with a small context (``peer``, ``abort``, ``cancelled``); a client's cancel cancels the Task; methods
 the front does not serve natively (client or bidirectional streaming: server reflection) go to a grpc.aio server on a
 private Unix socket behind it, which the front forwards to. A counting interceptor (one with ``record(method,
-code, count)``, as :class:`oltsim.metrics.AioMetricsInterceptor`) is told about every native call, and runs as an ordinary
+code, count)``, as :class:`oltsim.prometheus.AioMetricsInterceptor`) is told about every native call, and runs as an ordinary
 interceptor on the fallback; other interceptors are refused, since they could not run on the inline path.
 
 No TLS of its own: on ``ssl:`` endpoints :mod:`oltsim.serving.tlsfront` terminates TLS and relays to the front.

@@ -29,7 +29,7 @@ from twisted.internet import endpoints, ssl
 from twisted.web.resource import Resource, getChildForRequest
 
 from oltsim.api import translate
-from oltsim.api.rest import json_response
+from oltsim.api.restkit import json_response
 from oltsim.config import ConfigError
 from oltsim.serving.dualstack import DualStackServerEndpoint
 from oltsim.serving.endpoints import GrpcListen, parse_grpc_endpoint, split_endpoint

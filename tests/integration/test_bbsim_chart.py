@@ -67,7 +67,7 @@ workflow: att
 CHART_PON_CONFIG = "null\n"
 
 BBSIM = [sys.executable, "-c", "import sys; sys.argv[0] = 'bbsim'; from oltsim.bbsimcmd import main; sys.exit(main())"]
-BBSIMCTL = [sys.executable, "-c", "import sys; sys.argv[0] = 'bbsimctl'; from oltsim.ctl.cli import run_bbsimctl; "
+BBSIMCTL = [sys.executable, "-c", "import sys; sys.argv[0] = 'bbsimctl'; from oltsim.ctl.oltsimctl import run_bbsimctl; "
                                   "run_bbsimctl()"]
 START_TIMEOUT = 60.0
 STOP_TIMEOUT = 15.0

@@ -21,7 +21,7 @@ from test_oltsimctl import CTL_TIMEOUT, REPO, CtlDaemon, ctl, ctl_environment, o
 SHAPE = ("--olt-id", "10", "--pon", "2", "--onu", "16", "--delay", "0", "--adapter", "builtin")
 ONUS = 32
 READY_TIMEOUT = 120.0
-BBSIMCTL = [sys.executable, "-c", "from oltsim.ctl.cli import run_bbsimctl; run_bbsimctl()"]
+BBSIMCTL = [sys.executable, "-c", "from oltsim.ctl.oltsimctl import run_bbsimctl; run_bbsimctl()"]
 #: What Go bbsimctl 1.16.8's `dmi transceiver list` printed against BBSim 1.16.8 run with -olt_id 10 -pon 2
 #: (uuid3 of BBSIM_OLT_10-sfp-plus-<n>, the type unknown until the device is managed).
 TRANSCEIVERS_BEFORE_MANAGEMENT = (

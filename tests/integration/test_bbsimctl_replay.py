@@ -30,7 +30,7 @@ ONUS = 32
 SERIAL = "BBSM000a010b"  # OLT 10, PON 1, ONU 11: hex letters in the OLT and ONU bytes
 PON_0_PORT = 0x20000000  # PON 0 as an OpenOLT interface id in alarm indications
 READY_TIMEOUT = 120.0
-OURS = [sys.executable, "-c", "from oltsim.ctl.cli import run_bbsimctl; run_bbsimctl()"]
+OURS = [sys.executable, "-c", "from oltsim.ctl.oltsimctl import run_bbsimctl; run_bbsimctl()"]
 USE_REAL = BBSIMCTL is not None and not listening(BBSIMCTL_PORT)
 
 

@@ -29,7 +29,7 @@ from twisted.internet.threads import deferToThread
 from twisted.logger import LogLevel, globalLogPublisher
 
 from conftest import fuzz_examples, model_invariants
-from oltsim.api.v0.commands import ACTIONS
+from oltsim.api.v0.usecases_v0 import ACTIONS
 from oltsim.api.v0.mapping import LEGACY_ONU_ALARMS
 from oltsim.model.alarms import ONU_ALARMS
 from scripted_adapter import ScriptedAdapter

@@ -1,4 +1,4 @@
-"""`oltsimctl` as a subprocess (`python -m oltsim.ctl.cli`) against the real daemon (`twistd -n oltsim` on loopback
+"""`oltsimctl` as a subprocess (`python -m oltsim.ctl.oltsimctl`) against the real daemon (`twistd -n oltsim` on loopback
 ports), with the scripted adapter bringing the ONUs up where a command needs them: every command of the tree,
 some outputs pinned in tests/golden/oltsimctl (table and json), errors and exit codes, the access token, TLS with
 client certificates, `wait` (success, timeout, progress bar on a terminal) and `events` (filters, --count, Ctrl-C).
@@ -30,7 +30,7 @@ from test_tls import pki  # noqa: F401 - the fixture
 REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden" / "oltsimctl"
 UPDATE = os.environ.get("OLTSIM_UPDATE_GOLDEN") == "1"
-CTL = [sys.executable, "-m", "oltsim.ctl.cli"]
+CTL = [sys.executable, "-m", "oltsim.ctl.oltsimctl"]
 CTL_TIMEOUT = 30.0
 SHAPE = ("--pon", "2", "--onu", "1", "--uni", "1", "--delay", "0")
 SERIALS = ("BBSM00000001", "BBSM00000101")
@@ -650,7 +650,7 @@ def test_tables_are_what_bbsimctl_prints(daemons, home):
             theirs = subprocess.run([BBSIMCTL, *command], capture_output=True, text=True, timeout=CTL_TIMEOUT,
                                     env=ctl_environment(home), check=False)
             assert theirs.returncode == 0, (command, theirs.stderr)
-            ours = subprocess.run([sys.executable, "-c", "from oltsim.ctl.cli import run_bbsimctl; run_bbsimctl()",
+            ours = subprocess.run([sys.executable, "-c", "from oltsim.ctl.oltsimctl import run_bbsimctl; run_bbsimctl()",
                                    *command], cwd=REPO, capture_output=True, text=True, timeout=CTL_TIMEOUT,
                                   env=ctl_environment(home), check=False)
             assert (ours.returncode, ours.stderr, ours.stdout) == (0, "", theirs.stdout), command

@@ -12,7 +12,7 @@ from twisted.internet.threads import deferToThread
 from twisted.python import threadable
 
 from oltsim.serving.grpcserver import GrpcServerService
-from oltsim.metrics import AioMetricsInterceptor, Metrics
+from oltsim.prometheus import AioMetricsInterceptor, Metrics
 from oltsim.serving.onloop import AsyncStreamQueue, NotOnLoop, check_asyncio_reactor, on_loop
 
 SERVICE = "oltsim.test.Loop"

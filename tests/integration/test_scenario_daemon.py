@@ -132,7 +132,7 @@ def test_oltsimctl_scenario_run_watches_it_to_the_end(daemon, tmp_path):
     process = daemon("--adapter", "builtin", "--pon", "1", "--onu", "2")
     process.wait_serving()
     server = ["--server", f"127.0.0.1:{process.ports['grpc-v1']}"]
-    ctl = [sys.executable, "-m", "oltsim.ctl.cli", *server]
+    ctl = [sys.executable, "-m", "oltsim.ctl.oltsimctl", *server]
     result = subprocess.run([*ctl, "scenario", "run", str(path), "--interval", "0.2"], cwd=REPO,
                             env=environment(), capture_output=True, text=True, timeout=WAIT)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -329,7 +329,7 @@ def test_page_reads_the_state_again_when_events_were_dropped(tmp_path, chrome):
     """When its reader could not keep up (the stream paused by its transport, events dropped and counted), the page
     sees the count grow on the next event it gets and reads the whole state again: an ONU whose power-off events
     were all dropped is drawn disabled."""
-    from oltsim.api.v1.rest import EventStream
+    from oltsim.api.v1.rest_v1 import EventStream
     sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "2", "--delay", "0")
     adapter = ScriptedAdapter(sim.openolt)
     page = Page(chrome)

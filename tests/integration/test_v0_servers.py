@@ -14,9 +14,9 @@ from twisted.web.server import Site
 from treq.client import HTTPClient
 
 from oltsim._proto import legacy_pb2, legacy_pb2_grpc
-from oltsim.api.v0.commands import V0Commands
-from oltsim.api.v0.grpc import LegacyServicer
-from oltsim.api.v0.rest import V0Rest
+from oltsim.api.v0.usecases_v0 import V0Commands
+from oltsim.api.v0.grpc_v0 import LegacyServicer
+from oltsim.api.v0.rest_v0 import V0Rest
 from oltsim.serving.onloop import on_loop
 from oltsim.config import load_settings
 from oltsim.serving.grpcserver import GrpcServerService

@@ -7,7 +7,7 @@ import pytest
 from conftest import Sim, grpc_call, grpc_error
 from oltsim._proto import bbsim_pb2, oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api import translate
-from oltsim.api.v1.grpc import OltsimServicer
+from oltsim.api.v1.grpc_v1 import OltsimServicer
 from oltsim.serving.onloop import on_loop
 
 SN = "BBSM00000001"

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from oltsim._proto import bbsim_dmi_pb2, bbsim_pb2
-from oltsim.ctl import cli, commands, goflags
+from oltsim.ctl import oltsimctl as cli, subcommands as commands, goflags
 from oltsim.ctl.connection import EXIT_OK
 from oltsim.ctl.settings import BBSIMCTL, OLTSIMCTL
 from oltsim.ctl.tables import tabwriter

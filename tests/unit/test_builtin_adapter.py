@@ -14,7 +14,7 @@ from voltha_protos import common_pb2, openolt_pb2, openolt_pb2_grpc
 
 from conftest import Aborted, FakeContext, grpc_call, stream_now
 from oltsim._proto import bbsim_pb2
-from oltsim.api.commands import V1Commands
+from oltsim.api.v1.usecases_v1 import V1Commands
 from oltsim.config import load_settings
 from oltsim.model import events
 from oltsim.model.builder import build_olt

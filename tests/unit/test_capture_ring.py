@@ -366,7 +366,7 @@ def test_duration_zero_is_the_ring_and_an_end(rig):
 def test_the_rest_query_and_durations_parse_as_documented():
     """GET /v1/capture's parameters: repeated or comma-separated onu, flags alone or true/false, 5m / all / 0;
     anything else is InvalidArgument naming the parameter."""
-    from oltsim.api.v1.capture import parse_query
+    from oltsim.api.v1.capture_v1 import parse_query
     from oltsim.capture.durations import parse_seconds
     got = parse_query({"onu": ["BBSM000a0001,BBSM000a0002", "BBSM000a0003"], "pon": ["1"], "omci": [""],
                        "packets": ["false"], "since": ["5m"], "duration": ["0"], "count": ["7"]})

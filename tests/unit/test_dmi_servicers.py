@@ -20,9 +20,9 @@ from dmi import sw_management_service_pb2 as sm
 from twisted.internet.defer import Deferred
 
 from oltsim.dmi.device import ManagedDevice
-from oltsim.dmi.events import EventsServicer
+from oltsim.dmi.hw_events import EventsServicer
 from oltsim.dmi.hw import HWManagementServicer
-from oltsim.dmi.metrics import MetricsServicer
+from oltsim.dmi.hw_metrics import MetricsServicer
 from oltsim.dmi.sw import SoftwareManagementServicer
 from oltsim.logs import CONTROL
 from oltsim.serving.onloop import failure_status

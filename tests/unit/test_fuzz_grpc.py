@@ -26,14 +26,14 @@ from voltha_protos import openolt_pb2, tech_profile_pb2
 
 from conftest import Aborted, FakeContext, Rest, Sim, fuzz_settings, grpc_call, model_invariants, stream_now
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
-from oltsim.api.commands import LOG_LEVELS, V1Commands
+from oltsim.api.v1.usecases_v1 import LOG_LEVELS, V1Commands
 from oltsim.api.eventbus import EventBus
-from oltsim.api.v0 import rest as v0_rest
-from oltsim.api.v0.commands import ACTIONS, V0Commands
-from oltsim.api.v0.grpc import LegacyServicer
+from oltsim.api.v0 import rest_v0 as v0_rest
+from oltsim.api.v0.usecases_v0 import ACTIONS, V0Commands
+from oltsim.api.v0.grpc_v0 import LegacyServicer
 from oltsim.api.v0.mapping import LEGACY_ONU_ALARMS
-from oltsim.api.v1 import rest as v1_rest
-from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer, event_to_pb
+from oltsim.api.v1 import rest_v1 as v1_rest
+from oltsim.api.v1.grpc_v1 import BBSimServicer, OltsimServicer, event_to_pb
 from oltsim.serving.onloop import on_loop
 from oltsim.model import events
 from oltsim.model.alarms import ONU_ALARMS

@@ -10,7 +10,7 @@ from treq.testing import StubTreq
 from twisted.web.resource import Resource
 
 from oltsim.api.images import ImageServer, packaged_images_dir, with_images
-from oltsim.api.rest import json_response
+from oltsim.api.restkit import json_response
 
 from conftest import stub_request
 

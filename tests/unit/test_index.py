@@ -13,9 +13,9 @@ from twisted.internet.task import Clock
 from conftest import BASE_URL, Sim, stub_request
 from oltsim.api.index import DOCS
 from oltsim.api.sadis import SadisRest
-from oltsim.api.v0.commands import V0Commands
-from oltsim.api.v0.rest import V0Rest
-from oltsim.api.v1.rest import V1Rest
+from oltsim.api.v0.usecases_v0 import V0Commands
+from oltsim.api.v0.rest_v0 import V0Rest
+from oltsim.api.v1.rest_v1 import V1Rest
 from oltsim.config import load_settings
 from oltsim.model.builder import build_olt
 

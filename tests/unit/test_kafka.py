@@ -6,7 +6,7 @@ from twisted.internet.task import Clock
 
 from oltsim import kafka
 from oltsim.kafka import KafkaSink
-from oltsim.metrics import Metrics
+from oltsim.prometheus import Metrics
 
 from conftest import Sim
 
@@ -107,7 +107,7 @@ def test_a_sink_made_again_under_its_name_replaces_the_previous_one():
 def test_the_v1_document_lists_the_kafka_series_under_metrics():
     """The daemon's v1 OpenAPI document has GET /metrics (served beside the routes) naming the Kafka series; a v1
     server without /metrics does not document it."""
-    from oltsim.api.v1.rest import openapi_document
+    from oltsim.api.v1.rest_v1 import openapi_document
 
     document = openapi_document(metrics=True)
     operation = document["paths"]["/metrics"]["get"]

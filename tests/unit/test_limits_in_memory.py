@@ -18,9 +18,9 @@ from conftest import Sim, grpc_call, grpc_error
 from test_v0_rest import Api
 from oltsim._proto import legacy_pb2
 from oltsim.api import translate
-from oltsim.api.rest import ListWriter, json_nests_deeper, page, page_of
+from oltsim.api.restkit import ListWriter, json_nests_deeper, page, page_of
 from oltsim.api.site import ApiSite, redact_uri, redacted_log_formatter
-from oltsim.api.v0.commands import V0Commands
+from oltsim.api.v0.usecases_v0 import V0Commands
 from oltsim.config import ConfigError, PonRange, load_settings
 from oltsim.model.errors import InvalidArgument
 
@@ -406,8 +406,8 @@ def test_the_access_log_redacts_query_strings():
 
 def test_the_openapi_documents_state_the_limits():
     """Every operation documents 413 (any request may carry a body); the flow lists document offset and limit as integers 0..999999999; v0's batch bodies say what they may hold."""
-    from oltsim.api.v0.rest import openapi_document as v0_document
-    from oltsim.api.v1.rest import openapi_document as v1_document
+    from oltsim.api.v0.rest_v0 import openapi_document as v0_document
+    from oltsim.api.v1.rest_v1 import openapi_document as v1_document
 
     for document in (v1_document(), v0_document()):
         for path, methods in document["paths"].items():

@@ -12,8 +12,8 @@ from twisted.logger import capturedLogs, formatEvent
 from conftest import Sim, grpc_call
 from oltsim._proto import bbsim_pb2, legacy_pb2
 from oltsim.api.eventbus import ONU_LINES_PER_INTERVAL, EventBus
-from oltsim.api.v0.commands import V0Commands
-from oltsim.api.v0.rest import V0Rest
+from oltsim.api.v0.usecases_v0 import V0Commands
+from oltsim.api.v0.rest_v0 import V0Rest
 from oltsim.logs import Summary
 from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition, InvalidArgument

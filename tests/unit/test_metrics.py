@@ -10,8 +10,8 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from oltsim._proto import bbsim_pb2
-from oltsim.api.v1.rest import V1Rest
-from oltsim.metrics import OMCI_REQUEST_METHOD, AioMetricsInterceptor, Metrics, counted, with_metrics
+from oltsim.api.v1.rest_v1 import V1Rest
+from oltsim.prometheus import OMCI_REQUEST_METHOD, AioMetricsInterceptor, Metrics, counted, with_metrics
 from oltsim.model import events
 from oltsim.model.onu import ONU_MACHINE
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from oltsim import bbsimcmd
-from oltsim.ctl import cli, goflags
+from oltsim.ctl import oltsimctl as cli, goflags
 from oltsim.ctl.settings import BBSIMCTL, OLTSIMCTL, SettingsError, resolve
 from oltsim.model.errors import InvalidArgument
 from oltsim.scenario.schema import parse as parse_scenario

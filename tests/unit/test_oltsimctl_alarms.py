@@ -4,8 +4,8 @@ import io
 import json
 
 from conftest import Sim
-from oltsim.ctl import commands
-from oltsim.ctl.cli import build_parser
+from oltsim.ctl import subcommands as commands
+from oltsim.ctl.oltsimctl import build_parser
 
 SN = "BBSM00000001"
 

@@ -9,7 +9,7 @@ import io
 import grpc
 
 from oltsim._proto import bbsim_pb2
-from oltsim.ctl.cli import build_parser
+from oltsim.ctl.oltsimctl import build_parser
 from oltsim.ctl.connection import EXIT_REFUSED, EXIT_TIMEOUT, Connection
 from oltsim.ctl.settings import resolve
 from oltsim.ctl.watch import StateCheck, wait

@@ -13,9 +13,9 @@ from voltha_protos import openolt_pb2
 
 from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.ctl import settings as ctl_settings
-from oltsim.ctl import commands
-from oltsim.ctl.cli import build_parser, main, profile_named
-from oltsim.ctl.commands import OLT_COLUMNS, message_table
+from oltsim.ctl import subcommands as commands
+from oltsim.ctl.oltsimctl import build_parser, main, profile_named
+from oltsim.ctl.subcommands import OLT_COLUMNS, message_table
 from oltsim.ctl.connection import EXIT_USAGE, CtlError
 from oltsim.ctl.settings import BBSIMCTL, OLTSIMCTL, SettingsError, parse_duration, resolve
 from oltsim.ctl.tables import box, columns, go_list, go_text, wrap_words
@@ -269,7 +269,7 @@ def test_every_documented_command_line_parses():
 def test_an_unexpected_error_is_one_line_unless_debugging(monkeypatch, capsys, tmp_path):
     """A failure oltsimctl does not expect (a bug) is still one stderr line and exit 1; OLTSIMCTL_DEBUG lets the
     exception (and its traceback) through."""
-    from oltsim.ctl import cli, commands
+    from oltsim.ctl import oltsimctl as cli, subcommands as commands
 
     def broken(*_):
         raise RuntimeError("boom")
@@ -344,4 +344,4 @@ def test_the_invoked_name_chooses_the_profile():
     assert profile_named("/usr/local/bin/bbsimctl") is BBSIMCTL
     assert profile_named("bbsimctl") is BBSIMCTL
     assert profile_named("/opt/oltsim/bin/oltsimctl") is OLTSIMCTL
-    assert profile_named("/src/oltsim/ctl/cli.py") is OLTSIMCTL
+    assert profile_named("/src/oltsim/ctl/oltsimctl.py") is OLTSIMCTL

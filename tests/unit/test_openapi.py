@@ -13,10 +13,10 @@ from voltha_protos import openolt_pb2, tech_profile_pb2
 from conftest import BASE_URL, Rest, Sim, grpc_call, stub_request
 from oltsim.api import translate
 from oltsim.api.eventbus import EventBus
-from oltsim.api.v0 import rest as v0_rest
-from oltsim.api.v0.commands import V0Commands
-from oltsim.api.v1 import rest as v1_rest
-from oltsim.api.v1.rest import V1Rest, routes_for
+from oltsim.api.v0 import rest_v0 as v0_rest
+from oltsim.api.v0.usecases_v0 import V0Commands
+from oltsim.api.v1 import rest_v1 as v1_rest
+from oltsim.api.v1.rest_v1 import V1Rest, routes_for
 from oltsim.serving.security import AccessToken, guard
 
 REVISIONS = ("base", "extended")

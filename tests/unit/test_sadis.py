@@ -12,7 +12,7 @@ from twisted.internet.task import Clock
 
 from oltsim._proto import bbsim_pb2
 from oltsim.api import translate
-from oltsim.api.commands import V1Commands
+from oltsim.api.v1.usecases_v1 import V1Commands
 from oltsim.api.sadis import SadisRest
 from oltsim.config import load_settings
 from oltsim.model.builder import build_olt

@@ -11,11 +11,11 @@ from treq.testing import StubTreq
 from conftest import BASE_URL, Sim, grpc_call, grpc_error
 from oltsim._proto import oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api import translate
-from oltsim.api.commands import MAX_SCENARIO_BYTES
-from oltsim.api.v1.grpc import OltsimServicer
-from oltsim.api.v1.rest import V1Rest
-from oltsim.ctl import commands
-from oltsim.ctl.cli import build_parser
+from oltsim.api.v1.usecases_v1 import MAX_SCENARIO_BYTES
+from oltsim.api.v1.grpc_v1 import OltsimServicer
+from oltsim.api.v1.rest_v1 import V1Rest
+from oltsim.ctl import subcommands as commands
+from oltsim.ctl.oltsimctl import build_parser
 from oltsim.ctl.connection import CtlError
 from oltsim.serving.onloop import on_loop
 from oltsim.scenario.runner import ScenarioRunner

@@ -8,7 +8,7 @@ import pytest
 from twisted.logger import capturedLogs
 
 from conftest import Sim
-from oltsim.api.commands import V1Commands
+from oltsim.api.v1.usecases_v1 import V1Commands
 from oltsim.api.eventbus import to_record
 from oltsim.bbsimevents import BbsimEventPublisher
 from oltsim.model.errors import FailedPrecondition, InvalidArgument

@@ -11,9 +11,9 @@ from treq.testing import StubTreq
 from twisted.internet.endpoints import TCP4ServerEndpoint
 from twisted.internet.task import Clock
 
-from oltsim.api.v0.commands import V0Commands
-from oltsim.api.v0.rest import V0Rest
-from oltsim.api.v1.rest import V1Rest
+from oltsim.api.v0.usecases_v0 import V0Commands
+from oltsim.api.v0.rest_v0 import V0Rest
+from oltsim.api.v1.rest_v1 import V1Rest
 from oltsim.config import ConfigError, load_settings
 from oltsim.serving.security import AccessToken, AioTokenInterceptor, check_listener, guard, interceptors, server_endpoint
 from oltsim.tap import Options, makeService

@@ -15,8 +15,8 @@ from oltsim._proto import bbsim_pb2
 from oltsim.api import translate
 from oltsim.api.eventbus import EventBus
 from oltsim.api.sadis import SadisRest
-from oltsim.api.v0.commands import V0Commands
-from oltsim.api.v0.rest import V0Rest
+from oltsim.api.v0.usecases_v0 import V0Commands
+from oltsim.api.v0.rest_v0 import V0Rest
 from oltsim.bbsimevents import map_event
 from oltsim.config import load_settings
 from oltsim.model import events

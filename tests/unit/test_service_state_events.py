@@ -8,7 +8,7 @@ import random
 from twisted.internet.task import Clock
 
 from oltsim.api.eventbus import to_record
-from oltsim.api.v1.rest import EVENTS_PATH, openapi_document
+from oltsim.api.v1.rest_v1 import EVENTS_PATH, openapi_document
 from oltsim.config import load_settings
 from oltsim.model import events
 from oltsim.model.builder import build_olt

@@ -12,8 +12,8 @@ from treq.testing import StubTreq
 
 from conftest import BASE_URL, Sim
 from oltsim.api.ui import UI_PATH
-from oltsim.api.v1.rest import EVENTS_PATH, OPENAPI_PATH, V1Rest, routes_for
-from oltsim.metrics import Metrics, with_metrics
+from oltsim.api.v1.rest_v1 import EVENTS_PATH, OPENAPI_PATH, V1Rest, routes_for
+from oltsim.prometheus import Metrics, with_metrics
 from oltsim.model.alarms import ONU_ALARMS
 from oltsim.serving.security import AccessToken, guard
 

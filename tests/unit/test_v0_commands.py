@@ -8,8 +8,8 @@ from voltha_protos import openolt_pb2, tech_profile_pb2
 
 from oltsim._proto import bbsim_pb2, legacy_pb2
 from oltsim.api import translate
-from oltsim.api.commands import V1Commands
-from oltsim.api.v0.commands import ONU_HARD_REBOOT_DELAY, ONU_SOFT_REBOOT_DELAY, V0Commands
+from oltsim.api.v1.usecases_v1 import V1Commands
+from oltsim.api.v0.usecases_v0 import ONU_HARD_REBOOT_DELAY, ONU_SOFT_REBOOT_DELAY, V0Commands
 from oltsim.config import load_settings
 from oltsim.model import events
 from oltsim.model.builder import build_olt

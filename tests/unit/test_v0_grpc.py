@@ -8,9 +8,9 @@ import pytest
 from twisted.internet.task import Clock
 
 from oltsim._proto import bbsim_pb2, legacy_pb2, legacy_pb2_grpc
-from oltsim.api.commands import V1Commands
-from oltsim.api.v0.commands import V0Commands
-from oltsim.api.v0.grpc import LegacyServicer
+from oltsim.api.v1.usecases_v1 import V1Commands
+from oltsim.api.v0.usecases_v0 import V0Commands
+from oltsim.api.v0.grpc_v0 import LegacyServicer
 from oltsim.serving.onloop import on_loop
 from oltsim.config import load_settings
 from oltsim.model.builder import build_olt

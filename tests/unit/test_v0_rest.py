@@ -12,10 +12,10 @@ from voltha_protos import openolt_pb2, tech_profile_pb2
 
 from oltsim._proto import bbsim_pb2
 from oltsim.api import translate
-from oltsim.api.commands import V1Commands
-from oltsim.api.v0.commands import ONU_SOFT_REBOOT_DELAY, V0Commands
+from oltsim.api.v1.usecases_v1 import V1Commands
+from oltsim.api.v0.usecases_v0 import ONU_SOFT_REBOOT_DELAY, V0Commands
 from oltsim.api.v0.mapping import MAPPING, markdown_table
-from oltsim.api.v0.rest import ROUTES, V0Rest
+from oltsim.api.v0.rest_v0 import ROUTES, V0Rest
 from oltsim.config import load_settings
 from oltsim.model import events
 from oltsim.model.builder import build_olt

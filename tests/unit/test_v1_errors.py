@@ -18,7 +18,7 @@ from voltha_protos import openolt_pb2, openolt_pb2_grpc, tech_profile_pb2
 from conftest import Sim, grpc_call, grpc_error
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2_grpc
 from oltsim.api import translate
-from oltsim.api.v1.grpc import BBSimServicer, OltsimServicer
+from oltsim.api.v1.grpc_v1 import BBSimServicer, OltsimServicer
 from oltsim.serving.onloop import on_loop, rpc_functions
 from oltsim.southbound.openolt import OpenoltServicer
 
@@ -623,9 +623,9 @@ def raw_http(resource, data: bytes) -> bytes:
 def test_method_case_does_not_crash(method, path):
     """werkzeug routes a lower-case method like its upper-case form: the handlers take it too (it was a KeyError, so
     a 500; found by the raw-request fuzz of tests/integration/test_fuzz_rest.py)."""
-    from oltsim.api.v0.commands import V0Commands
-    from oltsim.api.v0.rest import V0Rest
-    from oltsim.api.v1.rest import V1Rest
+    from oltsim.api.v0.usecases_v0 import V0Commands
+    from oltsim.api.v0.rest_v0 import V0Rest
+    from oltsim.api.v1.rest_v1 import V1Rest
 
     sim = Sim()
     resource = V1Rest(sim.commands).resource() if path.startswith(b"/v1") else V0Rest(V0Commands(sim.olt)).resource()
@@ -637,8 +637,8 @@ def test_non_utf8_path_on_v0_and_sadis_is_400_json():
     """The v0 and SADIS apps refuse a non-UTF-8 path with the JSON error body too (v0 with its Deprecation
     header)."""
     from oltsim.api.sadis import SadisRest
-    from oltsim.api.v0.commands import V0Commands
-    from oltsim.api.v0.rest import V0Rest
+    from oltsim.api.v0.usecases_v0 import V0Commands
+    from oltsim.api.v0.rest_v0 import V0Rest
 
     sim = Sim()
     sadis = SadisRest(sim.olt, olt_ip="127.0.0.1", bp_format="mef", advertised_host="bbsim", port=50074)

@@ -1,6 +1,6 @@
 """How each legacy `/v0` call maps to the current API (service document 4.1 and 4.2).
 
-`MAPPING` is data: the REST routes of `oltsim.api.v0.rest` are built from it, the README
+`MAPPING` is data: the REST routes of `oltsim.api.v0.rest_v0` are built from it, the README
 quotes it (`markdown_table()`), and `successor_link` derives the `Link: <...>;
 rel="successor-version"` header of a v0 response from it.
 

@@ -35,7 +35,7 @@ from twisted.web.resource import Resource, getChildForRequest
 
 from oltsim import __version__
 from oltsim.api import translate
-from oltsim.api.rest import json_response
+from oltsim.api.restkit import json_response
 from oltsim.model import events
 from oltsim.model.onu import ONU_MACHINE
 from oltsim.serving.onloop import handler_with

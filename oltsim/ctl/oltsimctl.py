@@ -21,9 +21,9 @@ import argparse
 import os
 import sys
 
-from oltsim.ctl import commands as c
+from oltsim.ctl import subcommands as c
 from oltsim.ctl import USER_GRPC_VERBOSITY, goflags, watch
-from oltsim.ctl import capture as capture_command
+from oltsim.ctl import capture_cli as capture_command
 from oltsim.ctl.connection import EXIT_CONNECT, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Connection, CtlError
 from oltsim.ctl.settings import BBSIMCTL, DEFAULT_DMI_SERVER, DEFAULT_SERVER, ENV_TOKEN, OLTSIMCTL, Profile
 from oltsim.ctl.settings import SettingsError

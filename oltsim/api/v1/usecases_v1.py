@@ -94,7 +94,7 @@ class V1Commands:
 
     def select_flows(self, request) -> list:
         """The stored flows GetFlows answers with: the ONU's (SerialNumber given) or every flow, each once. REST
-        renders them itself (`oltsim.api.rest.ListWriter`), a slice per reactor turn."""
+        renders them itself (`oltsim.api.restkit.ListWriter`), a slice per reactor turn."""
         if request.SerialNumber:
             return self.olt.flows.for_onu(self.olt.onu_by_serial(request.SerialNumber))
         return self.olt.flows.all()

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 from twisted.internet.defer import Deferred
 
 from oltsim.api.openapi import ExtraPath
-from oltsim.api.rest import query_params
+from oltsim.api.restkit import query_params
 from oltsim.capture import CaptureFilter
 from oltsim.capture.durations import parse_seconds
 from oltsim.model.errors import InvalidArgument, NotFound

@@ -38,8 +38,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from oltsim._proto import legacy_pb2
-from oltsim.api.commands import NOT_SENT, not_sent
-from oltsim.api.v0 import translate as legacy
+from oltsim.api.v1.usecases_v1 import NOT_SENT, not_sent
+from oltsim.api.v0 import translate_v0 as legacy
 from oltsim.api.v0.mapping import LEGACY_ONU_ALARMS
 from oltsim.logs import logger
 from oltsim.model import events

@@ -10,7 +10,7 @@ import twisted
 from oltsim import __version__
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api.grpc_common import abort_for, delegating_servicer
-from oltsim.api.v1 import capture as capture_rest
+from oltsim.api.v1 import capture_v1 as capture_rest
 from oltsim.model.errors import NotFound, Unavailable
 from oltsim.serving.onloop import AsyncStreamQueue
 
@@ -162,7 +162,7 @@ def add_to_server(servicer, server) -> None:
 
 def capture_query(request: oltsim_pb2.CaptureRequest) -> dict[str, list[str]]:
     """A Capture request as the query of GET /v1/capture (its parameters' names, each a list of strings), so that
-    one parser (`oltsim.api.v1.capture.parse_query`) reads both: unset fields are absent parameters."""
+    one parser (`oltsim.api.v1.capture_v1.parse_query`) reads both: unset fields are absent parameters."""
     query: dict[str, list[str]] = {}
     if request.onu_serials:
         query["onu"] = list(request.onu_serials)

@@ -10,11 +10,11 @@ from werkzeug.exceptions import NotFound as RouteNotFound
 
 from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.api import translate, ui
-from oltsim.api.commands import MAX_SCENARIO_BYTES
+from oltsim.api.v1.usecases_v1 import MAX_SCENARIO_BYTES
 from oltsim.api.index import render_index
 from oltsim.api.openapi import ExtraPath, build_document
-from oltsim.api.v1 import capture as capture_rest
-from oltsim.api.rest import (ListWriter, Route, bad_url, build_request, json_bytes, json_response, page, page_of,
+from oltsim.api.v1 import capture_v1 as capture_rest
+from oltsim.api.restkit import (ListWriter, Route, bad_url, build_request, json_bytes, json_response, page, page_of,
                              query_params, register_routes, render_error)
 from oltsim.model.errors import InvalidArgument
 
@@ -268,7 +268,7 @@ class V1Rest:
 
     def __init__(self, commands, bus=None, secured: bool = False, metrics: bool = False):
         self.bus = bus
-        #: /metrics is served beside these routes (oltsim.metrics.with_metrics): documented too
+        #: /metrics is served beside these routes (oltsim.prometheus.with_metrics): documented too
         self.metrics = metrics
         self.commands = commands
         self.revision = commands.revision
@@ -359,7 +359,7 @@ class V1Rest:
 
     @app.route(capture_rest.CAPTURE_PATH, methods=["GET"], branch=False)
     def capture(self, request):
-        """The capture ring as pcapng, live (oltsim.api.v1.capture, docs/capture.md)."""
+        """The capture ring as pcapng, live (oltsim.api.v1.capture_v1, docs/capture.md)."""
         return capture_rest.serve(request, getattr(self.commands, "capture", None))
 
     @app.route("/", methods=["GET"], branch=False)

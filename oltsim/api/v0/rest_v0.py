@@ -19,7 +19,7 @@ from oltsim._proto import legacy_pb2
 from oltsim.api import translate
 from oltsim.api.index import render_index
 from oltsim.api.openapi import ExtraPath, build_document
-from oltsim.api.rest import (ListWriter, Route, Utf8Only, build_request, json_bytes, json_nests_deeper, json_response,
+from oltsim.api.restkit import (ListWriter, Route, Utf8Only, build_request, json_bytes, json_nests_deeper, json_response,
                              page, page_of, query_params, register_routes, render_error)
 from oltsim.api.v0.mapping import MAPPING, successor_link
 from oltsim.model.errors import InvalidArgument
