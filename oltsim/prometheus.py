@@ -34,11 +34,10 @@ from prometheus_client.exposition import choose_encoder
 from twisted.web.resource import Resource, getChildForRequest
 
 from oltsim import __version__
-from oltsim.api import translate
-from oltsim.api.restkit import json_response
 from oltsim.model import events
 from oltsim.model.onu import ONU_MACHINE
 from oltsim.serving.onloop import handler_with
+from oltsim.status import error_response
 
 __all__ = ["AioMetricsInterceptor", "CountingResource", "Metrics", "MetricsResource", "counted", "with_metrics"]
 
@@ -175,9 +174,9 @@ class MetricsResource(Resource):
     def render(self, request) -> bytes:
         if request.method not in (b"GET", b"HEAD"):
             request.setHeader(b"Allow", b"GET, HEAD")
-            return json_response(request, 405, translate.error_body(
-                grpc.StatusCode.UNIMPLEMENTED,
-                f"method {request.method.decode('latin-1')} not allowed on /metrics; allowed: GET, HEAD"))
+            return error_response(
+                request, 405, grpc.StatusCode.UNIMPLEMENTED,
+                f"method {request.method.decode('latin-1')} not allowed on /metrics; allowed: GET, HEAD")
         accept = request.getHeader(b"accept")
         body, content_type = self.metrics.exposition(accept.decode("latin-1") if accept else None)
         request.setHeader(b"Content-Type", content_type.encode("ascii"))

@@ -1,17 +1,9 @@
-"""What the gRPC control servicers share: the one way refusals become statuses, and servicers
-whose every RPC delegates to the commands method of the same name (as REST does)."""
+"""What the gRPC control servicers share: refusals become statuses through `oltsim.status.abort_for` (the one
+error table, re-exported here), and servicers whose every RPC delegates to the commands method of the same name
+(as REST does)."""
 from __future__ import annotations
 
-from oltsim.api import translate
-from oltsim.model.errors import OltsimError
-
-
-def abort_for(context, exc) -> None:
-    """Answer a refused request with the status of the one error table; anything that is not a
-    domain error is left to `oltsim.serving.onloop.failure_status`, which logs it with a request id and answers INTERNAL."""
-    if isinstance(exc, OltsimError):
-        code, _ = translate.status_for(exc)
-        context.abort(code, exc.message)
+from oltsim.status import abort_for
 
 
 def delegating_servicer(base: type, service, commands_name: str) -> type:

@@ -11,9 +11,9 @@ What a document says follows from how the REST layer works (`oltsim.api.restkit`
   field without presence always present (so `required`), 64-bit integers as strings, enums by name, repeated fields
   as arrays, maps as objects, sub-messages as `$ref` components named by their full proto name; the base revision
   drops and retypes the fields of `translate.BASE_DROPPED` / `translate.BASE_INTEGERS`;
-- every refusal is the error body `{error, code, message}` with the HTTP status of `translate.ERROR_TABLE`, plus 405
-  for a wrong method, 413 for a body above the server's limit, 500 for an unexpected failure and, when an access
-  token is configured, 401;
+- every refusal is the error body `{error, code, message}` with the HTTP status of `oltsim.status.ERROR_TABLE`,
+  plus 405 for a wrong method, 413 for a body above the server's limit, 500 for an unexpected failure and, when an
+  access token is configured, 401;
 - a paged route (`Route.paged`) also takes `offset` and `limit` (`rest.PAGE_PARAMETERS`);
 - the connection limits of every REST listener (`CONNECTION_LIMITS`) close the description of each document.
 """
@@ -30,6 +30,7 @@ from oltsim.api.restkit import PAGE_MAX, Route
 from oltsim.config import (DEFAULT_MAX_API_CALLS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_CONNECTIONS_PER_PEER,
                            DEFAULT_MAX_UNSENT_OUTPUT)
 from oltsim.serving.grpcserver import STREAMS_ABOVE_CAP
+from oltsim.status import ERROR_TABLE
 
 OPENAPI_VERSION = "3.0.3"
 #: What every REST listener bounds per connection (oltsim.serving.connlimit, oltsim.api.site), said in each document.
@@ -107,7 +108,7 @@ class _Error:
 def error_responses(secured: bool) -> list[_Error]:
     """The documented error statuses: those of the one error table, 405, 500, and 401 with a token."""
     out = {}
-    for exc, (code, status) in translate.ERROR_TABLE.items():
+    for exc, (code, status) in ERROR_TABLE.items():
         out[status] = _Error(status, exc.__name__, f"{exc.__name__} (gRPC {code.name})")
     out[405] = _Error(405, "MethodNotAllowed", "method not allowed on this path (the Allow header lists the "
                       "allowed ones)")

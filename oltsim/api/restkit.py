@@ -16,9 +16,9 @@ from twisted.web.resource import Resource
 from werkzeug.exceptions import MethodNotAllowed, NotFound as RouteNotFound
 from werkzeug.routing import RequestRedirect
 
-from oltsim.api import translate
 from oltsim.logs import logger
 from oltsim.model.errors import InvalidArgument, NotFound, OltsimError
+from oltsim.status import ERROR_TABLE, error_response, json_response, status_for  # noqa: F401 (re-exported)
 
 log = logger("oltsim.api.rest")
 
@@ -137,29 +137,21 @@ def register_routes(app, routes, handle) -> None:
         app.route(wpath, methods=list(table), branch=False)(handler)
 
 
-def json_response(request, status: int, body) -> bytes:
-    request.setResponseCode(status)
-    request.setHeader(b"Content-Type", b"application/json")
-    if isinstance(body, bytes):
-        return body
-    return json.dumps(body, separators=(",", ":")).encode("utf-8")
-
-
 def render_error(request, failure, where: str) -> bytes:
     """The one place REST errors become responses; unexpected ones are logged with an id."""
     exc = failure.value
     # werkzeug redirects a non-canonical path (/v1//olt) to the canonical one; for an API that is no such path.
     if isinstance(exc, (RouteNotFound, RequestRedirect)):
-        return json_response(request, 404, translate.error_body(
-            translate.ERROR_TABLE[NotFound][0], f"no such path: {request.path.decode('latin-1')}"))
+        return error_response(request, 404, ERROR_TABLE[NotFound][0],
+                              f"no such path: {request.path.decode('latin-1')}")
     if isinstance(exc, MethodNotAllowed):
         allowed = ", ".join(exc.valid_methods or [])
         request.setHeader(b"Allow", allowed.encode("ascii"))
-        return json_response(request, 405, translate.error_body(
-            grpc.StatusCode.UNIMPLEMENTED,
+        return error_response(
+            request, 405, grpc.StatusCode.UNIMPLEMENTED,
             f"method {request.method.decode('latin-1')} not allowed on {request.path.decode('latin-1')};"
-            f" allowed: {allowed}"))
-    code, status = translate.status_for(exc)
+            f" allowed: {allowed}")
+    code, status = status_for(exc)
     if isinstance(exc, OltsimError):
         message = exc.message
     else:
@@ -168,7 +160,7 @@ def render_error(request, failure, where: str) -> bytes:
                     failure=failure, where=where, method=request.method.decode("latin-1"),
                     path=request.path.decode("latin-1"), request_id=request_id)
         message = f"internal error (request id {request_id})"
-    return json_response(request, status, translate.error_body(code, message))
+    return error_response(request, status, code, message)
 
 
 def bad_url(request, headers=()) -> bytes | None:
@@ -180,8 +172,8 @@ def bad_url(request, headers=()) -> bytes | None:
     except UnicodeDecodeError:
         for name, value in headers:
             request.setHeader(name, value)
-        return json_response(request, 400, translate.error_body(
-            grpc.StatusCode.INVALID_ARGUMENT, "the URL path and the Host header must be UTF-8"))
+        return error_response(request, 400, grpc.StatusCode.INVALID_ARGUMENT,
+                              "the URL path and the Host header must be UTF-8")
     return None
 
 

@@ -20,10 +20,10 @@ import grpc
 from twisted.internet import abstract
 from twisted.web import http, server
 
-from oltsim.api import translate
 from oltsim.api.restkit import json_bytes
 from oltsim.config import DEFAULT_MAX_UNSENT_OUTPUT
 from oltsim.logs import logger
+from oltsim.status import error_body
 
 log = logger("oltsim.api.site")
 
@@ -110,7 +110,7 @@ class LimitedRequest(server.Request):
         self.requestHeaders.removeHeader(b"expect")
         channel = self.channel
         channel.persistent = False
-        body = json_bytes(translate.error_body(grpc.StatusCode.RESOURCE_EXHAUSTED, message))
+        body = json_bytes(error_body(grpc.StatusCode.RESOURCE_EXHAUSTED, message))
         headers = [(b"Content-Type", b"application/json"), (b"Content-Length", b"%d" % len(body)),
                    (b"Connection", b"close"), *site.refusal_headers]
         head = b"HTTP/1.1 413 Request Entity Too Large\r\n" + b"".join(

@@ -1,43 +1,19 @@
-"""Model <-> protobuf, protobuf -> JSON, and the ONE error table.
+"""Model <-> protobuf and protobuf -> JSON.
 
 REST and gRPC build the same protobuf messages here, so the two surfaces cannot
-drift apart; REST renders them with `to_json_dict`.
+drift apart; REST renders them with `to_json_dict`. The error table lives below
+every surface, in `oltsim.status`, and the OpenOLT messages' translation in
+`oltsim.openoltpb`; both are re-exported here for the control APIs.
 """
 from __future__ import annotations
 
-import grpc
 from google.protobuf import json_format
 from voltha_protos import openolt_pb2
 
 from oltsim._proto import bbsim_pb2, oltsim_pb2
-from oltsim.model.errors import (FailedPrecondition, InvalidArgument, NotFound, ResourceExhausted,
-                                 Unavailable)
 from oltsim.model.flows import Flow
-
-# ---- errors ---------------------------------------------------------------------------------
-
-#: domain error -> (gRPC status, HTTP status)
-ERROR_TABLE: dict[type, tuple[grpc.StatusCode, int]] = {
-    NotFound: (grpc.StatusCode.NOT_FOUND, 404),
-    InvalidArgument: (grpc.StatusCode.INVALID_ARGUMENT, 400),
-    FailedPrecondition: (grpc.StatusCode.FAILED_PRECONDITION, 409),
-    ResourceExhausted: (grpc.StatusCode.RESOURCE_EXHAUSTED, 429),  # grpc-gateway's HTTP status for it
-    Unavailable: (grpc.StatusCode.UNAVAILABLE, 503),
-}
-INTERNAL = (grpc.StatusCode.INTERNAL, 500)
-
-
-def status_for(exc: BaseException) -> tuple[grpc.StatusCode, int]:
-    """The (gRPC, HTTP) status of an exception; anything unexpected is INTERNAL/500."""
-    for cls in type(exc).__mro__:
-        if cls in ERROR_TABLE:
-            return ERROR_TABLE[cls]
-    return INTERNAL
-
-
-def error_body(code: grpc.StatusCode, message: str) -> dict:
-    """grpc-gateway's error shape, so existing clients parse it."""
-    return {"error": message, "code": code.value[0], "message": message}
+from oltsim.openoltpb import check_enums, flow_from_pb, serial_from_pb, serial_to_pb, stored_flow  # noqa: F401
+from oltsim.status import ERROR_TABLE, INTERNAL, error_body, status_for  # noqa: F401
 
 
 # ---- JSON -----------------------------------------------------------------------------------
@@ -222,74 +198,3 @@ def flow_to_pb(flow: Flow, out=None) -> openolt_pb2.Flow:
     msg.classifier.SetInParent()
     msg.action.cmd.SetInParent()
     return msg
-
-
-# ---- openolt messages -> model --------------------------------------------------------------
-
-def check_enums(message, where: str = "") -> None:
-    """Refuse (InvalidArgument) a message holding an enum number that its enum does not define.
-
-    proto3 parses unknown enum numbers, but the JSON of the control APIs gives every enum by name (decisions 2,
-    the OpenAPI documents), so a stored message holding one could not be shown as documented: refuse it before
-    it is stored (validate first)."""
-    for fd, value in message.ListFields():
-        name = where + fd.name
-        if fd.type == fd.TYPE_ENUM:
-            _check_numbers(fd.enum_type, name, value if fd.is_repeated else [value])
-        elif fd.type == fd.TYPE_MESSAGE:
-            if fd.message_type.GetOptions().map_entry:
-                value_fd = fd.message_type.fields_by_name["value"]
-                for key, item in value.items():
-                    if value_fd.type == fd.TYPE_MESSAGE:
-                        check_enums(item, f"{name}[{key}].")
-                    elif value_fd.type == fd.TYPE_ENUM:
-                        _check_numbers(value_fd.enum_type, f"{name}[{key}]", [item])
-            elif fd.is_repeated:
-                for index, item in enumerate(value):
-                    check_enums(item, f"{name}[{index}].")
-            else:
-                check_enums(value, name + ".")
-
-
-def _check_numbers(enum, name: str, numbers) -> None:
-    for number in numbers:
-        if number not in enum.values_by_number:
-            known = ", ".join(v.name for v in enum.values)
-            raise InvalidArgument(f"{name} must be one of {known} (got {number})")
-
-
-def serial_from_pb(sn: openolt_pb2.SerialNumber) -> str:
-    """vendor id (4 ASCII bytes) + vendor specific as lower-case hex, `BBSM000a010b`, as BBSim's OnuSnToString and
-    VOLTHA's openolt adapter write it."""
-    try:
-        vendor = bytes(sn.vendor_id).decode("ascii")
-    except UnicodeDecodeError:
-        raise InvalidArgument("serial_number.vendor_id must be 4 ASCII characters") from None
-    return vendor + bytes(sn.vendor_specific).hex()
-
-
-def serial_to_pb(serial: str) -> openolt_pb2.SerialNumber:
-    return openolt_pb2.SerialNumber(vendor_id=serial[:4].encode("ascii"),
-                                    vendor_specific=bytes.fromhex(serial[4:]))
-
-
-def stored_flow(flow: Flow, out=None) -> openolt_pb2.Flow:
-    """The adapter's flow message as it sent it (into `out`, an empty message, when given)."""
-    msg = out if out is not None else openolt_pb2.Flow()
-    msg.MergeFromString(flow.payload)
-    return msg
-
-
-def flow_from_pb(msg: openolt_pb2.Flow) -> Flow:
-    """The model's flow for a FlowAdd. The message rides along encoded (`stored_flow` gives it back): a flow table
-    at --max-flows (16384 VOLTHA-sized flows) then weighs 12 MiB instead of 29 with message objects."""
-    c = msg.classifier
-    return Flow(
-        flow_id=msg.flow_id, flow_type=msg.flow_type, access_intf_id=msg.access_intf_id,
-        onu_id=msg.onu_id, uni_id=msg.uni_id, port_no=msg.port_no, alloc_id=msg.alloc_id,
-        gemport_id=msg.gemport_id, network_intf_id=msg.network_intf_id, eth_type=c.eth_type,
-        o_vid=c.o_vid, i_vid=c.i_vid, o_pbits=c.o_pbits, src_port=c.src_port, dst_port=c.dst_port,
-        replicate_flow=msg.replicate_flow, pbit_to_gemport=dict(msg.pbit_to_gemport),
-        aes_gemports=tuple(msg.gemport_to_aes), payload=msg.SerializeToString(),
-    )
-

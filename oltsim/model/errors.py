@@ -1,4 +1,4 @@
-"""Domain errors raised by model commands; `oltsim.api.translate` maps each to one gRPC and HTTP status."""
+"""Domain errors raised by model commands; `oltsim.status` maps each to one gRPC and HTTP status."""
 
 
 class OltsimError(Exception):

@@ -28,13 +28,12 @@ from twisted.application.internet import StreamServerEndpointService
 from twisted.internet import endpoints, ssl
 from twisted.web.resource import Resource, getChildForRequest
 
-from oltsim.api import translate
-from oltsim.api.restkit import json_response
 from oltsim.config import ConfigError
 from oltsim.serving.dualstack import DualStackServerEndpoint
 from oltsim.serving.endpoints import GrpcListen, parse_grpc_endpoint, split_endpoint
 from oltsim.logs import logger
 from oltsim.serving.onloop import handler_with
+from oltsim.status import error_response
 
 __all__ = ["AccessToken", "AioTokenInterceptor", "TokenGuard", "certificate_options",
            "check_listener", "guard", "interceptors", "server_endpoint", "server_service"]
@@ -122,7 +121,7 @@ class TokenGuard(Resource):
         request.setHeader(b"WWW-Authenticate", challenge.encode("ascii"))
         for name, value in self.headers:
             request.setHeader(name, value)
-        return json_response(request, 401, translate.error_body(grpc.StatusCode.UNAUTHENTICATED, _message(reason)))
+        return error_response(request, 401, grpc.StatusCode.UNAUTHENTICATED, _message(reason))
 
 
 def _peer(request) -> str:

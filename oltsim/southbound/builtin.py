@@ -56,13 +56,14 @@ from dataclasses import dataclass, field
 from twisted.application import service
 from voltha_protos import openolt_pb2, tech_profile_pb2
 
-from oltsim.api import translate
 from oltsim.logs import SummedLines, logger
 from oltsim.model import events
 from oltsim.model.errors import NotFound, OltsimError
 from oltsim.omci import codec
 from oltsim.omci.responder import TCONT_IDS
+from oltsim.openoltpb import serial_from_pb
 from oltsim.serving.onloop import StreamQueue
+from oltsim.status import status_for
 from oltsim.packets import frames as f
 from oltsim.packets.common import uplink_tag
 from oltsim.packets.eapol import PASSWORD, identity_request_frame, md5_request_frame, md5_response
@@ -453,7 +454,7 @@ class BuiltinAdapter(service.Service):
             getattr(self.servicer, method)(request, None)
             return True
         except OltsimError as exc:
-            code, _ = translate.status_for(exc)
+            code, _ = status_for(exc)
             log.warn("builtin-adapter-call-refused method={method} serial={serial} status={status} why={why}",
                      method=method, serial=onu.serial if onu else "", status=code.name, why=exc.message)
         except Exception:
@@ -464,7 +465,7 @@ class BuiltinAdapter(service.Service):
     # ---- ONUs --------------------------------------------------------------------------------------------
 
     def _on_discovery(self, ind) -> None:
-        serial = translate.serial_from_pb(ind.serial_number)
+        serial = serial_from_pb(ind.serial_number)
         onu = self.onus.get(serial)
         if onu is None:
             pools = self.pools.get(ind.intf_id)
@@ -489,7 +490,7 @@ class BuiltinAdapter(service.Service):
                                                  serial_number=ind.serial_number, pir=PIR), onu)
 
     def _on_onu_ind(self, ind) -> None:
-        serial = translate.serial_from_pb(ind.serial_number)
+        serial = serial_from_pb(ind.serial_number)
         onu = self.onus.get(serial)
         if onu is None or (ind.intf_id, ind.onu_id) != (onu.pon, onu.onu_id):
             log.warn("builtin-adapter-onu-unknown serial={serial} pon={pon} onu_id={onu_id}", serial=serial,

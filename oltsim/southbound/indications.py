@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from voltha_protos import common_pb2, openolt_pb2
 
-from oltsim.api.translate import serial_to_pb
 from oltsim.model import events
+from oltsim.openoltpb import serial_to_pb
 
 _ALARM_TYPES = {f.name: f.message_type for f in openolt_pb2.AlarmIndication.DESCRIPTOR.fields}
 

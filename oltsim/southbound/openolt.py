@@ -11,12 +11,12 @@ import grpc
 from oltsim.logs import Summary, logger
 from voltha_protos import extensions_pb2, openolt_pb2, openolt_pb2_grpc, tech_profile_pb2
 
-from oltsim.api import translate
-from oltsim.api.grpc_common import abort_for
 from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition, InvalidArgument
+from oltsim.openoltpb import check_enums, flow_from_pb, serial_from_pb
 from oltsim.serving.onloop import AsyncStreamQueue, StreamQueue
 from oltsim.southbound.indications import port_statistics, to_indications
+from oltsim.status import abort_for
 
 log = logger("oltsim.southbound")
 
@@ -207,7 +207,7 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
     # ---- ONUs ------------------------------------------------------------------------------
 
     def ActivateOnu(self, request, context):
-        serial = translate.serial_from_pb(request.serial_number)
+        serial = serial_from_pb(request.serial_number)
         self._olt.activate_onu(request.intf_id, serial, request.onu_id)
         self._olt.emit(events.OpenoltRequest("ActivateOnu", request.intf_id, request.onu_id, serial))
         return openolt_pb2.Empty()
@@ -278,8 +278,8 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
             value = getattr(request.classifier, name)
             if value > 4096:
                 raise InvalidArgument(f"classifier.{name} must be a VLAN id 0..4096 (got {value})")
-        translate.check_enums(request)
-        self._olt.flow_add(translate.flow_from_pb(request))
+        check_enums(request)
+        self._olt.flow_add(flow_from_pb(request))
         return openolt_pb2.Empty()
 
     def FlowRemove(self, request, context):
@@ -291,7 +291,7 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
 
     def CreateTrafficSchedulers(self, request, context):
         check_size(request, MAX_SCHEDULERS_BYTES, "a TrafficSchedulers message")
-        translate.check_enums(request)  # stored and shown by name in REST (GET .../trafficschedulers, v0 tconts)
+        check_enums(request)  # stored and shown by name in REST (GET .../trafficschedulers, v0 tconts)
         payload = tech_profile_pb2.TrafficSchedulers()
         payload.CopyFrom(request)
         self._olt.set_traffic_schedulers(request.intf_id, request.onu_id, payload, uni_id=request.uni_id,
@@ -371,9 +371,9 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         return openolt_pb2.Empty()
 
     def DisableOnuSerialNumber(self, request, context):
-        self._olt.pon(request.intf_id).onu_by_serial(translate.serial_from_pb(request.onu_serial_number))
+        self._olt.pon(request.intf_id).onu_by_serial(serial_from_pb(request.onu_serial_number))
         return openolt_pb2.Empty()
 
     def EnableOnuSerialNumber(self, request, context):
-        self._olt.pon(request.intf_id).onu_by_serial(translate.serial_from_pb(request.onu_serial_number))
+        self._olt.pon(request.intf_id).onu_by_serial(serial_from_pb(request.onu_serial_number))
         return openolt_pb2.Empty()

@@ -2,7 +2,7 @@
 
 Each method takes the RPC's request message and returns its response message, on the reactor
 thread. Refusals raise the model's domain errors (`oltsim.model.errors`), mapped to statuses by
-`oltsim.api.translate.ERROR_TABLE`; a whole request is validated before anything is changed.
+`oltsim.status.ERROR_TABLE`; a whole request is validated before anything is changed.
 
 Which filter fields were given
 ------------------------------

@@ -2,7 +2,7 @@
 
 Each method takes the RPC's request message and returns its response message,
 running on the reactor thread; refusals raise domain errors (validated before any
-effect), which `translate.ERROR_TABLE` maps to statuses.
+effect), which `oltsim.status.ERROR_TABLE` maps to statuses.
 """
 from __future__ import annotations
 

@@ -1,0 +1,72 @@
+"""Imports point down (issue 36, style.md "Arrows point down"): the lower layers never import an upper one, so a
+lower module can be read, tested and reused without the control APIs it serves. Read from the source (every import
+statement, also those inside functions), so a lazy import does not hide an arrow."""
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+OLTSIM = ROOT / "oltsim"
+
+#: Lower modules and packages, and the upper ones none of them may import.
+LOWER = ("serving", "southbound", "model", "omci", "packets", "capture", "status.py", "openoltpb.py",
+         "prometheus.py", "config.py")
+UPPER = ("oltsim.api", "oltsim.tap")
+
+
+def _modules(place: str) -> list[Path]:
+    path = OLTSIM / place
+    return sorted(path.rglob("*.py")) if path.is_dir() else [path]
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported(path: Path) -> set[str]:
+    """The absolute names of every module `path` imports (relative imports resolved)."""
+    package = _module_name(path).split(".")
+    if path.name != "__init__.py":
+        package.pop()
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[:len(package) - node.level + 1]) if node.level else ""
+            module = ".".join(p for p in (base, node.module or "") if p)
+            out.add(module)
+            # `from oltsim.model import olt` imports the module oltsim.model.olt
+            out.update(f"{module}.{alias.name}" for alias in node.names)
+    return out
+
+
+def _reaches(names: set[str], targets) -> list[str]:
+    return sorted(n for n in names if any(n == t or n.startswith(t + ".") for t in targets))
+
+
+@pytest.mark.parametrize("path", [p for place in LOWER for p in _modules(place)],
+                         ids=lambda p: str(p.relative_to(OLTSIM)))
+def test_lower_layers_do_not_import_the_apis(path):
+    """No module of serving/, southbound/, the model, the codecs, the capture ring, the error table, /metrics or the
+    settings imports oltsim.api or the composition root."""
+    assert _reaches(imported(path), UPPER) == []
+
+
+@pytest.mark.parametrize("place", ["serving", "southbound"])
+def test_serving_and_southbound_do_not_import_kafka(place):
+    """The listeners and the OpenOLT southbound do not reach the Kafka event sink (an upper, optional surface)."""
+    for path in _modules(place):
+        assert _reaches(imported(path), ("oltsim.kafka",)) == [], path
+
+
+def test_the_error_table_is_defined_once():
+    """oltsim.status holds the one error table; the control APIs' translation re-uses that very object."""
+    from oltsim import status
+    from oltsim.api import translate
+    assert translate.ERROR_TABLE is status.ERROR_TABLE
+    assert translate.status_for is status.status_for
