@@ -1,0 +1,308 @@
+"""The data plane's Linux interfaces: which UNIs get one and its name, and the TAP port that carries its frames.
+
+Names: a UNI's interface is ``<prefix>u<pon>-<onu>-<uni>`` (``u0-1-0``: PON 0, the ONU of index 1 on it, UNI 0),
+at most 15 characters (Linux's limit); the NNI's are given whole (``--nni-interface``,
+``--nni-untagged-interface``). Which UNIs: ``all``, a count (the first N in PON, ONU, UNI order) or a comma list
+of ``SERIAL/UNI``.
+
+Frames: each interface is a `TapPort` (Twisted's `TuntapPort`, so the unit tests run it on
+`twisted.pair.testing.MemoryIOSystem`). A readable port reads at most `burst` frames per reactor turn into its own
+queue, bounded in frames (what does not fit is dropped and counted as ``queue-full``), and one `Pump` hands the
+queued frames on, round-robin over the ports, at most `budget` frames per reactor turn: a flood on one UNI costs
+its own queue and its share of a turn, and the control plane runs between turns.
+"""
+from __future__ import annotations
+
+import errno
+from collections import deque
+from dataclasses import dataclass
+
+from twisted.internet.protocol import AbstractDatagramProtocol
+from twisted.pair.ethernet import IEthernetProtocol
+from twisted.pair.tuntap import TuntapPort
+from zope.interface import implementer
+
+from oltsim.dataplane.netns import HostError, check_name
+from oltsim.logs import logger
+
+log = logger("oltsim.dataplane")
+
+#: Frames one port's queue holds before it drops (about 1.5 MB of full-size frames).
+QUEUE_FRAMES = 1024
+#: Frames one port reads per reactor turn.
+BURST = 64
+#: Frames the pump hands on per reactor turn, over all ports, and per port in one round.
+BUDGET = 512
+PER_ROUND = 32
+#: The largest frame read (jumbo frames with two tags fit).
+MAX_FRAME = 16384
+_RETRY_READ = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
+
+
+# ---- which UNIs, and their names ---------------------------------------------------------------------------
+
+def parse_uni_spec(text) -> object:
+    """``--uni-interfaces``: ``"all"``, a count (int >= 0) or a tuple of (SERIAL, UNI id); ValueError (one line)
+    otherwise. None or an empty text is None (no UNI interfaces)."""
+    if text is None:
+        return None
+    if isinstance(text, bool):
+        raise ValueError("--uni-interfaces must be all, a count or a comma list of SERIAL/UNI")
+    if isinstance(text, int):
+        if text < 0:
+            raise ValueError(f"--uni-interfaces: a count must be 0 or more (got {text})")
+        return text
+    value = str(text).strip()
+    if not value:
+        return None
+    if value.lower() == "all":
+        return "all"
+    if value.isdigit():
+        return int(value)
+    picks = []
+    for item in value.split(","):
+        serial, slash, uni = item.strip().partition("/")
+        if not slash or not serial or not uni.strip().isdigit():
+            raise ValueError(f"--uni-interfaces: {item.strip()!r} is not SERIAL/UNI (for example BBSM00000001/0); "
+                             f"the value is all, a count or a comma list of SERIAL/UNI")
+        picks.append((serial.strip().upper(), int(uni)))
+    return tuple(picks)
+
+
+def uni_interface_name(prefix: str, pon: int, onu_index: int, uni_id: int) -> str:
+    """The interface name of a UNI: ``<prefix>u<pon>-<onu index>-<uni>``."""
+    return f"{prefix}u{pon}-{onu_index}-{uni_id}"
+
+
+@dataclass(frozen=True)
+class UniInterface:
+    """One UNI given an interface: the ONU's serial, PON and index on it, the UNI id, the name, its namespace."""
+    serial: str
+    pon: int
+    onu_index: int
+    uni_id: int
+    name: str
+    netns: str | None
+    mac: str | None = None
+
+
+@dataclass(frozen=True)
+class InterfacePlan:
+    """Every interface the data plane makes: the UNIs' (in PON, ONU, UNI order) and the NNI's (None: not made)."""
+    unis: tuple[UniInterface, ...] = ()
+    nni: str | None = None
+    nni_untagged: str | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self.unis and self.nni is None and self.nni_untagged is None
+
+    def names(self) -> list[str]:
+        return [u.name for u in self.unis] + [n for n in (self.nni, self.nni_untagged) if n]
+
+
+def plan_interfaces(olt, spec, *, prefix: str = "", netns: bool = False, nni: str | None = None,
+                    nni_untagged: str | None = None) -> InterfacePlan:
+    """The interfaces for `olt` (the model, built, not started) that the settings ask for; HostError (one line) for
+    a UNI that does not exist, a name too long or invalid, or two interfaces of one name. Pure: nothing is made."""
+    spec = parse_uni_spec(spec) if isinstance(spec, str) or spec is None else spec
+    eth = [(onu, uni) for onu in olt.onus for uni in onu.eth_unis]
+    if spec is None:
+        chosen = []
+    elif spec == "all":
+        chosen = eth
+    elif isinstance(spec, int):
+        if spec > len(eth):
+            raise HostError(f"--uni-interfaces {spec}: the OLT has {len(eth)} Ethernet UNIs")
+        chosen = eth[:spec]
+    else:
+        wanted = {}
+        for serial, uni_id in spec:
+            try:
+                onu = olt.onu_by_serial(serial)
+            except Exception:
+                raise HostError(f"--uni-interfaces: no ONU has serial {serial}") from None
+            unis = {uni.id: uni for uni in onu.eth_unis}
+            if uni_id not in unis:
+                raise HostError(f"--uni-interfaces: ONU {onu.serial} has no Ethernet UNI {uni_id} "
+                                f"(it has {', '.join(map(str, sorted(unis))) or 'none'})")
+            wanted[(onu.serial, uni_id)] = (onu, unis[uni_id])
+        chosen = [pair for pair in eth if (pair[0].serial, pair[1].id) in wanted]
+    unis = []
+    for onu, uni in chosen:
+        name = uni_interface_name(prefix, onu.pon.id, onu.index, uni.id)
+        check_name(name, f"UNI {onu.serial}/{uni.id}")
+        mac = uni.services[0].mac if uni.services else None
+        unis.append(UniInterface(onu.serial, onu.pon.id, onu.index, uni.id, name, name if netns else None, mac))
+    for value, option in ((nni, "--nni-interface"), (nni_untagged, "--nni-untagged-interface")):
+        if value is not None:
+            check_name(value, option)
+    plan = InterfacePlan(tuple(unis), nni or None, nni_untagged or None)
+    seen = set()
+    for name in plan.names():
+        if name in seen:
+            raise HostError(f"two of the data plane's interfaces would be named {name}")
+        seen.add(name)
+    return plan
+
+
+# ---- frames ------------------------------------------------------------------------------------------------
+
+@implementer(IEthernetProtocol)
+class _Frames(AbstractDatagramProtocol):
+    """What a TapPort reads: whole Ethernet frames, queued by the port itself (see TapPort.doRead)."""
+
+    def addProto(self, num, proto):
+        raise NotImplementedError("the data plane reads whole frames")
+
+    def datagramReceived(self, data, partial=0):
+        pass  # TapPort.doRead queues frames itself; TuntapPort's own doRead is not used
+
+
+class TapPort(TuntapPort):
+    """One TAP interface of the data plane: reads frames into a bounded queue and writes frames, counting both.
+
+    `pump` (a `Pump`) is told when frames are queued. `key` is what the pump's handler gets with each frame (the
+    UNI's (serial, uni_id), or "nni" / "nni-untagged"). `system` and `reactor` as TuntapPort's (tests: a
+    MemoryIOSystem and a reactor whose addReader does nothing)."""
+
+    def __init__(self, name: str, key, pump, *, queue_frames: int = QUEUE_FRAMES, burst: int = BURST,
+                 reactor=None, system=None):
+        super().__init__(name.encode("ascii"), _Frames(), maxPacketSize=MAX_FRAME, reactor=reactor, system=system)
+        self.name = name
+        self.key = key
+        self.pump = pump
+        self.queue: deque[bytes] = deque()
+        self.queue_frames = queue_frames
+        self.burst = burst
+        self.scheduled = False
+        self.rx_frames = self.rx_bytes = 0
+        self.tx_frames = self.tx_bytes = 0
+        self.dropped = {}                   # reason -> frames
+
+    def open(self) -> None:
+        """Make the interface (TUNSETIFF) and start reading; HostError (one line) when the host refuses."""
+        try:
+            self.startListening()
+        except Exception as exc:   # CannotListenError wraps the OSError
+            reason = getattr(exc, "socketError", exc)
+            text = getattr(reason, "strerror", None) or str(reason)
+            raise HostError(f"interface {self.name} cannot be made: {text}") from None
+
+    def close(self) -> None:
+        """Stop reading and close the descriptor now (the kernel removes the interface), whatever state it is in."""
+        self.queue.clear()
+        if self.connected:
+            try:
+                self.connectionLost(None)
+            except Exception:
+                log.failure("dataplane-close-failed interface={name}", name=self.name)
+
+    def _drop(self, reason: str) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+
+    def doRead(self):
+        """Read at most `burst` frames; what the queue has no room for is dropped and counted."""
+        queue = self.queue
+        read = self._system.read
+        for _ in range(self.burst):
+            try:
+                data = read(self._fileno, self.maxPacketSize)
+            except OSError as exc:
+                if exc.errno in _RETRY_READ:
+                    break
+                log.error("dataplane-interface-lost interface={name} why={why}", name=self.name,
+                          why=exc.strerror or str(exc))
+                return exc  # the reactor closes the port
+            self.rx_frames += 1
+            self.rx_bytes += len(data)
+            if len(queue) >= self.queue_frames:
+                self._drop("queue-full")
+                continue
+            queue.append(data)
+        if queue and not self.scheduled:
+            self.pump.wake(self)
+        return None
+
+    def send(self, frame: bytes) -> bool:
+        """Write one frame out of the interface; False (counted by errno) when the kernel refuses it."""
+        if not self.connected:
+            self._drop("interface-closed")
+            return False
+        try:
+            self._system.write(self._fileno, frame)
+        except OSError as exc:
+            self._drop(f"write-{errno.errorcode.get(exc.errno, exc.errno)}".lower())
+            return False
+        self.tx_frames += 1
+        self.tx_bytes += len(frame)
+        return True
+
+    def counters(self) -> dict:
+        """This interface's frames and bytes read and written, and its drops by reason."""
+        return {"name": self.name, "rx_frames": self.rx_frames, "rx_bytes": self.rx_bytes,
+                "tx_frames": self.tx_frames, "tx_bytes": self.tx_bytes, "queued": len(self.queue),
+                "dropped": dict(self.dropped)}
+
+
+class Pump:
+    """Hands queued frames to `handle(port, frame)`, round-robin over the ports that have some, at most `budget`
+    frames per reactor turn (then again on the next turn, `clock.callLater(0)`), `per_round` from one port at a
+    time. A handler that raises is logged (the first time, then counted) and the pump goes on."""
+
+    def __init__(self, clock, handle, *, budget: int = BUDGET, per_round: int = PER_ROUND):
+        self.clock = clock
+        self.handle = handle
+        self.budget = budget
+        self.per_round = per_round
+        self.ready: deque[TapPort] = deque()
+        self.failures = 0
+        self._call = None
+        self._stopped = False
+
+    def wake(self, port: TapPort) -> None:
+        """`port` has frames queued."""
+        if self._stopped or port.scheduled:
+            return
+        port.scheduled = True
+        self.ready.append(port)
+        if self._call is None:
+            self._call = self.clock.callLater(0, self._drain)
+
+    def _drain(self) -> None:
+        self._call = None
+        budget = self.budget
+        ready = self.ready
+        while ready and budget > 0:
+            port = ready.popleft()
+            queue = port.queue
+            take = min(self.per_round, budget, len(queue))
+            budget -= take
+            for _ in range(take):
+                frame = queue.popleft()
+                try:
+                    self.handle(port, frame)
+                except Exception:
+                    self.failures += 1
+                    if self.failures == 1:
+                        log.failure("dataplane-frame-failed interface={name} (later failures are only counted)",
+                                    name=port.name)
+            if queue and port.connected:
+                ready.append(port)
+            else:
+                port.scheduled = False
+        if ready and not self._stopped:
+            self._call = self.clock.callLater(0, self._drain)
+
+    def stop(self) -> None:
+        """Cancel the next turn and forget the queued work."""
+        self._stopped = True
+        if self._call is not None and self._call.active():
+            self._call.cancel()
+        self._call = None
+        for port in self.ready:
+            port.scheduled = False
+        self.ready.clear()
+
+    def pending_calls(self) -> int:
+        return 1 if self._call is not None and self._call.active() else 0

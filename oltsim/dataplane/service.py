@@ -1,0 +1,234 @@
+"""The data plane's service: makes the interfaces (and namespaces) at start, carries frames, removes all at stop.
+
+Start (`privilegedStartService` under twistd, as root before any privilege is dropped; else `startService`): the
+host is checked first (CAP_NET_ADMIN, /dev/net/tun, no interface of the names already there, a UNI's namespace
+without that interface), then each interface is made (TAP), given its UNI's first service MAC, moved into its
+namespace (made if absent) and set up, and the UNI is bound (`DataPlane.bind_uni`: its simulated protocols step
+aside). When any step fails, everything made so far is removed again (interfaces closed, namespaces this start
+made deleted) and the failure is one line: `DataPlaneError`, or with `exit_on_failure` (the daemon) ``oltsim: ...``
+on stderr and exit status 2.
+
+Frames: each interface's `TapPort` queues what it reads (bounded), one `Pump` hands the frames to the `DataPlane`
+(`from_uni`, `from_nni`, `from_nni_untagged`) a bounded number per reactor turn, and `deliver` carries the outputs
+out: `ToUni` to the UNI's interface, `ToNni`/`ToNniUntagged` to the NNI's; `PacketIn` (already emitted by the
+DataPlane) and `Dropped` (already counted) are only counted here. The adapter's OnuPacketOut to a bound UNI and
+UplinkPacketOut come through the same `deliver` (`DataPlane.attach`).
+
+Stop: unbind the UNIs (their simulated protocols drive them again), close every interface (the kernel removes it)
+and delete the namespaces this start made; nothing is left on the host.
+"""
+from __future__ import annotations
+
+import sys
+
+from twisted.application import service
+
+from oltsim.dataplane.interfaces import InterfacePlan, Pump, TapPort
+from oltsim.dataplane.netns import Host, HostError
+from oltsim.dataplane.pipeline import Dropped, PacketIn, ToNni, ToNniUntagged, ToUni
+from oltsim.logs import logger
+
+log = logger("oltsim.dataplane")
+
+NNI = "nni"
+NNI_UNTAGGED = "nni-untagged"
+
+
+class DataPlaneError(Exception):
+    """The data plane could not be set up; the message is one line, and nothing it made is left."""
+
+
+class DataPlaneService(service.Service):
+    """The interfaces of `plan` (an `InterfacePlan`) around `dataplane` (a `pipeline.DataPlane` over `olt`).
+
+    `clock` is the reactor (the pump's turns; the TAP ports' reader registration); `host` a `netns.Host` (tests: one
+    over a fake `ip`); `system` the TAP ports' I/O system (tests: twisted.pair.testing.MemoryIOSystem).
+    `exit_on_failure`: a failed start writes ``oltsim: LINE`` to stderr and exits with status 2 (the daemon)."""
+
+    name = "dataplane"
+
+    def __init__(self, olt, dataplane, plan: InterfacePlan, clock, *, engine=None, host: Host | None = None,
+                 system=None, exit_on_failure: bool = False, queue_frames: int | None = None):
+        self.olt = olt
+        self.dataplane = dataplane
+        self.plan = plan
+        self.clock = clock
+        self.engine = engine
+        self.host = host or Host()
+        self.system = system
+        self.exit_on_failure = exit_on_failure
+        self.queue_frames = queue_frames
+        self.pump = None
+        self.ports: dict[object, TapPort] = {}      # (serial, uni_id) / NNI / NNI_UNTAGGED -> port
+        self.made_netns: list[str] = []
+        self.bound: list[tuple[str, int]] = []
+        self.packet_ins = 0
+        self.undeliverable = 0
+        self._attached = False
+        self._up = False
+
+    # ---- service -----------------------------------------------------------------------------------------------
+
+    def privilegedStartService(self):
+        self._start_once()
+        super().privilegedStartService()
+
+    def startService(self):
+        self._start_once()
+        super().startService()
+
+    def stopService(self):
+        super().stopService()
+        self._remove()
+        log.info("dataplane-stopped interfaces={count}", count=len(self.plan.names()))
+
+    def _start_once(self) -> None:
+        if self._up:
+            return
+        try:
+            self._make()
+        except (HostError, DataPlaneError) as exc:
+            self._remove()
+            line = str(exc)
+            log.error("dataplane-not-started why={why}", why=line)
+            if self.exit_on_failure:
+                stderr = sys.__stderr__ or sys.stderr
+                stderr.write(f"oltsim: {line}\n")
+                stderr.flush()
+                raise SystemExit(2) from None
+            raise DataPlaneError(line) from None
+        except Exception:
+            self._remove()
+            raise
+
+    # ---- making and removing -----------------------------------------------------------------------------------
+
+    def _check(self) -> None:
+        """The host can take the plan: privileges, and none of its names in use (nothing is made yet)."""
+        host = self.host
+        host.check_privileges()
+        for uni in self.plan.unis:
+            if host.link_exists(uni.name):
+                raise HostError(f"UNI {uni.serial}/{uni.uni_id}: an interface named {uni.name} exists already "
+                                f"(another oltsim? --interface-prefix keeps two apart)")
+            if uni.netns and host.netns_exists(uni.netns) and host.link_exists(uni.name, uni.netns):
+                raise HostError(f"UNI {uni.serial}/{uni.uni_id}: network namespace {uni.netns} has an interface "
+                                f"named {uni.name} already (another oltsim? --interface-prefix keeps two apart)")
+        for name, option in ((self.plan.nni, "--nni-interface"), (self.plan.nni_untagged,
+                                                                  "--nni-untagged-interface")):
+            if name and host.link_exists(name):
+                raise HostError(f"{option} {name}: an interface of that name exists already")
+
+    def _port(self, name: str, key) -> TapPort:
+        options = {} if self.queue_frames is None else {"queue_frames": self.queue_frames}
+        port = TapPort(name, key, self.pump, reactor=self.clock, system=self.system, **options)
+        self.ports[key] = port
+        port.open()
+        return port
+
+    def _make(self) -> None:
+        plan = self.plan
+        self._check()
+        self.pump = Pump(self.clock, self._frame_in)
+        host = self.host
+        for uni in plan.unis:
+            self._port(uni.name, (uni.serial, uni.uni_id))
+            if uni.mac:
+                host.set_address(uni.name, uni.mac)
+            if uni.netns:
+                if not host.netns_exists(uni.netns):
+                    host.add_netns(uni.netns)
+                    self.made_netns.append(uni.netns)
+                host.move_link(uni.name, uni.netns)
+            host.link_up(uni.name, uni.netns)
+        for name, key in ((plan.nni, NNI), (plan.nni_untagged, NNI_UNTAGGED)):
+            if name:
+                self._port(name, key)
+                host.link_up(name)
+        if self.engine is not None and not self._attached:
+            self.dataplane.attach(self.engine, self.deliver)
+            self._attached = True
+        for uni in plan.unis:
+            try:
+                self.dataplane.bind_uni(uni.serial, uni.uni_id)
+            except Exception as exc:
+                raise DataPlaneError(f"UNI {uni.serial}/{uni.uni_id} cannot be bound: {exc}") from None
+            self.bound.append((uni.serial, uni.uni_id))
+        self._up = True
+        log.info("dataplane-started unis={unis} nni={nni} nni_untagged={untagged} netns={netns}",
+                 unis=len(plan.unis), nni=plan.nni or "-", untagged=plan.nni_untagged or "-",
+                 netns=len(self.made_netns))
+
+    def _remove(self) -> None:
+        """Undo whatever `_make` did, in reverse; goes on past a step that fails (logged)."""
+        self._up = False
+        for serial, uni_id in reversed(self.bound):
+            try:
+                self.dataplane.unbind_uni(serial, uni_id)
+            except Exception:
+                log.failure("dataplane-unbind-failed serial={serial} uni={uni}", serial=serial, uni=uni_id)
+        self.bound.clear()
+        if self.pump is not None:
+            self.pump.stop()
+        for port in reversed(list(self.ports.values())):
+            port.close()
+        self.ports.clear()
+        for name in reversed(self.made_netns):
+            why = self.host.delete_netns(name)
+            if why is not None:
+                log.error("dataplane-netns-not-deleted netns={name} why={why}", name=name, why=why)
+        self.made_netns.clear()
+
+    # ---- frames --------------------------------------------------------------------------------------------------
+
+    def _frame_in(self, port: TapPort, frame: bytes) -> None:
+        key = port.key
+        dataplane = self.dataplane
+        if key == NNI:
+            outputs = dataplane.from_nni(frame)
+        elif key == NNI_UNTAGGED:
+            outputs = dataplane.from_nni_untagged(frame)
+        else:
+            outputs = dataplane.from_uni(key[0], key[1], frame)
+        if outputs:
+            self.deliver(outputs)
+
+    def deliver(self, outputs) -> None:
+        """Carry out the DataPlane's outputs: frames out of their interfaces (an interface not made: counted as
+        undeliverable), packet indications counted (the DataPlane emitted them)."""
+        ports = self.ports
+        for out in outputs:
+            kind = type(out)
+            if kind is ToUni:
+                port = ports.get((out.serial, out.uni_id))
+            elif kind is ToNni:
+                port = ports.get(NNI)
+            elif kind is ToNniUntagged:
+                port = ports.get(NNI_UNTAGGED)
+            elif kind is PacketIn:
+                self.packet_ins += 1
+                continue
+            else:  # Dropped: counted by the DataPlane
+                continue
+            if port is None:
+                self.undeliverable += 1
+                continue
+            port.send(out.frame)
+
+    # ---- counters ------------------------------------------------------------------------------------------------
+
+    def counters(self) -> dict:
+        """The DataPlane's counters, with each interface's own (frames read and written, drops of its queue and of
+        the kernel's refusals) under "interfaces"."""
+        counted = self.dataplane.counters()
+        interfaces = {}
+        for key, port in self.ports.items():
+            entry = port.counters()
+            if isinstance(key, tuple):
+                entry.update(serial=key[0], uni_id=key[1])
+            interfaces[port.name] = entry
+        return {**counted, "interfaces": interfaces, "packet_ins": self.packet_ins,
+                "undeliverable": self.undeliverable}
+
+
+__all__ = ["DataPlaneError", "DataPlaneService", "Dropped"]

@@ -1,0 +1,381 @@
+"""The data plane's interfaces in memory (issue 37): which UNIs get one and their names, the TAP ports on Twisted's
+MemoryIOSystem, the bounded queues and the pump's fairness, the service's start (host checks, namespaces) and its
+undoing of everything on a failed start and at stop. The host's `ip` is a fake that records what would run."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from twisted.internet.task import Clock
+from twisted.pair.testing import MemoryIOSystem, Tunnel
+
+from oltsim.config import load_settings
+from oltsim.dataplane import interfaces as itf
+from oltsim.dataplane import netns
+from oltsim.dataplane.interfaces import InterfacePlan, Pump, TapPort, parse_uni_spec, plan_interfaces
+from oltsim.dataplane.netns import HostError
+from oltsim.dataplane.pipeline import Dropped, PacketIn, ToNni, ToNniUntagged, ToUni
+from oltsim.dataplane.service import DataPlaneError, DataPlaneService
+from oltsim.model.builder import build_olt
+
+
+class Reactor(Clock):
+    """A fake clock that also takes file descriptor readers (a MemoryIOSystem's are not real)."""
+
+    def __init__(self):
+        super().__init__()
+        self.readers = set()
+
+    def addReader(self, reader):
+        self.readers.add(reader)
+
+    def removeReader(self, reader):
+        self.readers.discard(reader)
+
+    def addWriter(self, writer):
+        pass
+
+    def removeWriter(self, writer):
+        pass
+
+
+def memory_system() -> MemoryIOSystem:
+    system = MemoryIOSystem()
+    system.registerSpecialDevice(Tunnel._DEVICE_NAME, Tunnel)
+    return system
+
+
+def olt_of(pon=1, onu=2, uni=2, olt_id=0):
+    settings = load_settings({"pon": pon, "onu": onu, "uni": uni, "olt_id": olt_id}, None)
+    return build_olt(settings, Clock(), random.Random(1))
+
+
+class FakeHost(netns.Host):
+    """netns.Host over a recording `ip`: links and namespaces that 'exist' are sets; `fail` makes one command fail."""
+
+    def __init__(self, links=(), namespaces=(), fail=None, privileged=True):
+        super().__init__(runner=self.run)
+        self.links = set(links)
+        self.namespaces = set(namespaces)
+        self.fail = fail
+        self.privileged = privileged
+        self.commands = []
+
+    def run(self, args):
+        self.commands.append(" ".join(args))
+        if self.fail and self.fail in " ".join(args):
+            return 1, "RTNETLINK answers: Operation not permitted"
+        if args[:2] == ["netns", "add"]:
+            self.namespaces.add(args[2])
+        elif args[:2] == ["netns", "delete"]:
+            self.namespaces.discard(args[2])
+        return 0, ""
+
+    def check_privileges(self):
+        if not self.privileged:
+            raise HostError("making TAP interfaces needs CAP_NET_ADMIN")
+
+    def link_exists(self, name, netns=None):
+        return (name if netns is None else f"{netns}:{name}") in self.links
+
+    def netns_exists(self, name):
+        return name in self.namespaces
+
+
+class FakeDataPlane:
+    """Records what the service hands it; `answer(key, frame)` gives the outputs."""
+
+    def __init__(self, answer=None):
+        self.answer = answer or (lambda key, frame: [])
+        self.seen = []
+        self.bound = set()
+        self.attached = None
+
+    def attach(self, engine, deliver):
+        self.attached = (engine, deliver)
+
+    def bind_uni(self, serial, uni_id):
+        self.bound.add((serial, uni_id))
+
+    def unbind_uni(self, serial, uni_id):
+        self.bound.discard((serial, uni_id))
+
+    def from_uni(self, serial, uni_id, frame):
+        self.seen.append(((serial, uni_id), frame))
+        return self.answer((serial, uni_id), frame)
+
+    def from_nni(self, frame):
+        self.seen.append(("nni", frame))
+        return self.answer("nni", frame)
+
+    def from_nni_untagged(self, frame):
+        self.seen.append(("nni-untagged", frame))
+        return self.answer("nni-untagged", frame)
+
+    def counters(self):
+        return {"unis": {}, "flows": {}, "nni": {}}
+
+
+def frame(n: int, size: int = 64) -> bytes:
+    return bytes([n & 0xFF]) * size
+
+
+def one_turn(reactor: Clock) -> None:
+    """Run the one call due now, not those it schedules (Clock.advance(0) would run those too)."""
+    (call,) = reactor.getDelayedCalls()
+    reactor.calls.remove(call)
+    call.func(*call.args, **call.kw)
+
+
+def tunnel(system, port) -> Tunnel:
+    return system.getTunnel(port)
+
+
+# ---- names and plans -------------------------------------------------------------------------------------------
+
+def test_uni_spec_forms():
+    """--uni-interfaces takes all, a count, or a comma list of SERIAL/UNI; anything else is one line naming the
+    accepted forms."""
+    assert parse_uni_spec("all") == "all"
+    assert parse_uni_spec("3") == 3
+    assert parse_uni_spec(" bbsm00000001/0, BBSM00000002/3 ") == (("BBSM00000001", 0), ("BBSM00000002", 3))
+    assert parse_uni_spec("") is None
+    with pytest.raises(ValueError, match="is not SERIAL/UNI"):
+        parse_uni_spec("BBSM00000001")
+    with pytest.raises(ValueError, match="0 or more"):
+        parse_uni_spec(-1)
+
+
+def test_plan_names_follow_pon_onu_uni():
+    """UNI interfaces are <prefix>u<pon>-<onu index>-<uni>, in PON, ONU, UNI order; a count takes the first N; with
+    --uni-netns each gets a namespace of its own name; the UNI's first service MAC goes with it."""
+    olt = olt_of(pon=2, onu=2, uni=2)
+    plan = plan_interfaces(olt, "3", prefix="t7", netns=True, nni="t7nni", nni_untagged="t7nniu")
+    assert [u.name for u in plan.unis] == ["t7u0-1-0", "t7u0-1-1", "t7u0-2-0"]
+    assert [u.netns for u in plan.unis] == ["t7u0-1-0", "t7u0-1-1", "t7u0-2-0"]
+    assert plan.unis[0].mac == olt.onus[0].unis[0].services[0].mac
+    assert plan.names()[-2:] == ["t7nni", "t7nniu"]
+    picked = plan_interfaces(olt, f"{olt.onus[3].serial}/1")
+    assert [(u.serial, u.uni_id, u.name, u.netns) for u in picked.unis] == [(olt.onus[3].serial, 1, "u1-2-1", None)]
+    assert len(plan_interfaces(olt, "all").unis) == 8
+
+
+def test_plan_refuses_bad_names_and_unis():
+    """A name over 15 characters, an unknown serial or UNI, a count above the UNIs and two interfaces of one name
+    are refused in one line before anything is made."""
+    olt = olt_of()
+    with pytest.raises(HostError, match=r"'verylongprefu0-1-0' is 18 characters long; Linux allows at most 15"):
+        plan_interfaces(olt, "all", prefix="verylongpref")
+    with pytest.raises(HostError, match="no ONU has serial BBSM99999999"):
+        plan_interfaces(olt, "BBSM99999999/0")
+    with pytest.raises(HostError, match="has no Ethernet UNI 7"):
+        plan_interfaces(olt, f"{olt.onus[0].serial}/7")
+    with pytest.raises(HostError, match="the OLT has 4 Ethernet UNIs"):
+        plan_interfaces(olt, "5")
+    with pytest.raises(HostError, match="would be named u0-1-0"):
+        plan_interfaces(olt, "1", nni="u0-1-0")
+    with pytest.raises(HostError, match="--nni-interface: interface name 'a b'"):
+        plan_interfaces(olt, None, nni="a b")
+
+
+def test_privileges_are_checked_first():
+    """Without CAP_NET_ADMIN, or without /dev/net/tun, the data plane says what is missing."""
+    with pytest.raises(HostError, match="CAP_NET_ADMIN"):
+        netns.check_privileges(capabilities=0)
+    with pytest.raises(HostError, match="/nonexistent/tun does not exist"):
+        netns.check_privileges("/nonexistent/tun", capabilities=1 << netns.CAP_NET_ADMIN)
+
+
+# ---- ports and the pump ----------------------------------------------------------------------------------------
+
+def test_port_reads_a_burst_per_turn_and_drops_beyond_its_queue():
+    """A port reads at most `burst` frames per readable event; what its bounded queue cannot hold is dropped and
+    counted as queue-full, and frames written go to the interface and are counted."""
+    system, reactor = memory_system(), Reactor()
+    handled = []
+    pump = Pump(reactor, lambda port, data: handled.append(data))
+    port = TapPort("u0-1-0", ("S", 0), pump, queue_frames=4, burst=3, reactor=reactor, system=system)
+    port.open()
+    assert port in reactor.readers
+    for n in range(10):
+        tunnel(system, port).readBuffer.append(frame(n))
+    port.doRead()
+    assert len(port.queue) == 3 and len(tunnel(system, port).readBuffer) == 7
+    port.doRead()
+    assert len(port.queue) == 4 and port.dropped == {"queue-full": 2}
+    reactor.advance(0)
+    assert handled == [frame(n) for n in range(4)]
+    assert port.send(frame(9)) and tunnel(system, port).writeBuffer[-1] == frame(9)
+    assert port.counters()["tx_frames"] == 1 and port.counters()["rx_frames"] == 6
+    port.close()
+    assert port not in reactor.readers and not port.connected
+    assert not port.send(frame(1)) and port.dropped["interface-closed"] == 1
+
+
+def test_flooded_port_does_not_starve_the_others():
+    """One UNI flooding fills only its own queue; another UNI's frames are handed on in the same reactor turn, and
+    a turn hands on at most the pump's budget (the rest waits for the next turn, so the control plane runs)."""
+    system, reactor = memory_system(), Reactor()
+    handled = []
+    pump = Pump(reactor, lambda port, data: handled.append(port.name), budget=8, per_round=2)
+    flood = TapPort("u0-1-0", ("A", 0), pump, queue_frames=16, burst=64, reactor=reactor, system=system)
+    quiet = TapPort("u0-2-0", ("B", 0), pump, queue_frames=16, burst=64, reactor=reactor, system=system)
+    flood.open()
+    quiet.open()
+    for n in range(100):
+        tunnel(system, flood).readBuffer.append(frame(n))
+    tunnel(system, quiet).readBuffer.append(frame(1))
+    flood.doRead()
+    quiet.doRead()
+    assert flood.dropped == {"queue-full": 48} and len(quiet.queue) == 1
+    one_turn(reactor)
+    assert len(handled) == 8 and "u0-2-0" in handled[:4]
+    assert len(reactor.getDelayedCalls()) == 1       # the rest on the next turn
+    one_turn(reactor)
+    one_turn(reactor)
+    assert handled.count("u0-1-0") == 16 and not reactor.getDelayedCalls()
+
+
+def test_pump_survives_a_failing_handler():
+    """A handler that raises on one frame is counted, and the frames after it are still handed on."""
+    system, reactor = memory_system(), Reactor()
+    seen = []
+
+    def handle(port, data):
+        if data == frame(1):
+            raise RuntimeError("boom")
+        seen.append(data)
+
+    pump = Pump(reactor, handle)
+    port = TapPort("u0-1-0", ("A", 0), pump, reactor=reactor, system=system)
+    port.open()
+    tunnel(system, port).readBuffer.extend([frame(0), frame(1), frame(2)])
+    port.doRead()
+    reactor.advance(0)
+    assert seen == [frame(0), frame(2)] and pump.failures == 1
+
+
+# ---- the service -----------------------------------------------------------------------------------------------
+
+def service_for(plan, dataplane, host, system=None, reactor=None, **options):
+    return DataPlaneService(olt_of(), dataplane, plan, reactor or Reactor(), host=host,
+                            system=system or memory_system(), **options)
+
+
+def test_start_makes_moves_and_binds_then_stop_removes_everything():
+    """Start makes each TAP, gives it its UNI's MAC, moves it into its namespace (made when absent) and sets it up,
+    sets the NNI interfaces up and binds the UNIs; stop unbinds, closes every interface and deletes only the
+    namespaces this start made, leaving no timer."""
+    olt = olt_of()
+    plan = plan_interfaces(olt, "2", prefix="x", netns=True, nni="xnni", nni_untagged="xnniu")
+    host = FakeHost(namespaces={"xu0-1-1"})
+    dataplane = FakeDataPlane()
+    reactor = Reactor()
+    svc = DataPlaneService(olt, dataplane, plan, reactor, host=host, system=memory_system(), engine=object())
+    svc.startService()
+    mac = olt.onus[0].unis[0].services[0].mac
+    assert host.commands == [
+        f"link set dev xu0-1-0 address {mac}", "netns add xu0-1-0", "link set dev xu0-1-0 netns xu0-1-0",
+        "-n xu0-1-0 link set dev xu0-1-0 up",
+        f"link set dev xu0-1-1 address {olt.onus[0].unis[1].services[0].mac}",
+        "link set dev xu0-1-1 netns xu0-1-1", "-n xu0-1-1 link set dev xu0-1-1 up",
+        "link set dev xnni up", "link set dev xnniu up"]
+    assert dataplane.bound == {(olt.onus[0].serial, 0), (olt.onus[0].serial, 1)}
+    assert dataplane.attached[1] == svc.deliver
+    ports = list(svc.ports.values())
+    assert all(p.connected for p in ports) and len(ports) == 4
+    svc.stopService()
+    assert dataplane.bound == set() and not any(p.connected for p in ports) and not svc.ports
+    assert host.commands[-1] == "netns delete xu0-1-0" and host.namespaces == {"xu0-1-1"}
+    assert not reactor.getDelayedCalls() and not reactor.readers
+
+
+@pytest.mark.parametrize("host, message", [
+    (FakeHost(privileged=False), "CAP_NET_ADMIN"),
+    (FakeHost(links={"yu0-1-1"}), "an interface named yu0-1-1 exists already"),
+    (FakeHost(namespaces={"yu0-1-0"}, links={"yu0-1-0:yu0-1-0"}), "namespace yu0-1-0 has an interface named"),
+    (FakeHost(links={"ynni"}), "--nni-interface ynni: an interface of that name exists already"),
+])
+def test_host_checks_refuse_before_anything_is_made(host, message):
+    """No privilege, or a name already in use on the host or in a UNI's namespace: refused in one line and not a
+    single command run nor interface made."""
+    plan = plan_interfaces(olt_of(), "2", prefix="y", netns=True, nni="ynni")
+    svc = service_for(plan, FakeDataPlane(), host)
+    with pytest.raises(DataPlaneError, match=message):
+        svc.startService()
+    assert host.commands == [] and not svc.ports and not svc.running
+
+
+def test_failed_start_undoes_what_it_made():
+    """A namespace that cannot be made halfway: the interfaces already made are closed, the namespaces made are
+    deleted, no UNI stays bound, and the error names the namespace and the host's reason."""
+    plan = plan_interfaces(olt_of(), "2", prefix="z", netns=True)
+    host = FakeHost(fail="netns add zu0-1-1")
+    dataplane = FakeDataPlane()
+    svc = service_for(plan, dataplane, host)
+    with pytest.raises(DataPlaneError, match="network namespace zu0-1-1 cannot be made: RTNETLINK answers"):
+        svc.startService()
+    assert host.namespaces == set() and "netns delete zu0-1-0" in host.commands
+    assert not svc.ports and dataplane.bound == set()
+
+
+def test_failed_start_exits_2_with_one_line(capsys, monkeypatch):
+    """In the daemon (exit_on_failure) a failed start is `oltsim: LINE` on stderr and exit status 2."""
+    import sys
+    plan = plan_interfaces(olt_of(), "1", prefix="w")
+    svc = service_for(plan, FakeDataPlane(), FakeHost(privileged=False), exit_on_failure=True)
+    monkeypatch.setattr(sys, "__stderr__", sys.stderr)
+    with pytest.raises(SystemExit) as info:
+        svc.privilegedStartService()
+    assert info.value.code == 2
+    assert capsys.readouterr().err == "oltsim: making TAP interfaces needs CAP_NET_ADMIN\n"
+
+
+def test_frames_flow_to_the_dataplane_and_outputs_go_out():
+    """A frame read on a UNI is handed to DataPlane.from_uni, one on the NNIs to from_nni / from_nni_untagged; each
+    output goes out of its interface (ToUni to that UNI's), packet indications are counted, and an output for an
+    interface not made is counted as undeliverable."""
+    olt = olt_of()
+    serial = olt.onus[0].serial
+    plan = plan_interfaces(olt, "2", nni="nni0", nni_untagged="nniu0")
+
+    def answer(key, data):
+        if key == (serial, 0):
+            return [ToNni(b"T" + data), ToNniUntagged(b"U" + data)]
+        if key == "nni":
+            return [ToUni(serial, 1, b"D" + data), PacketIn(None), Dropped("nni", "no-flow")]
+        return [ToUni("BBSM99999999", 0, data)]
+
+    system, reactor = memory_system(), Reactor()
+    dataplane = FakeDataPlane(answer)
+    svc = DataPlaneService(olt, dataplane, plan, reactor, host=FakeHost(), system=system)
+    svc.startService()
+    ports = svc.ports
+    tunnel(system, ports[(serial, 0)]).readBuffer.append(b"up")
+    tunnel(system, ports["nni"]).readBuffer.append(b"down")
+    tunnel(system, ports["nni-untagged"]).readBuffer.append(b"bcast")
+    for port in ports.values():
+        port.doRead()
+    reactor.advance(0)
+    assert list(tunnel(system, ports["nni"]).writeBuffer) == [b"Tup"]
+    assert list(tunnel(system, ports["nni-untagged"]).writeBuffer) == [b"Uup"]
+    assert list(tunnel(system, ports[(serial, 1)]).writeBuffer) == [b"Ddown"]
+    counters = svc.counters()
+    assert counters["packet_ins"] == 1 and counters["undeliverable"] == 1
+    assert counters["interfaces"]["u0-1-0"]["rx_frames"] == 1 and counters["interfaces"]["nni0"]["tx_frames"] == 1
+    assert counters["interfaces"]["u0-1-1"]["serial"] == serial
+    svc.stopService()
+    assert not reactor.getDelayedCalls()
+
+
+def test_real_host_runner_reports_a_missing_ip(monkeypatch):
+    """`ip` that cannot be run is a status and a reason, never an exception."""
+    monkeypatch.setenv("PATH", "/nonexistent")
+    status, why = netns.run_ip(["link"])
+    assert status == 127 and "iproute2" in why
+
+
+def test_empty_plan_is_empty():
+    """No option given: the plan makes nothing (today's behaviour)."""
+    assert plan_interfaces(olt_of(), None).empty and InterfacePlan().empty
+    assert itf.BURST <= itf.QUEUE_FRAMES
