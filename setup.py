@@ -62,7 +62,8 @@ setup(
         # twisted/ and twisted/plugins/ deliberately have no __init__.py.
         "twisted.plugins",
     ],
-    package_data={"twisted": ["plugins/oltsim_plugin.py"], "oltsim": ["data/*.yaml", "data/ui.html", "data/configs/*"]},
+    package_data={"twisted": ["plugins/oltsim_plugin.py"], "oltsim": ["data/*.yaml", "data/ui.html", "data/configs/*",
+                                                                        "data/wireshark/*.lua"]},
     install_requires=[
         "Twisted>=24.7",
         "klein>=24.8",

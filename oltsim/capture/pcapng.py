@@ -10,8 +10,10 @@ written little-endian (the Section Header's byte-order magic says so to the read
   (Wireshark and tshark read descriptions that appear mid-stream, so a live capture declares an ONU's interfaces
   when its first frame arrives);
 - `enhanced_packet()` is one frame with its time, an optional comment and the direction flags;
-- `exported_pdu()` wraps text for LINKTYPE_WIRESHARK_UPPER_PDU, whose packets name the dissector that reads them:
-  oltsim's annotations are ``data-text-lines`` packets, shown as "Line-based text data" and never malformed.
+- `exported_pdu()` wraps text for LINKTYPE_WIRESHARK_UPPER_PDU, whose packets name the dissector that reads them;
+  `annotation()` is one of oltsim's annotations: a ``syslog`` packet, because Wireshark's syslog dissector puts
+  the text in the Info column (``data-text-lines`` leaves the packet list's row blank), never malformed, with the
+  column protocol string ``oltsim`` by which oltsim.lua (`oltsim.capture.wireshark`) knows it.
 """
 from __future__ import annotations
 
@@ -41,7 +43,11 @@ OUTBOUND = 2
 #: Exported PDU tags (Wireshark's wsutil/exported_pdu_tlvs.h): big-endian type and length, value padded to 32 bits.
 EXP_PDU_TAG_END_OF_OPT = 0
 EXP_PDU_TAG_DISSECTOR_NAME = 12
+EXP_PDU_TAG_COL_PROT_TEXT = 33
 TEXT_DISSECTOR = "data-text-lines"
+#: The dissector of annotations: one that shows the text in the Info column (see the module's docstring).
+ANNOTATION_DISSECTOR = "syslog"
+ANNOTATION_PROTOCOL = "oltsim"
 
 #: Timestamps in microseconds, the resolution a description without if_tsresol means.
 TICKS_PER_SECOND = 1_000_000
@@ -123,11 +129,21 @@ _ZEROS = (b"", b"\x00", b"\x00\x00", b"\x00\x00\x00")
 _END_OF_OPTIONS = _OPTION_HEAD.pack(OPT_END, 0)
 
 
-def exported_pdu(payload: bytes, dissector: str = TEXT_DISSECTOR) -> bytes:
-    """A LINKTYPE_WIRESHARK_UPPER_PDU packet: `payload` handed to the Wireshark dissector named `dissector`."""
+def exported_pdu(payload: bytes, dissector: str = TEXT_DISSECTOR, protocol: str | None = None) -> bytes:
+    """A LINKTYPE_WIRESHARK_UPPER_PDU packet: `payload` handed to the Wireshark dissector named `dissector`, with
+    `protocol` as the column protocol string tag when given (Wireshark shows it unless the dissector sets its own;
+    a Lua plugin can read it as exported_pdu.col_proto_str)."""
     name = _pad(dissector.encode("ascii"))
-    return (struct.pack(">HH", EXP_PDU_TAG_DISSECTOR_NAME, len(name)) + name
-            + struct.pack(">HH", EXP_PDU_TAG_END_OF_OPT, 0) + payload)
+    tags = struct.pack(">HH", EXP_PDU_TAG_DISSECTOR_NAME, len(name)) + name
+    if protocol:
+        column = _pad(protocol.encode("ascii"))
+        tags += struct.pack(">HH", EXP_PDU_TAG_COL_PROT_TEXT, len(column)) + column
+    return tags + struct.pack(">HH", EXP_PDU_TAG_END_OF_OPT, 0) + payload
+
+
+def annotation(text: str) -> bytes:
+    """The LINKTYPE_WIRESHARK_UPPER_PDU packet of one oltsim annotation (one line of text)."""
+    return exported_pdu(_text(text), ANNOTATION_DISSECTOR, ANNOTATION_PROTOCOL)
 
 
 def read_blocks(data: bytes):

@@ -493,7 +493,7 @@ class PcapngWriter:
     def note(self, timestamp: float, text: str) -> bytes:
         """An annotation of oltsim's own (dropped frames, the end of a stream) on the events interface."""
         index, idb = self._interface(EVENT, pcapng.LINKTYPE_WIRESHARK_UPPER_PDU, "events", _EVENTS_DESCRIPTION)
-        return idb + pcapng.enhanced_packet(index, timestamp, pcapng.exported_pdu(text.encode()), comment=text)
+        return idb + pcapng.enhanced_packet(index, timestamp, pcapng.annotation(text), comment=text)
 
     def block(self, record: tuple) -> bytes:
         """The blocks of one record: its interface's description the first time, then the packet."""
