@@ -325,6 +325,9 @@ def test_package_contents(packages):
         assert expected in paths, expected
     assert "./usr/bin/oltsimctl -> /opt/oltsim/bin/oltsimctl" in listing
     assert "./usr/bin/bbsimctl -> /opt/oltsim/bin/bbsimctl" in listing
+    assert ("./usr/lib/x86_64-linux-gnu/wireshark/plugins/oltsim.lua -> "
+            "/opt/oltsim/lib/python3.11/site-packages/oltsim/data/wireshark/oltsim.lua") in listing
+    assert "/opt/oltsim/lib/python3.11/site-packages/oltsim/data/wireshark/oltsim.lua" in paths
     assert not [p for p in paths if "__pycache__" in p or p.endswith((".pyc", "dropin.cache"))]
     assert run("dpkg-deb", "--info", deb, "conffiles", timeout=30).stdout.split() == ["/etc/oltsim/oltsim.yaml"]
     depends = run("dpkg-deb", "--field", deb, "Depends", timeout=30).stdout
