@@ -287,6 +287,22 @@ register_postdissector(annotation)
 """
 
 
+#: Where Wireshark loads Lua plugins by itself: the global folder the .deb links oltsim.lua into, and the
+#: personal folder (``tshark -G folders``), relative to the home directory.
+AUTOLOAD_PLACES = (Path("/usr/lib/x86_64-linux-gnu/wireshark/plugins/oltsim.lua"),
+                   Path(".local/lib/wireshark/plugins/oltsim.lua"))
+
+
+def reading_hint(target: str, home: Path | None = None) -> str:
+    """What `oltsimctl capture` adds after "written to FILE": how to read its OMCI with oltsim.lua, or "" when
+    Wireshark already loads the file by itself (the Debian package, or the user copied it)."""
+    home = Path.home() if home is None else home
+    for place in AUTOLOAD_PLACES:
+        if (home / place).exists():
+            return ""
+    return f" (OMCI decoded: tshark -X lua_script:{LUA_PATH} -r {target}; Wireshark: docs/capture.md)"
+
+
 def main() -> int:
     """Write the Lua to stdout (the release writes it to LUA_PATH, see the module's docstring)."""
     sys.stdout.write(lua_source())

@@ -240,7 +240,8 @@ def _copy(pieces: Iterator[bytes], target: str, out, err) -> int:
         if handle is not None:
             handle.close()
     if target != "-":
-        err.write(f"{packets} packets written to {target}\n")
+        from oltsim.capture.wireshark import reading_hint  # only here: the rest of oltsimctl needs no capture code
+        err.write(f"{packets} packets written to {target}{reading_hint(target)}\n")
     return EXIT_OK
 
 

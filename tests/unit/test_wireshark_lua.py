@@ -7,6 +7,8 @@ import re
 import struct
 from pathlib import Path
 
+import pytest
+
 from oltsim.capture import pcapng
 from oltsim.capture.wireshark import LUA_PATH, lua_source, me_names, message_type_name
 from oltsim.omci import codec
@@ -67,3 +69,17 @@ def test_an_annotation_is_a_syslog_pdu_marked_oltsim_with_its_text():
         offset += length
     assert tags == {pcapng.EXP_PDU_TAG_DISSECTOR_NAME: "syslog", pcapng.EXP_PDU_TAG_COL_PROT_TEXT: "oltsim"}
     assert data[offset:] == b"ONU BBSM000a0001 InternalState: created -> initialized"
+
+
+def test_oltsimctl_capture_names_the_lua_unless_wireshark_loads_it_already(tmp_path):
+    """The capture's last line says how to read OMCI with the installed file; once it is in the personal Lua
+    plugins folder (or the package's global link), Wireshark loads it itself and the line says nothing more."""
+    from oltsim.capture.wireshark import AUTOLOAD_PLACES, reading_hint
+    if AUTOLOAD_PLACES[0].exists():
+        pytest.skip(f"{AUTOLOAD_PLACES[0]} exists on this machine (the Debian package is installed)")
+    assert reading_hint("onu.pcapng", home=tmp_path) == (
+        f" (OMCI decoded: tshark -X lua_script:{LUA_PATH} -r onu.pcapng; Wireshark: docs/capture.md)")
+    personal = tmp_path / ".local/lib/wireshark/plugins/oltsim.lua"
+    personal.parent.mkdir(parents=True)
+    personal.write_text("-- copied")
+    assert reading_hint("onu.pcapng", home=tmp_path) == ""
