@@ -55,7 +55,8 @@ One interface per capture point, declared before its first packet: ``<serial> om
 (Ethernet), ``nni-<n>`` (Ethernet) and ``events`` (LINKTYPE_WIRESHARK_UPPER_PDU, each annotation a
 ``syslog`` packet, whose text Wireshark shows in the Info column). OMCI goes as Ethernet frames of ethertype 0x88b5
 (what oltsim.lua, `oltsim.capture.wireshark`, and the wiki's omci.lua read), the ONU as
-02:00:<olt id>:<pon>:<onu id, 2 octets> and the OLT as 02:ff:<olt id>:<pon>:00:00, so ``eth.addr == 02:00:0a:00:00:01`` picks one ONU's OMCI. Every packet has a comment with what a display filter cannot
+02:00:<olt id>:<pon>:<onu id, 2 octets> and the OLT as 02:ff:<olt id>:<pon>:00:00, so
+``eth.addr == 02:00:0a:00:00:01`` picks one ONU's OMCI. Every packet has a comment with what a display filter cannot
 see (``serial=... pon=... onu=... uni=... gem=... service=...``, the OMCI message type, ME and transaction id) and
 the direction in epb_flags: inbound is towards the adapter (ONU to OLT at the OMCI channel and UNI, network to OLT
 at the NNI).
