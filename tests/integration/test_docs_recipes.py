@@ -1,10 +1,10 @@
 """The recipes of the docs, run as written: docs/first-hour.md step by step against one daemon (each shell block
-must print the text block that follows it), the README's REST examples (v1, events, v0, metrics, access token),
-the `oltsim-platform classify` / `plan` lines of docs/platform.md and the jq line of docs/operations.md on the
-daemon's JSON log. Default ports in the recipes are replaced by the
-daemon's loopback ports. The README's grpcurl and bbsimctl recipes run when those clients are installed (on PATH,
-or named by OLTSIM_GRPCURL / OLTSIM_BBSIMCTL) and are skipped, saying so, otherwise; recipes that need systemd, a
-controller or a package are not run here.
+must print the text block that follows it), the REST examples of docs/examples.md (v1, events), docs/api.md (v0)
+and docs/security.md (metrics, access token), the `oltsim-platform classify` / `plan` lines of docs/platform.md and
+the jq line of docs/operations.md on the daemon's JSON log. Default ports in the recipes are replaced by the
+daemon's loopback ports. The grpcurl and bbsimctl recipes of docs/examples.md run when those clients are installed
+(on PATH, or named by OLTSIM_GRPCURL / OLTSIM_BBSIMCTL) and are skipped, saying so, otherwise; recipes that need
+systemd, a controller or a package are not run here.
 """
 from __future__ import annotations
 
@@ -93,23 +93,24 @@ def test_first_hour_walk_through_prints_what_the_page_shows(tmp_path, daemon):
         assert result.stdout == expected, (recipe, result.stdout, result.stderr)
 
 
-def readme_block(first_line: str) -> str:
-    """The README's sh block whose first line starts with `first_line`."""
-    for lang, text, _, _ in blocks("README.md"):
+def doc_block(doc: str, first_line: str) -> str:
+    """The sh block of `doc` whose first line starts with `first_line`."""
+    for lang, text, _, _ in blocks(doc):
         if lang == "sh" and text.startswith(first_line):
             return text
-    raise AssertionError(f"no README block starting with {first_line!r}")
+    raise AssertionError(f"no {doc} block starting with {first_line!r}")
 
 
 def rest_lines(block: str) -> list[str]:
     return [line for line in block.splitlines() if line.startswith("curl ") and " -N " not in line]
 
 
-@pytest.mark.parametrize("first_line", ["curl -s localhost:50071/v1/olt ", "curl -s 'localhost:50073/v0/"])
-def test_readme_rest_examples_answer_json(tmp_path, daemon, first_line):
-    """Each curl line of the README's v1 and v0 example blocks runs and gets a JSON answer (a 409 for an action
-    the fresh OLT refuses is a JSON answer too), with no 5xx."""
-    lines = rest_lines(readme_block(first_line))
+@pytest.mark.parametrize("doc, first_line", [("docs/examples.md", "curl -s localhost:50071/v1/olt "),
+                                             ("docs/api.md", "curl -s 'localhost:50073/v0/")])
+def test_rest_examples_answer_json(tmp_path, daemon, doc, first_line):
+    """Each curl line of the v1 (docs/examples.md) and v0 (docs/api.md) example blocks runs and gets a JSON answer
+    (a 409 for an action the fresh OLT refuses is a JSON answer too), with no 5xx."""
+    lines = rest_lines(doc_block(doc, first_line))
     assert len(lines) >= 3
     for line in lines:
         command = localise(line.split("  #")[0], daemon.ports) + " -w '\\n%{http_code}'"
@@ -120,9 +121,9 @@ def test_readme_rest_examples_answer_json(tmp_path, daemon, first_line):
         json.loads(body)  # every answer is JSON
 
 
-def test_readme_events_example_streams(tmp_path, daemon):
-    """The README's Server-Sent Events line connects and gets the stream's opening comment."""
-    block = readme_block("curl -N ")
+def test_events_example_streams(tmp_path, daemon):
+    """The Server-Sent Events line of docs/examples.md connects and gets the stream's opening comment."""
+    block = doc_block("docs/examples.md", "curl -N ")
     line = localise(block.strip(), daemon.ports)
     try:
         result = run(line.replace("curl -N", "curl -N --max-time 2", 1), tmp_path)
@@ -191,18 +192,20 @@ def test_operations_jq_recipe_reads_the_state_change_fields(tmp_path):
     assert olt and olt[0]["src"] == "created" and "serial" in olt[0] and "log_time" in olt[0], result.stdout
 
 
-def test_readme_metrics_recipe_lists_the_onu_states(tmp_path, daemon):
-    """The README's /metrics line prints `oltsim_onus` series, one per state, the fresh ONU counted as created."""
-    result = run(localise(readme_block("curl -s localhost:50071/metrics").strip(), daemon.ports), tmp_path)
+def test_metrics_recipe_lists_the_onu_states(tmp_path, daemon):
+    """The /metrics line of docs/security.md prints `oltsim_onus` series, one per state, the fresh ONU counted as
+    created."""
+    recipe = doc_block("docs/security.md", "curl -s localhost:50071/metrics").strip()
+    result = run(localise(recipe, daemon.ports), tmp_path)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert len(lines) > 3 and all(line.startswith("oltsim_onus") for line in lines)
     assert 'oltsim_onus{state="created"} 1.0' in lines, lines
 
 
-def test_readme_token_recipe_reads_the_olt_with_the_token(tmp_path):
-    """The README's curl line with `Authorization: Bearer $(cat token)` gets the OLT from a daemon started with
-    `--api-token-file token`; without the header the same URL answers 401."""
+def test_token_recipe_reads_the_olt_with_the_token(tmp_path):
+    """The curl line of docs/security.md with `Authorization: Bearer $(cat token)` gets the OLT from a daemon started
+    with `--api-token-file token`; without the header the same URL answers 401."""
     (tmp_path / "token").write_text("s3cret-token\n")
     process = Daemon(tmp_path, "--api-token-file", str(tmp_path / "token"))
     try:
@@ -210,7 +213,8 @@ def test_readme_token_recipe_reads_the_olt_with_the_token(tmp_path):
         while not listening(process.ports["rest-v1"]):  # wait_serving reads without the token
             assert process.process.poll() is None and time.monotonic() < deadline, process.log
             time.sleep(0.05)
-        line = next(l for l in readme_block('curl -H "Authorization').splitlines() if l.startswith("curl "))
+        block = doc_block("docs/security.md", 'curl -H "Authorization')
+        line = next(l for l in block.splitlines() if l.startswith("curl "))
         result = run(localise(line, process.ports) + " -s", tmp_path)
         refused = run(f"curl -s -o /dev/null -w '%{{http_code}}' 127.0.0.1:{process.ports['rest-v1']}/v1/olt",
                       tmp_path)
@@ -222,7 +226,7 @@ def test_readme_token_recipe_reads_the_olt_with_the_token(tmp_path):
 
 
 def _tool(name: str, variable: str) -> str | None:
-    """A client the README's gRPC recipes use: `variable` names its path, else PATH has it."""
+    """A client the gRPC recipes of docs/examples.md use: `variable` names its path, else PATH has it."""
     given = os.environ.get(variable)
     return given if given and os.access(given, os.X_OK) else shutil.which(name)
 
@@ -233,10 +237,10 @@ BBSIMCTL = _tool("bbsimctl", "OLTSIM_BBSIMCTL")
 
 @pytest.mark.skipif(GRPCURL is None, reason="grpcurl is not installed; put it on PATH or set OLTSIM_GRPCURL to run "
                                             "these recipes")
-def test_readme_grpcurl_examples_run(tmp_path, daemon):
-    """Each grpcurl line of the README runs through server reflection and is answered: a result, or (for an action
+def test_grpcurl_examples_run(tmp_path, daemon):
+    """Each grpcurl line of docs/examples.md runs through server reflection and is answered: a result, or (for an action
     the fresh OLT refuses) a clear status; never INTERNAL, UNKNOWN or UNAVAILABLE. The event stream is read for 2 s."""
-    block = readme_block("grpcurl -plaintext localhost:50070 list")
+    block = doc_block("docs/examples.md", "grpcurl -plaintext localhost:50070 list")
     commands = block.replace("\\\n", " ").splitlines()
     assert len(commands) >= 5
     for line in commands:
@@ -250,15 +254,15 @@ def test_readme_grpcurl_examples_run(tmp_path, daemon):
 
 @pytest.mark.skipif(BBSIMCTL is None, reason="bbsimctl is not installed (BBSim's Go CLI, built from its repository);"
                                              " set OLTSIM_BBSIMCTL to run this recipe")
-def test_readme_bbsimctl_example_lists_the_onus(tmp_path):
-    """The README's bbsimctl line, as written, lists the ONUs in bbsimctl's table; bbsimctl 1.16.8 only talks to
-    localhost:50070, so the daemon's v1 gRPC port is that one (the test skips when it is taken)."""
+def test_bbsimctl_example_lists_the_onus(tmp_path):
+    """The bbsimctl line of docs/examples.md, as written, lists the ONUs in bbsimctl's table; bbsimctl 1.16.8 only
+    talks to localhost:50070, so the daemon's v1 gRPC port is that one (the test skips when it is taken)."""
     if listening(DEFAULT_PORTS["grpc-v1"]):
         pytest.skip("port 50070 is in use, and bbsimctl 1.16.8 talks to no other")
     process = Daemon(tmp_path, "--grpc-v1", f"tcp:{DEFAULT_PORTS['grpc-v1']}:interface=127.0.0.1")
     try:
         process.wait_serving()
-        block = readme_block("bbsimctl ")
+        block = doc_block("docs/examples.md", "bbsimctl ")
         result = run(block.replace("bbsimctl ", f"{BBSIMCTL} ", 1), tmp_path)
     finally:
         process.close()

@@ -243,11 +243,11 @@ def test_wait_names_the_onus_state_and_each_subscribers_progress():
 
 
 def doc_command_lines() -> list[str]:
-    """Every `oltsimctl ...` line of the sh blocks of docs/oltsimctl.md and the README (continuations joined,
-    comments and what a pipe feeds cut)."""
+    """Every `oltsimctl ...` line of the sh blocks of docs/oltsimctl.md, docs/examples.md and the README
+    (continuations joined, comments and what a pipe feeds cut)."""
     repo = Path(__file__).resolve().parents[2]
     found = []
-    for doc in ("docs/oltsimctl.md", "README.md"):
+    for doc in ("docs/oltsimctl.md", "docs/examples.md", "README.md"):
         for block in re.findall(r"^```sh\n(.*?)^```", (repo / doc).read_text(), re.DOTALL | re.MULTILINE):
             for line in block.replace("\\\n", " ").splitlines():
                 words = shlex.split(line, comments=True)
