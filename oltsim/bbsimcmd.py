@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from oltsim.config import LISTENER_FIELDS, ConfigError, endpoint_from_address, load_settings
+from oltsim.config import LISTENER_FIELDS, SETTINGS, ConfigError, endpoint_from_address, load_settings
 from oltsim.model.builder import check_buildable
 from oltsim.model.errors import OltsimError
 from oltsim.suggest import did_you_mean
@@ -245,10 +245,8 @@ def twistd_argv(parsed: Parsed, config: str | None) -> list[str]:
     """The `twistd --nodaemon --pidfile= oltsim ...` arguments naming the same settings as oltsim's options, for the
     ones an option can say: a bool set to false is left out (the daemon gets the exact settings, see :func:`run`),
     and so is BBSim's -kafkaAddress without -enableEvents (oltsim's --kafka also turns events on)."""
-    from oltsim.tap import FLAGS as OPTION_FLAGS, PARAMETERS  # imports install the daemon's reactor: only here
-
-    options = {setting: name for name, _, _, _, setting in PARAMETERS if setting}
-    switches = {setting: name for name, _, _, setting in OPTION_FLAGS}
+    options = {row.field: row.option for row in SETTINGS if row.option and not row.is_flag}
+    switches = {row.field: row.option for row in SETTINGS if row.option and row.is_flag}
     argv = ["--nodaemon", "--pidfile=", "oltsim"]
     if config:
         argv += ["--config", config]

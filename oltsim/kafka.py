@@ -24,6 +24,7 @@ from collections import deque
 from twisted.application.service import Service
 from twisted.internet.defer import Deferred, succeed
 
+from oltsim.kafkaaddress import DEFAULT_PORT, parse_address  # noqa: F401 - both part of this module's API
 from oltsim.logs import logger
 from oltsim.serving.onloop import check_asyncio_reactor
 
@@ -57,33 +58,6 @@ STOP_TIMEOUT = 1.0
 CLOSE_TIMEOUT = 0.5
 #: Seconds a producer's own stop gets beyond its request timeout (by then a dead broker's batches have expired).
 CLOSE_GRACE = 2.0
-DEFAULT_PORT = 9092
-
-
-def parse_address(address: str) -> list[str]:
-    """The bootstrap servers (``host:port``) of ``address``: ``host:port``, ``[v6]:port``, BBSim's ``:9092``
-    (this host) or several of them separated by commas. ValueError, saying why, for anything else."""
-    servers = []
-    for part in (p.strip() for p in str(address).split(",")):
-        if not part:
-            continue
-        if part.startswith("["):
-            host, sep, port = part[1:].partition("]:")
-            if not sep:
-                raise ValueError(f"Kafka address {part!r}: expected [IPv6]:port")
-            host = f"[{host}]"
-        else:
-            host, sep, port = part.rpartition(":")
-            if not sep:
-                raise ValueError(f"Kafka address {part!r}: expected host:port (e.g. 127.0.0.1:{DEFAULT_PORT})")
-            if ":" in host:
-                raise ValueError(f"Kafka address {part!r}: write an IPv6 address as [address]:port")
-        if not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"Kafka address {part!r}: the port must be a number 1..65535")
-        servers.append(f"{host or 'localhost'}:{int(port)}")
-    if not servers:
-        raise ValueError("Kafka address is empty: expected host:port")
-    return servers
 
 
 def _reason(exc: BaseException) -> str:

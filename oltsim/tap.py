@@ -49,7 +49,7 @@ from oltsim.dmi.hw import HWManagementServicer
 from oltsim.dmi.hw_metrics import MetricsServicer
 from oltsim.dmi.sw import SoftwareManagementServicer
 from oltsim.dmi import transceivers as dmi_transceivers
-from oltsim.config import (LISTENER_FIELDS, ConfigError, ConfigWarning, load_settings,
+from oltsim.config import (LISTENER_FIELDS, SETTINGS, ConfigError, ConfigWarning, load_settings,
                            strict_error)
 from oltsim.serving import nativeserver
 from oltsim.serving.connlimit import ConnectionLimits, LimitedFactory
@@ -76,89 +76,12 @@ from oltsim.suggest import did_you_mean
 log = logger("oltsim.tap")
 config_log = logger("oltsim.config")
 
-# option name -> (Settings field, help). Every default is None so that only the
-# options a user actually typed override the config file (BBSim gets this wrong).
-PARAMETERS = [
-    ("config", "c", None, "BBSim-compatible YAML config file (bbsim: and olt: sections)", None),
-    ("services", None, None, "services file, or a built-in set: att, dt, dt-fttb, tt (default att)", "services"),
-    ("pon-config", None, None, "PON resource ranges file (BBSim's pon_port_config_file)", "pon_ranges_path"),
-    ("pon", None, None, "number of PON ports (default 1)", "pon"),
-    ("onu", None, None, "ONUs per PON port (default 1)", "onu"),
-    ("uni", None, None, "Ethernet UNIs per ONU (default 4)", "uni"),
-    ("pots", None, None, "POTS ports per ONU (default 0)", "pots"),
-    ("nni", None, None, "number of NNI ports (default 1)", "nni"),
-    ("nni-speed", None, None, "NNI speed reported in Mbps (default 10000)", "nni_speed"),
-    ("olt-id", None, None, "OLT id: serial BBSIM_OLT_<id>, ONU serials and MACs derive from it (default 0)",
-     "olt_id"),
-    ("delay", None, None, "ONU discovery delay per ONU index on its PON, ms (default 200; 0 means none)",
-     "delay_ms"),
-    ("reboot-delay", None, None, "seconds the OLT stays down on reboot (default 60)", "reboot_delay"),
-    ("ca", None, None, "controlled activation: default, only-onu, only-pon, both", "controlled_activation"),
-    ("api-revision", None, None, "REST response shapes: extended (default) or base", "api_revision"),
-    ("omci-response-rate", None, None, "OMCI requests answered per 10 (default 10)", "omci_response_rate"),
-    ("omcc-version", None, None, "OMCC version the ONUs report in ONU2-G (default 163, 0xA3)", "omcc_version"),
-    ("images-dir", None, None, "folder of ONU software images served on the SADIS port as GET /images/<file> "
-     "(default: the packaged configs folder)", "images_dir"),
-    ("port-stats-interval", None, None, "port statistics interval in seconds (default 20)", "port_stats_interval"),
-    ("nni-dhcp-trap-vid", None, None, "NNI DHCP trap VLAN reported by GET /v1/olt (default 0)",
-     "nni_dhcp_trap_vid"),
-    ("bp-format", None, None, "bandwidth profile format: mef (default) or ietf", "bp_format"),
-    ("log-level", None, None, "trace, debug, info (default), warn, error", "log_level"),
-    ("openolt", None, None, "OpenOLT gRPC endpoint (default tcp:50060)", "openolt"),
-    ("grpc-engine", None, None, "gRPC engine (OpenOLT, v1, v0): auto (default: native, grpcio where pygrpc-native "
-     "does not import), native (pygrpc-native; ssl: through a TLS relay) or grpcio (grpc.aio)", "grpc_engine"),
-    ("grpc-v1", None, None, "control API v1 gRPC endpoint (default tcp:50070)", "grpc_v1"),
-    ("rest-v1", None, None, "control API v1 REST endpoint (default tcp:50071)", "rest_v1"),
-    ("grpc-v0", None, None, "legacy API v0 gRPC endpoint (default tcp:50072)", "grpc_v0"),
-    ("rest-v0", None, None, "legacy API v0 REST endpoint (default tcp:50073)", "rest_v0"),
-    ("sadis", None, None, "SADIS REST endpoint (default tcp:50074; off with bbsim.sadis_server: false)", "sadis"),
-    ("sadis-host", None, None, "host name in the SADIS integration URLs (default bbsim)", "sadis_host"),
-    ("dmi", None, None, "Device Management Interface gRPC endpoint (default tcp:50075)", "dmi"),
-    # Kafka events (issue 15), as BBSim's -enableEvents -kafkaAddress -kafkaEventTopic
-    ("kafka", None, None, "publish events to the Kafka broker at HOST:PORT (turns events on; YAML "
-     "bbsim.enable_events with bbsim.kafka_address, default 127.0.0.1:9092)", "kafka_address"),
-    ("kafka-event-topic", None, None, "Kafka topic of the events (default BBSim-OLT-<olt-id>-Events)",
-     "kafka_event_topic"),
-    # built-in adapter (issue 16)
-    ("adapter", None, None, "who drives the OpenOLT side: none (default: wait for VOLTHA or bbr) or builtin "
-     "(oltsim brings its ONUs up itself)", "adapter"),
-    # fault scenarios (issue 25)
-    ("scenario", None, None, "fault scenario file (docs/scenarios.md) to play once the OLT is up; checked at "
-     "start (YAML bbsim.scenario)", "scenario"),
-    # security (issue 5): off by default, as BBSim
-    ("api-token", None, None, "access token the v1/v0 REST and gRPC APIs and /metrics require as "
-     "'Authorization: Bearer TOKEN' (default none: open, as BBSim); prefer --api-token-file", "api_token"),
-    ("api-token-file", None, None, "file holding the access token (kept out of the process list)",
-     "api_token_file"),
-    # limits (issue 13)
-    ("max-flows", None, None, "flows the OLT holds at most; FlowAdd beyond is RESOURCE_EXHAUSTED (default 16384)",
-     "max_flows"),
-    ("max-flows-per-onu", None, None, "flows one ONU holds at most (default 256)", "max_flows_per_onu"),
-    ("max-api-calls", None, None, "control gRPC calls (v1, v0) open at once per server, streams included; more "
-     "are refused with RESOURCE_EXHAUSTED (default 256)", "max_api_calls"),
-    # limits (issue 22)
-    ("max-connections", None, None, "connections one REST, SADIS or ssl: gRPC listener holds open at once; one more "
-     "closes the idlest (default 128)", "max_connections"),
-    ("max-connections-per-peer", None, None, "connections such a listener holds open from one peer address; one "
-     "more closes that address's idlest (default 32)", "max_connections_per_peer"),
-    ("max-unsent-output", None, None, "bytes of response a REST connection may have unsent before its next "
-     "requests are left unread (default 262144)", "max_unsent_output"),
-    ("max-request-body", None, None, "largest REST request body in bytes; larger ones are answered 413 before "
-     "they are read (default 1048576)", "max_request_body"),
-    # capture (issue 32)
-    ("capture-size", None, None, "frames and annotations the capture ring keeps for oltsimctl capture and GET "
-     "/v1/capture (default 20000, about 4-5 MiB; 0 turns capture off)", "capture_size"),
-]
-
-FLAGS = [
-    ("auth-retry", None, "restart EAPOL after a failed attempt", "auth_retry"),
-    ("dhcp-retry", None, "restart DHCP after a failed attempt", "dhcp_retry"),
-    ("enable-events", None, "publish events to Kafka (at --kafka, or bbsim.kafka_address)", "enable_events"),
-    ("inject-omci-unknown-me", None, "add a reported ME of an unknown class to the MIB upload (as BBSim's "
-     "-injectOmciUnknownMe)", "inject_omci_unknown_me"),
-    ("inject-omci-unknown-attributes", None, "add unknown attributes to a reported ME of the MIB upload (as BBSim's "
-     "-injectOmciUnknownAttributes)", "inject_omci_unknown_attributes"),
-]
+# Derived from the table of settings (oltsim.config.SETTINGS). Every default is None so that only the options a user
+# actually typed override the config file (BBSim gets this wrong): (option, short, None, help, Settings field).
+PARAMETERS = [(row.option, row.short, None, row.help_text, None if row.kind == "config" else row.field)
+              for row in SETTINGS if row.option and not row.is_flag]
+# (option, short, help, Settings field)
+FLAGS = [(row.option, row.short, row.help_text, row.field) for row in SETTINGS if row.option and row.is_flag]
 
 
 _OPTION_OF = {field: name for name, _, _, _, field in PARAMETERS if field}
@@ -178,9 +101,7 @@ class Options(usage.Options):
     so an impossible one fails with one message before anything listens."""
 
     optParameters = [[name, short, default, help] for name, short, default, help, _ in PARAMETERS]
-    optFlags = [[name, short, help] for name, short, help, _ in FLAGS] + [
-        ["strict-config", None, "refuse to start on a warning about the config files (an unknown or unsupported "
-                                "key or section) instead of logging it"]]
+    optFlags = [[name, short, help] for name, short, help, _ in FLAGS]
 
     def opt_version(self):
         """Print the oltsim version and exit."""
@@ -217,7 +138,7 @@ class Options(usage.Options):
             check_buildable(settings)
             check_listeners(settings)
             self.scenario_text = check_scenario(settings.scenario)
-            if self["strict-config"] and settings.warnings:
+            if settings.strict_config and settings.warnings:
                 raise strict_error(settings.warnings)
         except (ConfigError, OltsimError, ValueError) as exc:
             # One clear message, naming the option when the user typed it; not twistd's usage page.
