@@ -179,10 +179,31 @@ class CaptureRequest(_message.Message):
     count: int
     def __init__(self, onu_serials: _Optional[_Iterable[str]] = ..., pon_id: _Optional[int] = ..., omci: _Optional[bool] = ..., packets: _Optional[bool] = ..., since: _Optional[str] = ..., duration: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
+class CaptureCoverage(_message.Message):
+    __slots__ = ("wrapped", "size", "oldest", "onu_oldest")
+    class OnuOldestEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    WRAPPED_FIELD_NUMBER: _ClassVar[int]
+    SIZE_FIELD_NUMBER: _ClassVar[int]
+    OLDEST_FIELD_NUMBER: _ClassVar[int]
+    ONU_OLDEST_FIELD_NUMBER: _ClassVar[int]
+    wrapped: bool
+    size: int
+    oldest: float
+    onu_oldest: _containers.ScalarMap[str, float]
+    def __init__(self, wrapped: _Optional[bool] = ..., size: _Optional[int] = ..., oldest: _Optional[float] = ..., onu_oldest: _Optional[_Mapping[str, float]] = ...) -> None: ...
+
 class CaptureChunk(_message.Message):
-    __slots__ = ("data", "dropped")
+    __slots__ = ("data", "dropped", "coverage")
     DATA_FIELD_NUMBER: _ClassVar[int]
     DROPPED_FIELD_NUMBER: _ClassVar[int]
+    COVERAGE_FIELD_NUMBER: _ClassVar[int]
     data: bytes
     dropped: int
-    def __init__(self, data: _Optional[bytes] = ..., dropped: _Optional[int] = ...) -> None: ...
+    coverage: CaptureCoverage
+    def __init__(self, data: _Optional[bytes] = ..., dropped: _Optional[int] = ..., coverage: _Optional[_Union[CaptureCoverage, _Mapping]] = ...) -> None: ...

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Callable
@@ -14,11 +15,19 @@ from oltsim.model.errors import InvalidArgument, NotFound, ResourceExhausted
 from oltsim.model.onu import serial_key
 from oltsim.omci import codec
 from oltsim.packets import frames as f
+from oltsim.suggest import did_you_mean
 
 log = logger("oltsim.capture")
 
-#: Records the ring keeps by default (--capture-size, bbsim.capture_size); 0 turns capture off.
+#: The fewest records the ring keeps (--capture-size, bbsim.capture_size, given as a number: exactly that many; 0
+#: turns capture off); the default (`auto_size`) is this or the ONUs' bring-ups, whichever is larger.
 DEFAULT_SIZE = 20_000
+#: Records one ONU's bring-up leaves in the ring (activation, MIB upload, flows, EAPOL, DHCP, its annotations and
+#: its NNI frames), measured with the built-in adapter: 384 with one UNI, 569 with four, 813 with eight (one ATT
+#: service a UNI), about 325 + 61 a UNI. `auto_size` keeps ONU_RECORDS + UNI_RECORDS a UNI for each ONU, a third
+#: more, so that a one-ONU capture right after an OLT's bring-up holds that ONU's whole bring-up, retries included.
+ONU_RECORDS = 420
+UNI_RECORDS = 80
 MAX_SIZE = 10_000_000
 #: A frame longer than this is kept cut to it (pcapng's captured length, with its original length): extended OMCI
 #: is at most 1980 octets of contents, an Ethernet frame at most 1522.
@@ -58,6 +67,54 @@ _ANNOTATED = frozenset({events.StateChanged, events.Alarm, events.OmciAlarm, eve
 _STATE_DEVICES = frozenset({"olt", "nni", "pon", "onu", "uni"})
 
 
+def auto_size(olt) -> int:
+    """The ring's default size for `olt`: DEFAULT_SIZE, or ONU_RECORDS + UNI_RECORDS a UNI for each of its ONUs if
+    that is more (16 PONs of 32 ONUs with 4 UNIs: 376,832 records; docs/capture.md gives what they cost)."""
+    floor = sum(ONU_RECORDS + UNI_RECORDS * len(onu.unis) for onu in olt.onus)
+    return min(MAX_SIZE, max(DEFAULT_SIZE, floor))
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How far back the ring reaches, for a capture's report (`Capture.coverage`): `wrapped` when it has let older
+    records go; `oldest` the time of the oldest record it keeps (None: empty); `now` the clock when asked; `size`
+    the records it keeps at most; `onus` (serial as asked, time of that ONU's oldest record kept or None), for the
+    ONUs a filter names; `since` the seconds asked for (math.inf: the whole ring; None: none asked)."""
+    wrapped: bool
+    oldest: float | None
+    now: float
+    size: int
+    onus: tuple = ()
+    since: float | None = None
+
+    @property
+    def short(self) -> bool:
+        """Whether the ring's part asked for misses records the ring let go (it wrapped within `since`)."""
+        if not self.wrapped or self.since is None:
+            return False
+        return self.oldest is None or self.now - self.since < self.oldest
+
+    def text(self) -> str:
+        """One sentence for people (`the ring wrapped: it keeps 20000 records, from 04:12:33.120Z (the last
+        11.7 s); BBSM00000001's oldest kept record is at 04:12:40.002Z`), "" when it did not wrap."""
+        if not self.wrapped:
+            return ""
+        if self.oldest is None:
+            return "the capture ring wrapped and is empty"
+        text = (f"the capture ring wrapped: it keeps {self.size} records, from {clock_time(self.oldest)} "
+                f"(the last {self.now - self.oldest:.1f} s)")
+        for serial, oldest in self.onus:
+            text += (f"; {serial}'s oldest kept record is at {clock_time(oldest)}" if oldest is not None
+                     else f"; it keeps no record of {serial}")
+        return text
+
+
+def clock_time(seconds: float) -> str:
+    """A clock time as UTC ISO 8601 with milliseconds (what the surfaces report a ring's oldest record as)."""
+    moment = time.gmtime(seconds)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", moment) + f".{int(round(seconds % 1 * 1000)) % 1000:03d}Z"
+
+
 def _cost(data) -> int:
     kind = data.__class__
     if kind is bytes:
@@ -92,13 +149,16 @@ class CaptureFilter:
 
 
 class Capture:
-    """The OLT's capture ring (see `oltsim.capture`): built by the composition root when the size is not 0.
+    """The OLT's capture ring (see `oltsim.capture`): built by the composition root when the size is not 0; `size`
+    None is `auto_size(olt)`.
 
     Subscribes to the OLT's events for what the ONUs and the NNI send to the adapter and for the annotations; the
     southbound calls `omci_out`, `packet_out` and `uplink_out` for what the adapter sends. Runs on the reactor
     thread, as the model."""
 
-    def __init__(self, olt, size: int = DEFAULT_SIZE, stream_limit: int = STREAM_LIMIT):
+    def __init__(self, olt, size: int | None = None, stream_limit: int = STREAM_LIMIT):
+        if size is None:
+            size = auto_size(olt)
         if size < 1:
             raise ValueError("a capture ring keeps at least one record")
         self.olt = olt
@@ -202,11 +262,41 @@ class Capture:
     # ---- reading -------------------------------------------------------------------------------
 
     def check(self, capture_filter: CaptureFilter) -> None:
-        """NotFound for a serial or PON the OLT does not have (the surfaces answer 404 / NOT_FOUND)."""
+        """NotFound, with the nearest serial the OLT has, for a serial or PON it does not have (the surfaces answer
+        404 / NOT_FOUND)."""
         for serial in capture_filter.named or sorted(capture_filter.onus):
-            self.olt.onu_by_serial(serial)
+            check_serial(self.olt, serial)
         if capture_filter.pon is not None:
             self.olt.pon(capture_filter.pon)
+
+    @property
+    def wrapped(self) -> bool:
+        """Whether the ring has let records go (it recorded more than it keeps)."""
+        return self.recorded > len(self.records)
+
+    def coverage(self, capture_filter: CaptureFilter | None = None, since: float | None = None) -> Coverage:
+        """How far back the ring reaches now, overall and for each ONU `capture_filter` names (see Coverage): a
+        scan from the oldest record that stops at each named ONU's first."""
+        records = self.records
+        oldest = records[0][TIME] if records else None
+        onus: list = []
+        if capture_filter is not None and capture_filter.onus:
+            wanted: dict = {}
+            for named in capture_filter.named or sorted(capture_filter.onus):
+                try:
+                    wanted[self.olt.onu_by_serial(named).serial] = named
+                except NotFound:
+                    continue
+            found: dict = {}
+            if wanted:
+                for record in records:
+                    serial = record[SERIAL]
+                    if serial in wanted and serial not in found:
+                        found[serial] = record[TIME]
+                        if len(found) == len(wanted):
+                            break
+            onus = [(named, found.get(serial)) for serial, named in wanted.items()]
+        return Coverage(self.wrapped, oldest, self.clock.seconds(), self.size, tuple(onus), since)
 
     def select(self, capture_filter: CaptureFilter | None = None, since: float | None = None) -> list:
         """The records of the ring the filter keeps, oldest first; with `since`, only those of the last `since`
@@ -240,6 +330,12 @@ class Capture:
             raise ResourceExhausted(f"{MAX_STREAMS} live captures are open already; end one first")
         stream = CaptureStream(self, capture_filter or CaptureFilter(), count,
                                self.stream_limit if limit is None else limit)
+        stream.coverage = coverage = self.coverage(capture_filter, since)
+        if coverage.short:
+            # Said first in the file, too, where a reader of the pcapng alone will see it.
+            stream._push(stream._writer.note(coverage.oldest if coverage.oldest is not None else coverage.now,
+                                             f"{coverage.text()}; older records are gone (start oltsim with a "
+                                             f"larger --capture-size to keep more)"))
         if since is not None:
             # Written as the reader reads (CaptureStream.read): a reader of the whole ring that never reads holds
             # references to the ring's records, not a pcapng copy of it.
@@ -340,6 +436,17 @@ class Capture:
                 if service.gem_port == record[GEM]:
                     return service.name
         return ""
+
+
+def check_serial(olt, serial: str):
+    """The ONU of `serial` on `olt`; NotFound naming the nearest serial it has (`ONU BBSM0000001 not found on this
+    OLT; did you mean BBSM00000001?`) when it has none of that serial."""
+    try:
+        return olt.onu_by_serial(serial)
+    except NotFound:
+        hint = did_you_mean(serial, (onu.serial for onu in olt.onus))
+        raise NotFound(f"ONU {serial} not found on this OLT{hint or ' (oltsimctl onu list names its ONUs)'}") \
+            from None
 
 
 def _scenario_kept(capture_filter: CaptureFilter, targets: tuple, olt) -> bool:
@@ -588,6 +695,8 @@ class CaptureStream:
         self._backlog: deque = deque()
         self._queued = 0  # how many of the backlog's last records came live
         self._last_note: bytes | None = None  # the end's annotation, written after the backlog
+        #: how far back the ring reached when the stream opened (Capture.coverage), for the surfaces' report
+        self.coverage: Coverage | None = None
 
     @property
     def pending(self) -> int:

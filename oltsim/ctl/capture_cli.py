@@ -8,11 +8,17 @@ are written, so the file reads in Wireshark however the capture ended.
 """
 from __future__ import annotations
 
+import datetime
 import http.client
 import json
+import math
+import os
 import socket
 import ssl
 import struct
+import threading
+import time
+from dataclasses import dataclass, field
 from typing import Iterator
 from urllib.parse import urlencode, urlsplit
 
@@ -69,6 +75,9 @@ def _duration(text: str | None, name: str, zero: bool = False) -> str | None:
     try:
         return f"{parse_duration(text):g}"
     except SettingsError as exc:
+        if name == "since":
+            raise CtlError(f"--since must be all (the whole ring) or a duration such as 30s, 5m or 1h30m "
+                           f"(got {text!r})", EXIT_USAGE) from None
         raise CtlError(f"--{name}: {exc}", EXIT_USAGE) from None
 
 
@@ -138,10 +147,133 @@ class _Https(http.client.HTTPSConnection):
         self.sock = self._context.wrap_socket(sock, server_hostname=self.server_name)
 
 
+#: Seconds a live capture with a filter may write no frame before oltsimctl says, once, that nothing matched yet.
+QUIET_NOTICE = 10.0
+#: The linktype of oltsim's annotations' interface (LINKTYPE_WIRESHARK_UPPER_PDU): its packets are not frames.
+_ANNOTATIONS = 252
+
+
+@dataclass
+class Reach:
+    """How far back the ring reached when the capture opened, as the server said (gRPC's CaptureCoverage, REST's
+    X-Oltsim-Ring-* headers): `oldest` None when it is empty or did not say; `onus` {serial: time or None}."""
+    wrapped: bool = False
+    size: int = 0
+    oldest: float | None = None
+    onus: dict = field(default_factory=dict)
+
+    @classmethod
+    def of_pb(cls, coverage) -> "Reach":
+        return cls(coverage.wrapped, coverage.size, coverage.oldest or None,
+                   {serial: when or None for serial, when in coverage.onu_oldest.items()})
+
+    @classmethod
+    def of_headers(cls, headers) -> "Reach":
+        onus = {}
+        for item in (headers.get("X-Oltsim-Ring-Oldest-Onu") or "").split(","):
+            serial, _, when = item.strip().partition("=")
+            if serial:
+                onus[serial] = _iso_seconds(when)
+        size = headers.get("X-Oltsim-Ring-Size") or "0"
+        return cls(headers.get("X-Oltsim-Ring-Wrapped") == "yes", int(size) if size.isdigit() else 0,
+                   _iso_seconds(headers.get("X-Oltsim-Ring-Oldest") or ""), onus)
+
+
+def _iso_seconds(text: str) -> float | None:
+    try:
+        moment = datetime.datetime.strptime(text.strip(), "%Y-%m-%dT%H:%M:%S.%fZ")
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=datetime.timezone.utc).timestamp()
+
+
+def _clock(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%H:%M:%S UTC")
+
+
+def reach_line(args, reach: Reach, started: float) -> str:
+    """What the ring no longer held of what was asked (`--since`), one line; "" when it held all of it (or did not
+    wrap). `started` is this machine's clock when the capture opened (the ring's times are the server's clock)."""
+    if not reach.wrapped or args.since is None:
+        return ""
+    asked = math.inf if args.since.strip().lower() == "all" else parse_duration(args.since)
+    if reach.oldest is not None and asked != math.inf and started - asked >= reach.oldest:
+        return ""
+    if reach.oldest is None:
+        held = "the ring wrapped and held nothing"
+    else:
+        span = max(0.0, started - reach.oldest)
+        held = f"the ring wrapped: it held only the last {span:.1f} s (from {_clock(reach.oldest)})"
+        if asked != math.inf:
+            held += f" of the {asked:g} s asked"
+    for serial, oldest in reach.onus.items():
+        held += f", {serial} from {_clock(oldest)}" if oldest is not None else f", nothing of {serial}"
+    return f"{held}; older records are gone (start oltsim with a larger --capture-size to keep more)"
+
+
+def nothing_written(args, reach: Reach | None, target: str) -> str:
+    """The one line of a capture that wrote no frame: why, and what to do."""
+    where = "standard output" if target == "-" else target
+    named = ", ".join(args.onus or ())
+    if reach is not None and args.since is not None and reach.wrapped:
+        missing = [serial for serial, oldest in reach.onus.items() if oldest is None]
+        what = f"nothing of {', '.join(missing)}" if missing else "no frame the filters keep"
+        why = (f"the ring holds {what} (it wrapped: it keeps the last {reach.size} records"
+               f"{', from ' + _clock(reach.oldest) if reach.oldest is not None else ''})")
+        fix = ("start oltsim with a larger --capture-size, or capture live (no --since) before the ONU comes up"
+               if named else "start oltsim with a larger --capture-size, or capture live (no --since)")
+    elif args.since is not None:
+        why = f"the ring holds no frame {'of ' + named if named else 'the filters keep'}" + \
+              (f" from the last {args.since}" if args.since.strip().lower() != "all" else "")
+        fix = "check the filters (oltsimctl onu list), or capture live without --duration 0 while it happens"
+    else:
+        why = "no frame the filters keep came while the capture ran"
+        fix = "add --since all for what the ring holds, or run it longer (--duration)"
+    return f"no frame written to {where}: {why} and none came; {fix}"
+
+
+class _Notice:
+    """One line on `err` if no frame has come QUIET_NOTICE seconds after the start (a filter that matched nothing
+    yet is told rather than silent); `cancel()` when the capture ends."""
+
+    def __init__(self, args, err):
+        self.timer = None
+        live = args.duration is None or _duration(args.duration, "duration", zero=True) != "0"
+        if (args.onus or args.pon is not None or args.omci or args.packets) and live:
+            self.timer = threading.Timer(QUIET_NOTICE, self._say, (args, err))
+            self.timer.daemon = True
+        self.frames = 0
+
+    def start(self) -> None:
+        if self.timer is not None:
+            self.timer.start()
+
+    def _say(self, args, err) -> None:
+        if self.frames == 0:
+            err.write(f"oltsimctl: no frame matched {_filters(args)} in {QUIET_NOTICE:g} s; still capturing "
+                      f"(Ctrl-C ends)\n")
+            err.flush()
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+
+
+def _filters(args) -> str:
+    parts = [f"--onu {serial}" for serial in args.onus or ()]
+    if args.pon is not None:
+        parts.append(f"--pon {args.pon}")
+    parts += [f"--{flag}" for flag in ("omci", "packets") if getattr(args, flag)]
+    return " ".join(parts)
+
+
 def capture(conn, args, out, err) -> int:
-    """Run the capture to `args.write` until the server ends it (duration, count), the daemon stops, or Ctrl-C."""
+    """Run the capture to `args.write` until the server ends it (duration, count), the daemon stops, or Ctrl-C.
+    Says what the ring no longer held of what `--since` asked for; exits 1 with one line when no frame was
+    written."""
     if args.rest is not None:
         return _capture_rest(conn, args, out, err)
+    started = time.time()
     stream = conn.oltsim.Capture(request(args), metadata=conn.metadata)
     try:
         first = next(stream, None)  # the server's refusal (NOT_FOUND, INVALID_ARGUMENT, ...) before any file
@@ -150,6 +282,7 @@ def capture(conn, args, out, err) -> int:
     except KeyboardInterrupt:
         stream.cancel()
         return EXIT_OK
+    reach = Reach.of_pb(first.coverage) if first is not None and first.HasField("coverage") else None
 
     def chunks() -> Iterator[bytes]:
         if first is not None:
@@ -163,7 +296,7 @@ def capture(conn, args, out, err) -> int:
                 err.write(f"oltsimctl: capture ended: {exc.code().name}: {exc.details()}\n")
         finally:
             stream.cancel()
-    return _copy(chunks(), args.write, out, err)
+    return _copy(chunks(), args, out, err, reach, started)
 
 
 def _grpc_error(exc: grpc.RpcError, server: str) -> CtlError:
@@ -181,6 +314,7 @@ def _capture_rest(conn, args, out, err) -> int:
     if settings.token:
         headers["Authorization"] = f"Bearer {settings.token}"
     http_conn = _connection(settings, host, port)
+    started = time.time()
     try:
         try:
             http_conn.request("GET", path, headers=headers)
@@ -192,7 +326,7 @@ def _capture_rest(conn, args, out, err) -> int:
             raise CtlError(_refusal(response), EXIT_REFUSED)
         if http_conn.sock is not None:
             http_conn.sock.settimeout(None)  # a live capture may be quiet for long
-        return _copy(_body(response), args.write, out, err)
+        return _copy(_body(response), args, out, err, Reach.of_headers(response.headers), started)
     finally:
         http_conn.close()
 
@@ -209,7 +343,8 @@ def _body(response) -> Iterator[bytes]:
         yield data
 
 
-def _copy(pieces: Iterator[bytes], target: str, out, err) -> int:
+def _copy(pieces: Iterator[bytes], args, out, err, reach: Reach | None, started: float) -> int:
+    target = args.write
     sink = out.buffer if target == "-" and hasattr(out, "buffer") else None
     handle = None
     if sink is None:
@@ -221,40 +356,81 @@ def _copy(pieces: Iterator[bytes], target: str, out, err) -> int:
             except OSError as exc:
                 raise CtlError(f"cannot write {target}: {exc.strerror or exc}", EXIT_USAGE) from None
     pending = b""
-    packets = 0
+    blocks = Blocks()
+    notice = _Notice(args, err)
+    line = reach_line(args, reach, started) if reach is not None else ""
+    if line:
+        err.write(f"oltsimctl: {line}\n")
+    notice.start()
     try:
         for data in pieces:
             pending += data
-            whole, packets_here = _whole_blocks(pending)
+            whole = blocks.take(pending)
+            notice.frames = blocks.frames
             if whole:
                 sink.write(pending[:whole])
                 sink.flush()
                 pending = pending[whole:]
-                packets += packets_here
     except KeyboardInterrupt:
         pass
     finally:
+        notice.cancel()
         close = getattr(pieces, "close", None)
         if close is not None:
             close()  # a gRPC stream is cancelled, a REST connection left to its caller
         if handle is not None:
             handle.close()
+    if not blocks.frames:
+        if handle is not None and not blocks.packets:
+            _remove(target)  # a Section Header alone: nothing to open
+        raise CtlError(nothing_written(args, reach, target), EXIT_REFUSED)
     if target != "-":
+        notes = f" and {blocks.packets - blocks.frames} annotations" if blocks.packets > blocks.frames else ""
         from oltsim.capture.wireshark import reading_hint  # only here: the rest of oltsimctl needs no capture code
-        err.write(f"{packets} packets written to {target}{reading_hint(target)}\n")
+        err.write(f"{blocks.frames} packets{notes} written to {target}{reading_hint(target)}\n")
     return EXIT_OK
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+class Blocks:
+    """Counts the whole pcapng blocks of a stream as it comes: `packets` (Enhanced Packet Blocks) and, of them,
+    `frames` (those not on the annotations' interface)."""
+
+    def __init__(self):
+        self.linktypes: list[int] = []
+        self.packets = 0
+        self.frames = 0
+
+    def take(self, data: bytes) -> int:
+        """Bytes of whole blocks at the start of `data` (counted; the caller passes what follows them again)."""
+        offset = 0
+        while offset + 8 <= len(data):
+            block_type, length = struct.unpack_from("<II", data, offset)
+            if length < 12 or offset + length > len(data):
+                break
+            if block_type == 0x0A0D0D0A:
+                self.linktypes = []  # a new section declares its interfaces again
+            elif block_type == 1 and length >= 16:
+                self.linktypes.append(struct.unpack_from("<H", data, offset + 8)[0])
+            elif block_type == 6 and length >= 12:
+                self.packets += 1
+                interface = struct.unpack_from("<I", data, offset + 8)[0]
+                linktype = self.linktypes[interface] if interface < len(self.linktypes) else None
+                self.frames += linktype != _ANNOTATIONS
+            offset += length
+        return offset
 
 
 def _whole_blocks(data: bytes) -> tuple[int, int]:
     """(bytes of whole pcapng blocks at the start of `data`, how many of them are packets)."""
-    offset = packets = 0
-    while offset + 8 <= len(data):
-        block_type, length = struct.unpack_from("<II", data, offset)
-        if length < 12 or offset + length > len(data):
-            break
-        offset += length
-        packets += block_type == 6
-    return offset, packets
+    blocks = Blocks()
+    return blocks.take(data), blocks.packets
 
 
 def _refusal(response) -> str:

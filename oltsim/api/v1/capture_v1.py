@@ -3,7 +3,9 @@
 Query parameters (all optional): ``onu`` (an ONU serial; repeat it, or separate serials by commas), ``pon`` (a PON
 id), ``omci`` / ``packets`` (flags: only OMCI, only UNI and NNI frames; ``omci``, ``omci=1`` or ``omci=true``),
 ``since`` (start from the ring's last 30s / 5m / 1h..., or ``all`` for the whole ring), ``duration`` (end after it;
-``0`` ends right after the ring's part: a download of the ring) and ``count`` (end after that many frames). Without
+``0`` ends right after the ring's part: a download of the ring) and ``count`` (end after that many frames). The
+``X-Oltsim-Ring-*`` headers say how far back the ring reached (`coverage_headers`): whether it wrapped, the time of
+its oldest record, and of the oldest of each ONU asked. Without
 ``duration`` or ``count`` the capture goes on until the client leaves or the daemon stops (a last annotation says
 so). The access token, when configured, guards it as every other /v1 path (oltsim.serving.security).
 """
@@ -19,6 +21,7 @@ from oltsim.api.openapi import ExtraPath
 from oltsim.api.restkit import query_params
 from oltsim.capture import CaptureFilter
 from oltsim.capture.durations import parse_seconds
+from oltsim.capture.ring import clock_time
 from oltsim.model.errors import InvalidArgument, NotFound
 
 CAPTURE_PATH = "/v1/capture"
@@ -64,6 +67,9 @@ def _seconds(query: dict, name: str) -> float | None:
     try:
         return parse_seconds(values[-1], name)
     except ValueError as exc:
+        if name == "since":
+            raise InvalidArgument(f"since must be all (the whole ring) or a duration such as 30s, 5m or 1h30m "
+                                  f"(got {values[-1]!r})") from None
         raise InvalidArgument(str(exc)) from None
 
 
@@ -78,6 +84,28 @@ def parse_query(query: dict) -> dict:
                                                packets=_flag(query, "packets")),
             "since": _seconds(query, "since"), "duration": _seconds(query, "duration"),
             "count": _int(query, "count", 1)}
+
+
+#: The response headers saying how far back the ring reached when the capture opened (`coverage_headers`).
+WRAPPED_HEADER = "X-Oltsim-Ring-Wrapped"
+OLDEST_HEADER = "X-Oltsim-Ring-Oldest"
+ONU_OLDEST_HEADER = "X-Oltsim-Ring-Oldest-Onu"
+SIZE_HEADER = "X-Oltsim-Ring-Size"
+
+
+def coverage_headers(coverage) -> dict[str, str]:
+    """The headers of a capture's response for its `Coverage`: ``X-Oltsim-Ring-Wrapped: yes`` or ``no`` (the ring
+    has let older records go), ``X-Oltsim-Ring-Size`` (the records it keeps at most), ``X-Oltsim-Ring-Oldest`` (the
+    time of its oldest record, UTC ISO 8601; absent while it is empty) and, for the ONUs asked,
+    ``X-Oltsim-Ring-Oldest-Onu: BBSM00000001=2026-11-28T04:12:40.002Z, BBSM00000002=none`` (none: it keeps no
+    record of that ONU)."""
+    headers = {WRAPPED_HEADER: "yes" if coverage.wrapped else "no", SIZE_HEADER: str(coverage.size)}
+    if coverage.oldest is not None:
+        headers[OLDEST_HEADER] = clock_time(coverage.oldest)
+    if coverage.onus:
+        headers[ONU_OLDEST_HEADER] = ", ".join(f"{serial}={clock_time(oldest) if oldest is not None else 'none'}"
+                                               for serial, oldest in coverage.onus)
+    return headers
 
 
 def file_name(arguments: dict, clock_seconds: float) -> str:
@@ -111,6 +139,8 @@ def serve(request, capture):
     stream = capture.open_stream(**arguments)
     request.setHeader(b"Content-Type", MEDIA_TYPE.encode())
     request.setHeader(b"Cache-Control", b"no-cache")
+    for name, value in coverage_headers(stream.coverage).items():
+        request.setHeader(name.encode(), value.encode())
     request.setHeader(b"Content-Disposition",
                       f'attachment; filename="{file_name(arguments, capture.clock.seconds())}"'.encode())
     return CaptureResponse(request, stream).start()

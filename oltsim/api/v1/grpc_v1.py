@@ -80,15 +80,18 @@ class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
             raise NotFound("capture is off: oltsim was started with --capture-size 0 (or bbsim.capture_size: 0)")
         capture.check(arguments["capture_filter"])
         stream = capture.open_stream(**arguments)
+        coverage = coverage_to_pb(stream.coverage)  # on the first message only
         try:
             async for data in stream.chunks(capture_rest.WRITE_DELAY):
                 if len(data) <= CAPTURE_CHUNK:
-                    yield oltsim_pb2.CaptureChunk(data=data, dropped=stream.dropped)
+                    yield oltsim_pb2.CaptureChunk(data=data, dropped=stream.dropped, coverage=coverage)
+                    coverage = None
                     continue
                 view = memoryview(data)
                 for start in range(0, len(data), CAPTURE_CHUNK):
                     yield oltsim_pb2.CaptureChunk(data=bytes(view[start:start + CAPTURE_CHUNK]),
-                                                  dropped=stream.dropped)
+                                                  dropped=stream.dropped, coverage=coverage)
+                    coverage = None
         finally:
             stream.close()
         if stream.ended == "stopped":
@@ -177,6 +180,12 @@ def capture_query(request: oltsim_pb2.CaptureRequest) -> dict[str, list[str]]:
     if request.count:
         query["count"] = [str(request.count)]
     return query
+
+
+def coverage_to_pb(coverage) -> oltsim_pb2.CaptureCoverage:
+    """A capture ring's `Coverage` as the CaptureCoverage message (0 for a time it has none of)."""
+    return oltsim_pb2.CaptureCoverage(wrapped=coverage.wrapped, size=coverage.size, oldest=coverage.oldest or 0.0,
+                                      onu_oldest={serial: oldest or 0.0 for serial, oldest in coverage.onus})
 
 
 def event_to_pb(record: dict) -> oltsim_pb2.Event:
