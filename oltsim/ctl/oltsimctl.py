@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 from oltsim.ctl import subcommands as c
@@ -29,6 +30,7 @@ from oltsim.ctl.settings import BBSIMCTL, DEFAULT_DMI_SERVER, DEFAULT_SERVER, EN
 from oltsim.ctl.settings import SettingsError
 from oltsim.ctl.settings import parse_duration
 from oltsim.ctl.settings import resolve as resolve_settings
+from oltsim import __version__
 from oltsim.suggest import did_you_mean
 
 PROG = OLTSIMCTL.prog
@@ -124,6 +126,66 @@ def add_global_options(parser: argparse.ArgumentParser, leaf: bool, call_timeout
                        help="table (bbsimctl's layout; lines for events) or json (the REST API's JSON)")
 
 
+_REQUIRED = re.compile(r"the following arguments are required: (?P<names>.*)")
+_INVALID_CHOICE = re.compile(r"argument (?P<argument>\S+): invalid choice: '(?P<word>[^']*)' \(choose from "
+                             r"(?P<choices>.*)\)")
+_UNRECOGNIZED = re.compile(r"unrecognized arguments: (?P<words>.*)")
+
+
+def usage_line(prog: str, message: str, choices_of=None) -> str:
+    """oltsimctl's one line for a bad command line that argparse reports with `message`, at the (sub)command whose
+    prog is `prog` ("oltsimctl onu get"): ``oltsimctl: onu get: missing ONU_SN (see oltsimctl onu get --help)``; an
+    unknown command word gets the nearest one. `choices_of` maps a metavar (COMMAND) to its choices, for a
+    missing one."""
+    words = prog.split()
+    where = f"{' '.join(words[1:])}: " if len(words) > 1 else ""
+    required = _REQUIRED.fullmatch(message)
+    invalid = _INVALID_CHOICE.fullmatch(message)
+    unrecognized = _UNRECOGNIZED.fullmatch(message)
+    if required:
+        names = required.group("names")
+        text = f"missing {names}"
+        choices = (choices_of or {}).get(names)
+        if choices:
+            text += f" (one of {', '.join(choices)})"
+    elif invalid:
+        word, argument = invalid.group("word"), invalid.group("argument")
+        choices = re.findall(r"'([^']*)'", invalid.group("choices"))
+        what = "command" if argument == "COMMAND" else f"value for {argument}"
+        hint = did_you_mean(word, choices) or f" (one of {', '.join(choices)})"
+        text = f"unknown {what} {word!r}{hint}"
+    elif unrecognized:
+        text = f"unexpected argument(s): {unrecognized.group('words')}"
+    else:
+        text = message.removeprefix("argument ")
+    return f"{words[0]}: {where}{text} (see {prog} --help)"
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """oltsimctl's parser (and its subcommands'): a bad command line is one stderr line naming the command, what is
+    wrong (with a "did you mean" for a misspelt command) and where the help is, exit 2; not argparse's usage block
+    with the error last."""
+
+    def error(self, message: str):
+        choices = {}
+        if self._subparsers is not None:
+            for action in self._subparsers._group_actions:
+                if isinstance(action, argparse._SubParsersAction) and action.metavar:
+                    choices[action.metavar] = [name for name in action.choices
+                                               if name not in {alias for alias in _aliases(action)}]
+        self.exit(EXIT_USAGE, usage_line(self.prog, message, choices) + "\n")
+
+
+def _aliases(action: argparse._SubParsersAction) -> set[str]:
+    """The aliases among a subparsers action's choices (the names argparse lists after the first of a parser)."""
+    seen, aliases = set(), set()
+    for name, parser in action.choices.items():
+        if id(parser) in seen:
+            aliases.add(name)
+        seen.add(id(parser))
+    return aliases
+
+
 class _Tree:
     """Builds the command tree: groups of commands, each command with the global options and its handler."""
 
@@ -139,6 +201,10 @@ class _Tree:
 
     def group(self, name: str, help: str) -> _Tree:
         parser = self.subparsers.add_parser(name, help=help, description=help)
+        if not self.profile.go_flags_arguments:
+            # `oltsimctl olt --server x get`: the global options are taken between command names too (bbsimctl's
+            # go-flags reading does the same its own way, see oltsim.ctl.goflags)
+            add_global_options(parser, leaf=True, profile=self.profile)
         return _Tree(parser.add_subparsers(dest=f"{name}_command", metavar="COMMAND", required=True), self.profile)
 
 
@@ -198,7 +264,8 @@ def _json(parser) -> None:
 
 def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
     """The whole command line, named after `profile`."""
-    parser = argparse.ArgumentParser(
+    parser_class = argparse.ArgumentParser if profile.go_flags_arguments else OneLineParser
+    parser = parser_class(
         prog=profile.prog, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Query and drive an oltsim OLT over its v1 gRPC API: bbsimctl's commands and output, plus\n"
                     "TLS, the access token, JSON output, `events` and `wait`.",
@@ -206,6 +273,9 @@ def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
                "4 no connection" if not profile.every_failure_exits_1 else
                "exit codes (as bbsimctl's): 0 done, 1 any failure, 3 wait timed out")
     add_global_options(parser, leaf=False, profile=profile)
+    if not profile.go_flags_arguments:
+        parser.add_argument("--version", action="version", version=f"{profile.prog} {__version__}",
+                            help="print the version and exit")
     root = _Tree(parser.add_subparsers(dest="command", metavar="COMMAND", required=True), profile)
 
     root.command("config", c.show_config, "print the effective client configuration and the version")

@@ -1,0 +1,67 @@
+"""oltsimctl's bad command lines (issue 38): one stderr line naming the command, what is wrong and where its help
+is, exit 2, never argparse's usage block; a misspelt command gets the nearest; `--version`; the global options are
+taken between command names; bbsimctl keeps go-flags' behaviour."""
+from __future__ import annotations
+
+import pytest
+
+from oltsim import __version__
+from oltsim.ctl import oltsimctl as cli
+from oltsim.ctl.settings import BBSIMCTL, OLTSIMCTL
+
+
+def refused(argv, capsys) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(argv, OLTSIMCTL)
+    out, err = capsys.readouterr()
+    return exited.value.code, out, err
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["onu", "get"], "oltsimctl: onu get: missing ONU_SN (see oltsimctl onu get --help)"),
+    (["wait", "--state", "enabled", "--timeout", "5x"],
+     "oltsimctl: wait: --timeout: not a duration: '5x' (examples: 10, 10s, 1m30s, 500ms) (see oltsimctl wait "
+     "--help)"),
+    (["capture"], "oltsimctl: capture: missing -w/--write (see oltsimctl capture --help)"),
+    (["onu", "lsit"], "oltsimctl: onu: unknown command 'lsit'; did you mean list? (see oltsimctl onu --help)"),
+    (["olt", "alarms", "raise", "OLT_PON_LOS"],
+     "oltsimctl: olt alarms raise: missing INTF_ID (see oltsimctl olt alarms raise --help)"),
+    (["-o", "yaml", "olt", "get"],
+     "oltsimctl: unknown value for -o/--output 'yaml' (one of table, json) (see oltsimctl --help)"),
+    (["pon", "poweronAllONUs", "x"],
+     "oltsimctl: pon poweronAllONUs: INTF_ID: not a non-negative integer: 'x' (see oltsimctl pon "
+     "poweronAllONUs --help)"),
+])
+def test_a_bad_command_line_is_one_line_and_exit_2(argv, line, capsys):
+    """Each mistake is one line on stderr (nothing on stdout), exit 2 (was: 7-9 lines of usage, the error last)."""
+    code, out, err = refused(argv, capsys)
+    assert (code, out, err) == (2, "", line + "\n")
+
+
+def test_a_missing_command_lists_the_commands_without_aliases(capsys):
+    """`oltsimctl onu` names what may follow, each command once (aliases such as restartEapol left out)."""
+    code, _, err = refused(["onu"], capsys)
+    assert code == 2
+    assert err.startswith("oltsimctl: onu: missing COMMAND (one of list, get, shutdown, poweron, auth_restart, ")
+    assert "restartEapol" not in err and err.count("\n") == 1
+
+
+def test_version(capsys):
+    """`oltsimctl --version` prints the program and oltsim's version, exit 0."""
+    code, out, _ = refused(["--version"], capsys)
+    assert (code, out) == (0, f"oltsimctl {__version__}\n")
+
+
+def test_global_options_between_command_names_are_taken():
+    """`oltsimctl olt --server x get` reads --server (was: argparse's `invalid choice: 'x'`)."""
+    args = cli.parse(["olt", "--server", "127.0.0.1:1", "-o", "json", "get"])
+    assert (args.server, args.output, args.handler) == ("127.0.0.1:1", "json", cli.c.olt_get)
+    later = cli.parse(["--server", "127.0.0.1:2", "onu", "alarms", "list"])
+    assert later.server == "127.0.0.1:2"
+
+
+def test_bbsimctl_keeps_go_flags_usage(capsys):
+    """bbsimctl's bad command line is go-flags' usage and exit 1, as Go bbsimctl's; it has no --version."""
+    assert cli.main(["onu", "get"], BBSIMCTL) == 1
+    assert "usage: bbsimctl" in capsys.readouterr().err
+    assert cli.main(["--version"], BBSIMCTL) == 1
