@@ -95,6 +95,29 @@ PPTP_ADMIN_STATE = 5                 # PPTP Ethernet UNI attribute 5, Administra
 TCONT_ALLOC_ID = 1                   # T-CONT attribute 1, Alloc-ID
 GEM_BIDIRECTIONAL = 3
 CHALLENGE_SIZE = 16
+# The data plane's part (issue 37): with a UNI bound to an interface, the ONU's bridge and VLAN operations are
+# written over OMCI as VOLTHA's ONU adapter writes them (its entity id numbering), and the ATT workflow's forwarding
+# flows are installed. G.988 classes:
+MAC_BRIDGE_SERVICE_PROFILE = 45
+MAC_BRIDGE_PORT_CONFIG = 47
+VLAN_TAGGING_FILTER = 84
+DOT1P_MAPPER = 130
+EVTOCD = 171
+GEM_INTERWORKING_TP = 266
+MBSP_BASE = 0x201          # + UNI id: the UNI's bridge, its UNI-side port and its EVTOCD
+MAPPER_BASE = 0x8001       # + UNI id + technology profile: the 802.1p mapper
+ANI_PORT_BASE = 0x2102     # + PPTP ME id + technology profile: the ANI-side bridge port and its VLAN filter
+GAL_ETHERNET_PROFILE = 1
+TP_TYPE_PPTP = 1
+TP_TYPE_MAPPER = 3
+IW_OPTION_MAPPER = 5
+EVTOCD_ASSOCIATION_PPTP = 2
+VTFD_FORWARD_OPERATION = 0x10   # tagged: forward when the VID is in the list; untagged: forward
+TPID = 0x8100
+NULL_POINTER = 0xFFFF
+#: Flow ids of the NNI's DHCP trap flow (on no PON) and the priority of the forwarding flows.
+NNI_DHCP_FLOW_ID = 1
+HSIA_PRIORITY = 1000
 
 
 def uni_port_no(pon: int, onu_id: int, uni_id: int) -> int:
@@ -122,6 +145,7 @@ class _UniIds:
     gems: dict                       # service index -> GEM port
     eapol_flow_id: int
     dhcp_flow_ids: dict              # service index -> flow id
+    hsia_flow_id: int = 0            # the forwarding flows' id (upstream and downstream), given when first used
 
 
 @dataclass
@@ -154,6 +178,7 @@ class AdapterOnu:
     config: deque = field(default_factory=deque)
     unis: dict = field(default_factory=dict)          # UNI id -> _UniIds
     dhcp_pushed: set = field(default_factory=set)     # UNI ids whose DHCP flows are out in this bring-up
+    provisioned: bool = False                         # schedulers and first flows out: later OMCI is one-off
     ready: bool = False
     bring_ups: int = 0
 
@@ -170,6 +195,7 @@ class AdapterOnu:
         self.config.clear()
         self.configured = []
         self.dhcp_pushed.clear()
+        self.provisioned = False
         self.ready = False
 
 
@@ -199,8 +225,17 @@ class BuiltinAdapter(service.Service):
 
     name = "builtin-adapter"
 
-    def __init__(self, olt, hub, servicer, clock, rng: random.Random | None = None, reachable=None):
+    def __init__(self, olt, hub, servicer, clock, rng: random.Random | None = None, reachable=None,
+                 forwards=None, eap_secret: bytes = PASSWORD, authenticator_mac: bytes = b"\x02\x00\x00\x00\x00\x01"):
         self.olt = olt
+        #: Whether a UNI has a real interface (the data plane, issue 37): `forwards(serial, uni_id)`. For such a UNI
+        #: the adapter also writes the ONU's bridge and VLAN operations and installs the forwarding flows, and its
+        #: EAP-MD5 answers are checked against `eap_secret` and sent from `authenticator_mac` (a real supplicant
+        #: ignores frames from its own address); the simulated UNIs keep the password of the simulated supplicant.
+        self.forwards = forwards or (lambda serial, uni_id: False)
+        self.eap_secret = eap_secret
+        self.authenticator_mac = authenticator_mac
+        self._nni_dhcp_trap = False
         #: Whether the OpenOLT endpoint serves (an adapter can only reach the OLT then): the daemon passes its gRPC
         #: server's state, so that StopgRPCServer cuts this adapter off as it cuts VOLTHA off until StartgRPCServer.
         self.reachable = reachable or (lambda: True)
@@ -314,6 +349,7 @@ class BuiltinAdapter(service.Service):
             return
         self.queue = queue
         self.connects += 1
+        self._nni_dhcp_trap = False   # the OLT may have lost its flows (a reboot): the next bound UNI adds it again
         self._all_ready_logged = False
         self._waiting_for = ""
         log.info("builtin-adapter-connected serial={serial} pons={pons} connection={n}", serial=self.olt.serial,
@@ -529,7 +565,8 @@ class BuiltinAdapter(service.Service):
         request.tid = onu.next_tid()
         request.deadline = self.clock.seconds() + OMCI_TIMEOUT
         onu.pending = request
-        onu.step = request.step
+        if not onu.provisioned:
+            onu.step = request.step
         self._waiting.add(onu)
         if self._sweep_call is None:
             self._sweep_call = self._call_later(OMCI_TIMEOUT, self._sweep)
@@ -645,14 +682,22 @@ class BuiltinAdapter(service.Service):
                 contents = (gem.to_bytes(2, "big") + tcont.to_bytes(2, "big") + bytes((GEM_BIDIRECTIONAL,))
                             + bytes(9))
                 config.append(_Request(f"gem-{gem}", codec.CREATE, codec.GEM_PORT_NETWORK_CTP, gem, contents))
+            if self.forwards(onu.serial, uni.id) and uni.services:
+                config.extend(bridge_requests(uni, ids, first_vid(uni.services[0])))
         onu.configured = [uni.id for uni in unis]
         self._next_config(onu)
 
     def _next_config(self, onu: AdapterOnu) -> None:
         if onu.config:
             self._omci(onu, onu.config.popleft())
-        else:
+        elif not onu.provisioned:
             self._provision(onu)
+
+    def _omci_later(self, onu: AdapterOnu, requests) -> None:
+        """OMCI after the bring-up's (a VLAN rule after EAP success): queued behind any request out."""
+        onu.config.extend(requests)
+        if onu.pending is None and onu.config:
+            self._omci(onu, onu.config.popleft())
 
     # ---- ids, schedulers, flows --------------------------------------------------------------------------
 
@@ -690,6 +735,7 @@ class BuiltinAdapter(service.Service):
         if model is None:
             return
         onu.step = "provisioning"
+        onu.provisioned = True
         for uni_id in onu.configured:
             uni = model.unis[uni_id]
             ids = onu.unis.get(uni_id)
@@ -757,6 +803,26 @@ class BuiltinAdapter(service.Service):
                                                   src_port=f.DHCP_CLIENT_PORT, dst_port=f.DHCP_SERVER_PORT,
                                                   o_vid=vid, o_pbits=ANY_PBITS),
                 action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True))), onu)
+        if self.forwards(onu.serial, uni.id) and uni.services:
+            self._forwarding(onu, uni, ids)
+
+    # ---- the data plane's part (issue 37) ------------------------------------------------------------------
+
+    def _forwarding(self, onu: AdapterOnu, uni, ids: _UniIds) -> None:
+        """A bound UNI's subscriber is through EAPOL (or needs none): its ONU now tags upstream frames with the
+        C-tag (the EVTOCD rule and VLAN filter written at bring-up said 4091, EAPOL's, when it needed EAPOL), and the
+        ATT workflow's HSIA flows and the NNI's DHCP trap flow go in, as ONOS's olt and dhcpl2relay apps have them
+        installed."""
+        svc = uni.services[0]
+        if first_vid(svc) != svc.c_tag:
+            self._omci_later(onu, vlan_requests(uni, svc.c_tag, (EAPOL_VID, svc.c_tag)))
+        if not ids.hsia_flow_id:
+            pools = self.pools[onu.pon]
+            ids.hsia_flow_id, pools.flow_id = pools.flow_id, pools.flow_id + 1
+        for flow in hsia_flows(onu.pon, onu.onu_id, uni.id, uni_port_no(onu.pon, onu.onu_id, uni.id), ids, svc):
+            self._rpc("FlowAdd", flow, onu)
+        if not self._nni_dhcp_trap:
+            self._nni_dhcp_trap = self._rpc("FlowAdd", nni_dhcp_trap_flow(), onu)
 
     def _check_ready(self, onu: AdapterOnu) -> None:
         """Log once per bring-up when every service of the ONU is through EAPOL and DHCP, and once when all are."""
@@ -803,6 +869,8 @@ class BuiltinAdapter(service.Service):
             self._relay_up(onu, frame)
 
     def _packet_out(self, onu: AdapterOnu, uni_id: int, gem: int, pkt: bytes) -> bool:
+        if f.ETH_EAPOL.to_bytes(2, "big") in (pkt[12:14], pkt[16:18]) and self.forwards(onu.serial, uni_id):
+            pkt = pkt[:6] + self.authenticator_mac + pkt[12:]   # a real supplicant ignores its own address
         return self._rpc("OnuPacketOut", openolt_pb2.OnuPacket(
             intf_id=onu.pon, onu_id=onu.onu_id, port_no=uni_port_no(onu.pon, onu.onu_id, uni_id),
             gemport_id=gem, pkt=pkt), onu)
@@ -825,7 +893,8 @@ class BuiltinAdapter(service.Service):
             self._packet_out(onu, ind.uni_id, ind.gemport_id,
                              md5_request_frame(mac, session.eap_id, session.challenge))
         elif eap.type == f.EAP_TYPE_MD5:
-            expected = bytes((CHALLENGE_SIZE,)) + md5_response(eap.id, session.challenge, PASSWORD)
+            secret = self.eap_secret if self.forwards(onu.serial, ind.uni_id) else PASSWORD
+            expected = bytes((CHALLENGE_SIZE,)) + md5_response(eap.id, session.challenge, secret)
             del self.sessions[mac]
             if eap.data[:len(expected)] != expected:
                 log.warn("builtin-adapter-eapol-rejected serial={serial} uni={uni} why={why}", serial=onu.serial,
@@ -872,3 +941,119 @@ class BuiltinAdapter(service.Service):
                                                                 eth.tags[1:], pad=False)):
             if frame.dhcp.message_type == f.DHCP_ACK:
                 self._check_ready(onu)
+
+
+# ---- the data plane's OMCI and flows (issue 37), as VOLTHA's ONU and OLT adapters write them ------------------------
+
+def first_vid(svc) -> int:
+    """The VLAN the ONU first tags a bound UNI's upstream frames with: 4091 while its service still has to
+    authenticate (the EAPOL trap flow matches it), else the service's C-tag."""
+    return EAPOL_VID if svc.spec.needs_eapol else svc.c_tag
+
+
+def _u16(value: int) -> bytes:
+    return value.to_bytes(2, "big")
+
+
+def _mask(*indexes: int) -> bytes:
+    return _u16(codec.mask_of(indexes))
+
+
+def evtocd_untagged_rule(vid: int) -> bytes:
+    """One 16-byte row of the EVTOCD received frame VLAN tagging operation table (G.988 9.3.13): untagged frames
+    (outer and inner filter priority 15, no VID, TPID or EtherType filter) get one tag pushed, priority 0, `vid`,
+    TPID 0x8100 (treatment TPID/DE 4: 0x8100, DEI copied), no tag removed."""
+    no_tag = 15 << 28 | 4096 << 15
+    return b"".join(word.to_bytes(4, "big") for word in (
+        no_tag, no_tag, 15 << 16, 0 << 16 | (vid & 0x1FFF) << 3 | 4))
+
+
+def vtfd_list(vids) -> bytes:
+    """The 12-entry VLAN filter list of a VLAN tagging filter data ME (G.988 9.3.11), unused entries 0."""
+    vids = list(vids)[:12]
+    return b"".join(_u16(vid) for vid in vids + [0] * (12 - len(vids)))
+
+
+def bridge_requests(uni, ids: _UniIds, vid: int) -> list:
+    """The OMCI that puts a UNI on a MAC bridge towards its GEM ports and tags its upstream frames with `vid`, in
+    VOLTHA's order and numbering: MAC bridge service profile, the UNI-side bridge port (PPTP), the 802.1p mapper,
+    the ANI-side bridge port (mapper), one GEM interworking TP per GEM port, the mapper's p-bit pointers (all to the
+    first service's GEM port), the VLAN tagging filter on the ANI-side port, then the EVTOCD on the PPTP (created,
+    TPIDs and downstream mode set, then its untagged rule)."""
+    tp = TECH_PROFILE
+    bridge, mapper = MBSP_BASE + uni.id, MAPPER_BASE + uni.id + tp
+    ani_port = ANI_PORT_BASE + uni.me_id + tp
+    gems = [ids.gems[index] for index in sorted(ids.gems)]
+    name = f"uni-{uni.id}"
+    requests = [
+        # spanning tree off, learning on, port bridging on, priority, max age, hello, forward delay, unknown MAC
+        # discard off, learning depth, ageing time
+        _Request(f"bridge-{name}", codec.CREATE, MAC_BRIDGE_SERVICE_PROFILE, bridge,
+                 bytes((0, 1, 1)) + _u16(0x8000) + _u16(0x1400) + _u16(0x0200) + _u16(0x0F00) + bytes((0, 0))
+                 + (300).to_bytes(4, "big")),
+        _Request(f"uni-port-{name}", codec.CREATE, MAC_BRIDGE_PORT_CONFIG, bridge,
+                 _u16(bridge) + bytes((0, TP_TYPE_PPTP)) + _u16(uni.me_id) + _u16(0) + _u16(1) + bytes((0, 0, 0))),
+        _Request(f"mapper-{name}", codec.CREATE, DOT1P_MAPPER, mapper,
+                 _u16(NULL_POINTER) + _u16(NULL_POINTER) * 8 + bytes((0, 0, 0))),
+        _Request(f"ani-port-{name}", codec.CREATE, MAC_BRIDGE_PORT_CONFIG, ani_port,
+                 _u16(bridge) + bytes((1 + uni.id, TP_TYPE_MAPPER)) + _u16(mapper) + _u16(0) + _u16(1)
+                 + bytes((0, 0, 0))),
+    ]
+    for gem in gems:
+        requests.append(_Request(f"gem-iw-{gem}", codec.CREATE, GEM_INTERWORKING_TP, gem,
+                                 _u16(gem) + bytes((IW_OPTION_MAPPER,)) + _u16(mapper) + _u16(0)
+                                 + _u16(GAL_ETHERNET_PROFILE)))
+    if gems:
+        requests.append(_Request(f"mapper-pbits-{name}", codec.SET, DOT1P_MAPPER, mapper,
+                                 _mask(*range(2, 10)) + _u16(gems[0]) * 8))
+    requests.append(_Request(f"vlan-filter-{name}", codec.CREATE, VLAN_TAGGING_FILTER, ani_port,
+                             vtfd_list([vid]) + bytes((VTFD_FORWARD_OPERATION, 1))))
+    requests.append(_Request(f"evtocd-{name}", codec.CREATE, EVTOCD, bridge,
+                             bytes((EVTOCD_ASSOCIATION_PPTP,)) + _u16(uni.me_id)))
+    requests.append(_Request(f"evtocd-tpid-{name}", codec.SET, EVTOCD, bridge,
+                             _mask(3, 4, 5) + _u16(TPID) + _u16(TPID) + bytes((0,))))
+    requests.append(_Request(f"evtocd-rule-{name}", codec.SET, EVTOCD, bridge,
+                             _mask(6) + evtocd_untagged_rule(vid)))
+    return requests
+
+
+def vlan_requests(uni, vid: int, allowed) -> list:
+    """The OMCI that changes what a bound UNI's ONU tags upstream frames with to `vid` (the untagged rule is
+    replaced: EVTOCD rows are keyed by their filter) and lets `allowed` VIDs through its bridge's filter."""
+    allowed = list(allowed)
+    ani_port = ANI_PORT_BASE + uni.me_id + TECH_PROFILE
+    return [
+        _Request(f"vlan-filter-set-uni-{uni.id}", codec.SET, VLAN_TAGGING_FILTER, ani_port,
+                 _mask(1, 3) + vtfd_list(allowed) + bytes((len(allowed),))),
+        _Request(f"evtocd-rule-set-uni-{uni.id}", codec.SET, EVTOCD, MBSP_BASE + uni.id,
+                 _mask(6) + evtocd_untagged_rule(vid)),
+    ]
+
+
+def hsia_flows(pon: int, onu_id: int, uni_id: int, port_no: int, ids: _UniIds, svc) -> list:
+    """The ATT workflow's HSIA flows of one UNI, as VOLTHA's openolt adapter installs them: upstream, frames with
+    the C-tag (single tagged, from the ONU's EVTOCD) get the S-tag pushed towards the NNI; downstream, frames with
+    the S-tag over the C-tag lose the outer tag towards the ONU."""
+    common = dict(access_intf_id=pon, onu_id=onu_id, uni_id=uni_id, flow_id=ids.hsia_flow_id, network_intf_id=NNI,
+                  port_no=port_no, alloc_id=ids.alloc_id, gemport_id=ids.gems[0], priority=HSIA_PRIORITY,
+                  cookie=ids.hsia_flow_id, tech_profile_id=TECH_PROFILE)
+    return [
+        openolt_pb2.Flow(flow_type="upstream", **common,
+                         classifier=openolt_pb2.Classifier(o_vid=svc.c_tag, pkt_tag_type="single_tag"),
+                         action=openolt_pb2.Action(o_vid=svc.s_tag, cmd=openolt_pb2.ActionCmd(add_outer_tag=True))),
+        openolt_pb2.Flow(flow_type="downstream", **common,
+                         classifier=openolt_pb2.Classifier(o_vid=svc.s_tag, i_vid=svc.c_tag,
+                                                           pkt_tag_type="double_tag"),
+                         action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(remove_outer_tag=True))),
+    ]
+
+
+def nni_dhcp_trap_flow() -> openolt_pb2.Flow:
+    """The NNI's DHCP trap flow (UDP 67 -> 68 to the adapter), on no PON, ONU or UNI, as VOLTHA installs it for
+    dhcpl2relay: the server's answers reach the adapter as packet indications on the NNI."""
+    return openolt_pb2.Flow(
+        access_intf_id=-1, onu_id=-1, uni_id=-1, flow_id=NNI_DHCP_FLOW_ID, flow_type="downstream",
+        network_intf_id=NNI, alloc_id=-1, gemport_id=-1, port_no=0, priority=10000, cookie=NNI_DHCP_FLOW_ID,
+        classifier=openolt_pb2.Classifier(eth_type=f.ETH_IPV4, ip_proto=f.IP_PROTO_UDP, src_port=f.DHCP_SERVER_PORT,
+                                          dst_port=f.DHCP_CLIENT_PORT, pkt_tag_type="double_tag"),
+        action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True)))

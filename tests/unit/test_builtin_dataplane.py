@@ -1,0 +1,122 @@
+"""The built-in adapter's part of the data plane (issue 37), in memory: for a UNI with an interface it writes the
+ONU's bridge and VLAN operations over OMCI in VOLTHA's order (EAPOL's 4091 first, the C-tag after EAP success),
+installs the ATT workflow's HSIA flows and the NNI's DHCP trap flow, and checks EAP-MD5 against the configured
+secret; a UNI without an interface is brought up exactly as before."""
+from __future__ import annotations
+
+import random
+
+from twisted.internet.task import Clock
+
+from oltsim.config import load_settings
+from oltsim.model.builder import build_olt
+from oltsim.omci import codec
+from oltsim.omci.responder import OmciResponder
+from oltsim.packets import frames as f
+from oltsim.packets.engine import ProtocolEngine
+from oltsim.southbound import builtin
+from oltsim.southbound.builtin import BuiltinAdapter
+from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
+
+EAP_OK = "eap_response_success_received"
+DHCP_OK = "dhcp_ack_received"
+
+
+class Recording(OpenoltServicer):
+    """The OpenOLT servicer the adapter calls, keeping the OMCI requests and flows it was sent."""
+
+    def __init__(self, olt, hub):
+        super().__init__(olt, hub)
+        self.omci = []
+        self.flows = []
+
+    def OmciMsgOut(self, request, context):
+        frame = codec.parse(bytes.fromhex(bytes(request.pkt).decode("ascii")))
+        self.omci.append((request.onu_id, frame.message_type & codec.ACTION_MASK, frame.me_class, frame.me_id,
+                          bytes(frame.contents)))
+        return super().OmciMsgOut(request, context)
+
+    def FlowAdd(self, request, context):
+        self.flows.append(request)
+        return super().FlowAdd(request, context)
+
+
+def rig(bound, **given):
+    settings = load_settings({"pon": 1, "onu": 2, "uni": 2, **given}, None)
+    clock = Clock()
+    olt = build_olt(settings, clock, random.Random(0))
+    omci = OmciResponder.from_settings(settings)
+    omci.attach(olt)
+    ProtocolEngine.from_settings(settings, omci_responder=omci.handle).attach(olt)
+    hub = IndicationHub(olt)
+    servicer = Recording(olt, hub)
+    adapter = BuiltinAdapter(olt, hub, servicer, clock, random.Random(1),
+                             forwards=lambda serial, uni_id: (serial, uni_id) in bound)
+    olt.start()
+    adapter.startService()
+    for _ in range(600):
+        clock.advance(0.1)
+        if all(s.eapol_state == EAP_OK and s.dhcp_state == DHCP_OK for onu in olt.onus for s in onu.services):
+            break
+    return olt, servicer, adapter, clock
+
+
+def test_bound_uni_gets_bridge_vlan_omci_and_hsia_flows():
+    """A bound UNI's ONU is sent MAC bridge, 802.1p mapper, GEM interworking, VLAN filter (4091) and EVTOCD (create,
+    TPIDs, untagged -> push 4091), then after EAP success the filter [4091, C-tag] and the untagged -> push C-tag rule;
+    the HSIA flows (upstream: C-tag single tagged, push the S-tag; downstream: S-tag over C-tag, pop) and one NNI DHCP
+    trap flow are added; the other ONU gets none of it, and every subscriber still comes up."""
+    settings_olt = build_olt(load_settings({"pon": 1, "onu": 2, "uni": 2}, None), Clock(), random.Random(0))
+    serial = settings_olt.onus[0].serial
+    olt, servicer, adapter, clock = rig({(serial, 1)})
+    assert all(s.eapol_state == EAP_OK and s.dhcp_state == DHCP_OK for onu in olt.onus for s in onu.services)
+    uni = olt.onu_by_serial(serial).unis[1]
+    svc = uni.services[0]
+    onu_id = adapter.onus[serial].onu_id
+    sent = [(cls, action) for oid, action, cls, _, _ in servicer.omci if oid == onu_id and cls in (45, 47, 84, 130,
+                                                                                               171, 266)]
+    assert sent == [(45, codec.CREATE), (47, codec.CREATE), (130, codec.CREATE), (47, codec.CREATE),
+                    (266, codec.CREATE), (130, codec.SET), (84, codec.CREATE), (171, codec.CREATE),
+                    (171, codec.SET), (171, codec.SET), (84, codec.SET), (171, codec.SET)]
+    rules = [contents for oid, action, cls, _, contents in servicer.omci
+             if oid == onu_id and cls == 171 and action == codec.SET and contents[:2] == b"\x04\x00"]
+    assert [int.from_bytes(rule[2 + 12:2 + 16], "big") >> 3 & 0x1FFF for rule in rules] == [4091, svc.c_tag]
+    vtfd = [c for oid, a, cls, _, c in servicer.omci if oid == onu_id and cls == 84]
+    assert vtfd[0][:2] == (4091).to_bytes(2, "big") and vtfd[1][2:6] == (4091).to_bytes(2, "big") + \
+        svc.c_tag.to_bytes(2, "big")
+    hsia = [fl for fl in servicer.flows if fl.priority == builtin.HSIA_PRIORITY]
+    assert {(fl.flow_type, fl.onu_id, fl.uni_id) for fl in hsia} == {("upstream", onu_id, 1),
+                                                                      ("downstream", onu_id, 1)}
+    up = next(fl for fl in hsia if fl.flow_type == "upstream")
+    down = next(fl for fl in hsia if fl.flow_type == "downstream")
+    assert (up.classifier.o_vid, up.classifier.pkt_tag_type, up.action.o_vid, up.action.cmd.add_outer_tag) == (
+        svc.c_tag, "single_tag", svc.s_tag, True)
+    assert (down.classifier.o_vid, down.classifier.i_vid, down.action.cmd.remove_outer_tag) == (
+        svc.s_tag, svc.c_tag, True)
+    nni = [fl for fl in servicer.flows if fl.onu_id == -1]
+    assert len(nni) == 1 and nni[0].classifier.src_port == f.DHCP_SERVER_PORT
+    others = [cls for oid, _, cls, _, _ in servicer.omci if oid != onu_id and cls in (45, 47, 84, 130, 171, 266)]
+    assert others == []
+    adapter.stopService()
+    olt.stop()
+    assert adapter.pending_calls() == 0
+
+
+def test_no_bound_uni_changes_nothing():
+    """Without a bound UNI the adapter sends no bridge or VLAN OMCI and no forwarding flow (today's bring-up)."""
+    olt, servicer, adapter, clock = rig(set())
+    assert all(s.eapol_state == EAP_OK and s.dhcp_state == DHCP_OK for onu in olt.onus for s in onu.services)
+    assert not [1 for _, _, cls, _, _ in servicer.omci if cls in (45, 47, 84, 130, 171, 266)]
+    assert not [fl for fl in servicer.flows if fl.priority == builtin.HSIA_PRIORITY or fl.onu_id == -1]
+    adapter.stopService()
+    olt.stop()
+
+
+def test_evtocd_rule_layout():
+    """The untagged rule is G.988's: no outer or inner tag filtered (priority 15, VID 4096), nothing removed, one tag
+    pushed with priority 0, the VID and TPID 0x8100."""
+    rule = builtin.evtocd_untagged_rule(900)
+    words = [int.from_bytes(rule[i:i + 4], "big") for i in range(0, 16, 4)]
+    assert words[0] >> 28 == 15 and words[1] >> 28 == 15 and (words[1] >> 15) & 0x1FFF == 4096
+    assert words[2] >> 30 == 0 and (words[2] >> 16) & 0xF == 15
+    assert (words[3] >> 16) & 0xF == 0 and (words[3] >> 3) & 0x1FFF == 900 and words[3] & 7 == 4
