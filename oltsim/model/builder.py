@@ -83,7 +83,7 @@ def build_olt(settings, clock, random) -> Olt:
         pon = PonPort(olt, pon_id, ranges.technology, ranges)
         olt.add_pon(pon)
         for index in range(1, settings.onu + 1):
-            onu = Onu(olt, pon, index, onu_serial(settings.olt_id, pon_id, index))
+            onu = Onu(olt.hub, pon, index, onu_serial(settings.olt_id, pon_id, index))
             for uni_id in range(settings.uni):
                 uni = Uni(onu, uni_id, "ETH")
                 for k, spec in enumerate(specs):

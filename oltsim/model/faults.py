@@ -325,7 +325,7 @@ class FaultBook:
     def _onu(self, onu):
         if isinstance(onu, str):
             return self.olt.onu_by_serial(onu)
-        if getattr(onu, "olt", None) is not self.olt or not hasattr(onu, "faults"):
+        if getattr(onu, "hub", None) is not self.olt.hub or not hasattr(onu, "faults"):
             raise InvalidArgument(f"{onu!r} is not an ONU of OLT {self.olt.serial}")
         return onu
 

@@ -12,12 +12,13 @@ from typing import Callable
 from oltsim.logs import logger
 
 from oltsim.model import events
-from oltsim.model.alarms import NNI_PORT_BASE, PON_PORT_BASE, AlarmBook, clear_indication
+from oltsim.model.alarms import NNI_PORT_BASE, PON_PORT_BASE, clear_indication
 from oltsim.model.errors import (FailedPrecondition, InvalidArgument, NotFound, OltsimError, ResourceExhausted,
                                  Unavailable)
 from oltsim.model.faults import FaultBook
-from oltsim.model.flows import Flow, FlowStore
+from oltsim.model.flows import Flow
 from oltsim.model.fsm import Machine, StateHolder
+from oltsim.model.hub import DeviceHub
 from oltsim.model.onu import ACTIVE_STATES, ONU_MACHINE, Onu, serial_key
 
 log = logger("oltsim.model")
@@ -285,9 +286,8 @@ class Olt(StateHolder):
             raise InvalidArgument(f"unknown controlled activation mode {controlled_activation!r}")
         self.id = olt_id
         self.serial = f"BBSIM_OLT_{olt_id}"
-        self.clock = clock
-        self.random = random
-        self.timings = timings
+        #: what the OLT's devices share (clock, random, timings, events, alarms, flows); an ONU holds this, not the OLT
+        self.hub = DeviceHub(clock, random, timings, alarm_cleared=self._alarm_cleared)
         self.controlled_activation = controlled_activation
         self.device_info = dict(device_info)
         self.nni_dhcp_trap_vid = nni_dhcp_trap_vid
@@ -295,56 +295,62 @@ class Olt(StateHolder):
         self.oper_state = "down"
         self.nnis = [NniPort(i, nni_speed) for i in range(nni)]
         self.pons: list[PonPort] = []
-        self.flows = FlowStore(self.touch)
+        self.flows = self.hub.flows
         self.max_flows = max_flows
         self.max_flows_per_onu = max_flows_per_onu
         self.ids = ID_SPACES["XGS-PON"]  # widened by every PON added: the ids a flow on no PON may use
-        self.generation = 0
         self.previously_connected = False
         #: True from an adapter's EnableIndication until its stream ends (`indication_stream_closed`): while False
         #: the indications the model emits reach no one, and the control APIs say so.
         self.adapter_connected = False
         self.heartbeat_signature = 0
-        # A tuple, replaced on (un)subscribe: emit runs per OMCI answer and needs no copy to survive a listener
-        # that unsubscribes while it runs.
-        self._listeners: tuple[Callable[[object], None], ...] = ()
         self._calls: set = set()
         self._enabled_before = False
         self._serials: dict[str, Onu] = {}
         self.openolt_running = False
         self._stats_call = None
         #: every alarm the OLT reported (`emit` notes each events.Alarm): the active ones and the history
-        self.alarms = AlarmBook(clock, changed=self.touch, cleared=self._alarm_cleared)
+        self.alarms = self.hub.alarms
         #: fault knobs per ONU (OMCI delay, rate, mute; EAPOL/DHCP drops), set by scenarios
         self.faults = FaultBook(self)
 
     # ---- plumbing --------------------------------------------------------------------------
 
+    @property
+    def clock(self):
+        """The IReactorTime every timer of the OLT and its devices runs on."""
+        return self.hub.clock
+
+    @property
+    def random(self):
+        """The OLT's random source (OMCI answers, discovery jitter)."""
+        return self.hub.random
+
+    @property
+    def timings(self) -> Timings:
+        """Delays and timeouts of the simulation; assigning new ones reaches every device at once."""
+        return self.hub.timings
+
+    @timings.setter
+    def timings(self, value: Timings) -> None:
+        self.hub.timings = value
+
+    @property
+    def generation(self) -> int:
+        """Counts visible changes (`touch`); the control APIs' caches key on it."""
+        return self.hub.generation
+
     def touch(self) -> None:
         """Record that something visible changed (API caches key on `generation`)."""
-        self.generation += 1
+        self.hub.generation += 1
 
     def subscribe(self, listener: Callable[[object], None]) -> Callable[[], None]:
-        """Receive every event; returns a function that unsubscribes."""
-        self._listeners += (listener,)
-
-        def unsubscribe() -> None:
-            if listener in self._listeners:
-                listeners = list(self._listeners)
-                listeners.remove(listener)
-                self._listeners = tuple(listeners)
-        return unsubscribe
+        """Receive every event of the OLT and its devices; returns a function that unsubscribes."""
+        return self.hub.subscribe(listener)
 
     def emit(self, event) -> None:
-        """Deliver `event` to every listener; a failing listener is logged, never fatal. An alarm is noted in
-        `alarms` first, whether or not an adapter is there to receive it."""
-        if event.__class__ is events.Alarm:
-            self.alarms.note(event.kind, event.fields, event.serial)
-        for listener in self._listeners:
-            try:
-                listener(event)
-            except Exception:
-                log.failure("event-listener-failed event={event!r}", event=event)
+        """Deliver `event` to every listener (`DeviceHub.emit`: an alarm is noted in `alarms` first)."""
+        self.hub.emit(event)
 
     def _alarm_cleared(self, key, reason: str) -> None:
         """The book cleared an alarm on its own (no indication goes out): tell the listeners (logs, event readers)."""
@@ -359,12 +365,7 @@ class Olt(StateHolder):
 
     def guarded(self, fn, what: str, **fields):
         """Wrap a timer callback so an exception is logged with context instead of lost."""
-        def run(*args):
-            try:
-                return fn(*args)
-            except Exception:
-                log.failure("timer-failed what={what} fields={fields}", what=what, fields=fields)
-        return run
+        return self.hub.guarded(fn, what, **fields)
 
     def call_later(self, delay: float, fn, *args):
         """Schedule an OLT-level timer; all are cancelled by `stop`."""

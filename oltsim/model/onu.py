@@ -6,14 +6,10 @@ ONU-protocols work; here the ONU owns its lifecycle, identifiers and resources.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from oltsim.model import events
 from oltsim.model.alarms import AlarmKey
 from oltsim.model.fsm import Machine, StateHolder
-
-if TYPE_CHECKING:  # pragma: no cover
-    from oltsim.model.olt import Olt, PonPort
+from oltsim.model.hub import DeviceHub
 
 # ---- tables ---------------------------------------------------------------------------------
 
@@ -121,7 +117,7 @@ class Service(StateHolder):
         self.igmp_groups: dict | None = None
 
     def _state_changed(self, src, dest, event):
-        self.uni.onu.olt.touch()
+        self.uni.onu.hub.touch()
 
     def _enter_disabled(self, src):
         self.eapol_state = "created"
@@ -157,19 +153,19 @@ class Uni(StateHolder):
 
     def _state_changed(self, src, dest, event):
         onu = self.onu
-        onu.olt.touch()
-        onu.olt.emit(events.StateChanged("uni", "OperState", src, dest, onu.pon.id, onu.onu_id,
+        onu.hub.touch()
+        onu.hub.emit(events.StateChanged("uni", "OperState", src, dest, onu.pon.id, onu.onu_id,
                                          onu.serial, self.id))
 
     def _enter_up(self, src):
         onu = self.onu
-        onu.olt.emit(events.OmciAlarm(onu.pon.id, onu.onu_id, onu.serial, 11, self.me_id, False))
+        onu.hub.emit(events.OmciAlarm(onu.pon.id, onu.onu_id, onu.serial, 11, self.me_id, False))
         for service in self.services:
             service.initialize()
 
     def _enter_down(self, src):
         onu = self.onu
-        onu.olt.emit(events.OmciAlarm(onu.pon.id, onu.onu_id, onu.serial, 11, self.me_id, True))
+        onu.hub.emit(events.OmciAlarm(onu.pon.id, onu.onu_id, onu.serial, 11, self.me_id, True))
         for service in self.services:
             service.disable()
 
@@ -190,16 +186,19 @@ class Uni(StateHolder):
 
 class Onu(StateHolder):
     """One ONU on a PON. `index` is its 1-based creation index (identifiers derive from it);
-    `onu_id` is the index until the adapter assigns one with ActivateOnu."""
+    `onu_id` is the index until the adapter assigns one with ActivateOnu.
+
+    `hub` is its OLT's `DeviceHub` (clock, random, timings, events, alarms, flows): all the ONU reaches of the rest
+    of the simulation besides `pon`, the PON port it hangs on."""
 
     MACHINE = ONU_MACHINE
-    __slots__ = ("olt", "pon", "index", "serial", "onu_id", "state", "oper_state", "unis",
+    __slots__ = ("hub", "pon", "index", "serial", "onu_id", "state", "oper_state", "unis",
                  "flow_keys", "traffic_schedulers", "mib_data_sync", "_discovery_call",
                  "_timer_calls", "image_expected_sections", "image_received_sections",
                  "active_image", "committed_image", "handlers", "faults")
 
-    def __init__(self, olt: "Olt", pon: "PonPort", index: int, serial: str):
-        self.olt = olt
+    def __init__(self, hub: DeviceHub, pon, index: int, serial: str):
+        self.hub = hub
         self.pon = pon
         self.index = index
         self.serial = serial
@@ -240,15 +239,15 @@ class Onu(StateHolder):
     # ---- transitions -----------------------------------------------------------------------
 
     def _state_changed(self, src, dest, event):
-        self.olt.touch()
-        self.olt.emit(events.StateChanged("onu", "InternalState", src, dest, self.pon.id,
+        self.hub.touch()
+        self.hub.emit(events.StateChanged("onu", "InternalState", src, dest, self.pon.id,
                                           self.onu_id, self.serial))
 
     def _set_oper(self, value: str) -> None:
         if self.oper_state != value:
             src, self.oper_state = self.oper_state, value
-            self.olt.touch()
-            self.olt.emit(events.StateChanged("onu", "OperState", src, value, self.pon.id,
+            self.hub.touch()
+            self.hub.emit(events.StateChanged("onu", "OperState", src, value, self.pon.id,
                                               self.onu_id, self.serial))
 
     def _enter_initialized(self, src):
@@ -261,15 +260,15 @@ class Onu(StateHolder):
         self._discovery_call = None
         if self.state != "discovered":
             return
-        self.olt.emit(events.OnuDiscovery(self.pon.id, self.serial))
-        retry = self.olt.timings.discovery_retry
+        self.hub.emit(events.OnuDiscovery(self.pon.id, self.serial))
+        retry = self.hub.timings.discovery_retry
         if retry > 0:
-            self._discovery_call = self.olt.clock.callLater(retry, self._send_discovery)
+            self._discovery_call = self.hub.clock.callLater(retry, self._send_discovery)
 
     def resend_discovery(self, delay: float) -> None:
         """Announce a still-discovered ONU again after `delay` (reconnect, DeleteOnu)."""
         self._cancel_discovery()
-        self._discovery_call = self.olt.clock.callLater(delay, self._send_discovery)
+        self._discovery_call = self.hub.clock.callLater(delay, self._send_discovery)
 
     def _cancel_discovery(self):
         call, self._discovery_call = self._discovery_call, None
@@ -279,20 +278,20 @@ class Onu(StateHolder):
     def _enter_enabled(self, src):
         self._cancel_discovery()
         self.pon.onu_ids[self.onu_id] = self.serial
-        self.olt.touch()
-        self.olt.emit(events.OnuIndication(self.pon.id, self.onu_id, self.serial, "up", self.oper_state))
+        self.hub.touch()
+        self.hub.emit(events.OnuIndication(self.pon.id, self.onu_id, self.serial, "up", self.oper_state))
 
     def _release_resources(self):
         """Forget flows, resource registrations and alarms (disable and PON disable)."""
         self._cancel_discovery()
-        self.olt.flows.remove_onu(self)
+        self.hub.flows.remove_onu(self)
         self.pon.release_onu(self)
         self.traffic_schedulers = None
 
     def _enter_disabled(self, src):
         self._release_resources()
         self._set_oper("down")
-        self.olt.emit(events.OnuIndication(self.pon.id, self.onu_id, self.serial, "down", "down"))
+        self.hub.emit(events.OnuIndication(self.pon.id, self.onu_id, self.serial, "down", "down"))
         for uni in self.unis:
             uni.disable()
 
@@ -309,7 +308,7 @@ class Onu(StateHolder):
             self._timer_calls.discard(holder[0])
             fn(*args)
 
-        call = self.olt.clock.callLater(delay, self.olt.guarded(run, "onu-timer", serial=self.serial))
+        call = self.hub.clock.callLater(delay, self.hub.guarded(run, "onu-timer", serial=self.serial))
         holder.append(call)
         self._timer_calls.add(call)
         return call
@@ -338,27 +337,27 @@ class Onu(StateHolder):
 
     def power_off(self) -> None:
         """Dying gasp, LOS on, OMCI LOS alarm, then disable (OnuInd down)."""
-        pon, olt = self.pon.id, self.olt
-        olt.emit(events.Alarm("dying_gasp_ind", {"intf_id": pon, "onu_id": self.onu_id, "status": "on"},
+        pon, hub = self.pon.id, self.hub
+        hub.emit(events.Alarm("dying_gasp_ind", {"intf_id": pon, "onu_id": self.onu_id, "status": "on"},
                               self.serial))
-        olt.emit(events.Alarm("onu_alarm_ind", {"intf_id": pon, "onu_id": self.onu_id, "los_status": "on"},
+        hub.emit(events.Alarm("onu_alarm_ind", {"intf_id": pon, "onu_id": self.onu_id, "los_status": "on"},
                               self.serial))
         if self.unis:
-            olt.emit(events.OmciAlarm(pon, self.onu_id, self.serial, 11, self.unis[0].me_id, True))
+            hub.emit(events.OmciAlarm(pon, self.onu_id, self.serial, 11, self.unis[0].me_id, True))
         self.cancel_timers()
         self._fire("disable")
 
     def power_on(self) -> None:
         """LOS off, OMCI clear, then from disabled straight to enabled (a power cycle needs no
         ActivateOnu); from created (only-onu / both) up to discovered."""
-        pon, olt = self.pon.id, self.olt
-        olt.emit(events.Alarm("onu_alarm_ind", {"intf_id": pon, "onu_id": self.onu_id, "los_status": "off"},
+        pon, hub = self.pon.id, self.hub
+        hub.emit(events.Alarm("onu_alarm_ind", {"intf_id": pon, "onu_id": self.onu_id, "los_status": "off"},
                               self.serial))
         if self.unis:
-            olt.emit(events.OmciAlarm(pon, self.onu_id, self.serial, 11, self.unis[0].me_id, False))
+            hub.emit(events.OmciAlarm(pon, self.onu_id, self.serial, 11, self.unis[0].me_id, False))
         # Powered again, the ONU's dying gasp is over; BBSim sends no dying_gasp_ind off, so only the OLT's alarm
         # book clears it (docs/alarms.md), and the logs and event readers are told (events.AlarmCleared).
-        olt.alarms.clear(AlarmKey("onu", "DYING_GASP", self.serial, pon, -1), "onu-powered-on")
+        hub.alarms.clear(AlarmKey("onu", "DYING_GASP", self.serial, pon, -1), "onu-powered-on")
         was_disabled = self.state == "disabled"
         self.discover(0.0)
         if was_disabled:
@@ -368,4 +367,4 @@ class Onu(StateHolder):
 
     def _send_discovery_now(self):
         self._cancel_discovery()
-        self.olt.emit(events.OnuDiscovery(self.pon.id, self.serial))
+        self.hub.emit(events.OnuDiscovery(self.pon.id, self.serial))

@@ -76,11 +76,11 @@ def reboot_onu(onu) -> None:
         log.info("onu-reboot-skipped serial={serial} state={state}", serial=onu.serial, state=onu.state)
         return
     onu.power_off()
-    onu.call_later(onu.olt.timings.onu_reboot, _power_on_after_reboot, onu)
+    onu.call_later(onu.hub.timings.onu_reboot, _power_on_after_reboot, onu)
 
 
 def _power_on_after_reboot(onu) -> None:
-    if onu.state == "disabled" and onu.pon.state == "enabled" and onu.olt.state == "enabled":
+    if onu.state == "disabled" and onu.pon.state == "enabled" and onu.pon.olt.state == "enabled":
         onu.power_on()
 
 
@@ -207,7 +207,7 @@ class OmciResponder:
                         type=frame.message_type)
             reply, after = codec.result_response(frame, PROCESSING_ERROR), None
         if reply is not None:
-            onu.olt.emit(events.OmciIndication(onu.pon.id, onu.onu_id, reply))
+            onu.hub.emit(events.OmciIndication(onu.pon.id, onu.onu_id, reply))
         if after is not None:
             try:
                 after()
@@ -267,7 +267,7 @@ class OmciResponder:
     def _bump_mds(onu) -> None:
         # MIB data sync cycles 1..255; 0 only means "just reset".
         onu.mib_data_sync = onu.mib_data_sync % 255 + 1
-        onu.olt.touch()
+        onu.hub.touch()
 
     @staticmethod
     def _fire(onu, event: str) -> None:
@@ -287,14 +287,14 @@ class OmciResponder:
             del pon.gem_ports[gem]
         for key in [k for k, (_, sn) in pon.alloc_ids.items() if sn == serial]:
             del pon.alloc_ids[key]
-        onu.olt.touch()
+        onu.hub.touch()
         return codec.result_response(frame, SUCCESS), None
 
     def _mib_upload(self, onu, st, frame):
         mib = self.mib(onu)
         st.upload_mds = onu.mib_data_sync
         count = mib.extended_count if frame.extended else mib.count
-        onu.olt.emit(events.MibUpload(onu.pon.id, onu.onu_id, onu.serial, False))
+        onu.hub.emit(events.MibUpload(onu.pon.id, onu.onu_id, onu.serial, False))
         return codec.response(frame, count.to_bytes(2, "big"), ONU_DATA, 0), None
 
     def _mib_upload_next(self, onu, st, frame):
@@ -339,7 +339,7 @@ class OmciResponder:
 
     def _get_values(self, onu, st, me_class: int, me_id: int) -> dict | None:
         """Attribute values (index -> value) of an ME, or None if the ONU has no such ME."""
-        rand = onu.olt.random.randrange
+        rand = onu.hub.random.randrange
         lock = st.admin_lock
         if me_class == ONU_DATA:
             return {1: onu.mib_data_sync} if me_id == 0 else None
@@ -479,13 +479,13 @@ class OmciResponder:
     def _send_test_result(self, onu, tid: int, me_id: int) -> None:
         if not onu.is_active:
             return
-        rand = onu.olt.random.randrange
+        rand = onu.hub.random.randrange
         # Optical line supervision results: type octet then value (power feed voltage, received
         # optical power, mean launch power, laser bias current, temperature), then a buffer pointer.
         contents = b"".join(bytes([kind]) + value.to_bytes(2, "big") for kind, value in (
             (1, 163), (3, rand(65000)), (5, rand(3000)), (9, rand(10000)), (12, rand(20000)))) + bytes(2)
         pkt = codec.encode(tid, codec.TEST_RESULT, ANI_G, me_id, contents)
-        onu.olt.emit(events.OmciIndication(onu.pon.id, onu.onu_id, pkt))
+        onu.hub.emit(events.OmciIndication(onu.pon.id, onu.onu_id, pkt))
 
     # ---- alarms ----------------------------------------------------------------------------
 
@@ -549,7 +549,7 @@ class OmciResponder:
             st.download_crc = crc32_bzip2(data[:take], st.download_crc)
             st.download_bytes += take
         onu.image_received_sections += 1
-        onu.olt.touch()
+        onu.hub.touch()
         if onu.state != "image_download_in_progress":
             self._fire(onu, "progress_image_download")
         return (codec.response(frame, bytes([SUCCESS, section])) if frame.ar else None), None
@@ -577,7 +577,7 @@ class OmciResponder:
                      expected=onu.image_expected_sections, received=onu.image_received_sections, crc=crc,
                      computed=st.download_crc)
             self._fire(onu, "fail_image_download")
-            onu.olt.touch()
+            onu.hub.touch()
             return codec.response(frame, bytes([PROCESSING_ERROR, 0])), None
         st.versions[st.download_instance] = st.download_version.decode("latin-1")
         self._bump_mds(onu)
@@ -610,7 +610,7 @@ class OmciResponder:
 def _last_upload_next(onu, seq: int, count: int) -> None:
     """MibUpload(done) when `seq` is the last MIB Upload Next of an upload of `count` MEs."""
     if seq == count - 1:
-        onu.olt.emit(events.MibUpload(onu.pon.id, onu.onu_id, onu.serial, True))
+        onu.hub.emit(events.MibUpload(onu.pon.id, onu.onu_id, onu.serial, True))
 
 
 def _find_uni(onu, me_class: int, me_id: int):
@@ -635,7 +635,7 @@ def _set_alloc_id(onu, tcont: int, alloc: int) -> bool:
                 log.info("omci-alloc-id-in-use serial={serial} alloc={alloc}", serial=onu.serial, alloc=alloc)
                 return False
         registry[key] = (alloc, onu.serial)
-    onu.olt.touch()
+    onu.hub.touch()
     return True
 
 

@@ -21,8 +21,8 @@ def advance(service, attribute: str, machine, event: str, label: str) -> str:
     setattr(service, attribute, dest)
     uni = service.uni
     onu = uni.onu
-    onu.olt.touch()
-    onu.olt.emit(events.StateChanged("service", label, src, dest, onu.pon.id, onu.onu_id, onu.serial, uni.id,
+    onu.hub.touch()
+    onu.hub.emit(events.StateChanged("service", label, src, dest, onu.pon.id, onu.onu_id, onu.serial, uni.id,
                                      service.name))
     return dest
 
@@ -32,7 +32,7 @@ def send_up(service, pkt: bytes, gemport_id: int | None = None) -> None:
     uni = service.uni
     onu = uni.onu
     gem = service.gem_port if gemport_id is None else gemport_id
-    onu.olt.emit(events.PacketIndication("pon", onu.pon.id, pkt, onu.onu_id, uni.id, gem, uni.port_no))
+    onu.hub.emit(events.PacketIndication("pon", onu.pon.id, pkt, onu.onu_id, uni.id, gem, uni.port_no))
 
 
 def completed(lines, kind: str, fmt: str, /, **fields) -> None:

@@ -169,9 +169,9 @@ def test_the_ring_keeps_its_last_records_and_its_byte_budget(rig):
 def test_with_capture_off_nothing_listens_and_the_southbound_sees_none(rig):
     """Size 0: no Capture, no listener; the ONUs come up all the same."""
     r = rig(size=0)
-    before = len(r.olt._listeners)
+    before = len(r.olt.hub._listeners)
     r.run_until_up()
-    assert r.capture is None and len(r.olt._listeners) == before
+    assert r.capture is None and len(r.olt.hub._listeners) == before
 
 
 def test_a_record_costs_about_its_documented_overhead():

@@ -70,3 +70,39 @@ def test_the_error_table_is_defined_once():
     from oltsim.api import translate
     assert translate.ERROR_TABLE is status.ERROR_TABLE
     assert translate.status_for is status.status_for
+
+
+def test_the_model_has_no_import_circle():
+    """No module of oltsim.model imports itself back through others (TYPE_CHECKING imports count: they are arrows a
+    reader follows too); in particular the ONU does not know the OLT."""
+    model = {_module_name(p): p for p in _modules("model")}
+    graph = {name: {m for m in imported(path) if m in model and m != name} for name, path in model.items()}
+    assert "oltsim.model.olt" not in graph["oltsim.model.onu"]
+
+    def circle_from(start):
+        stack, seen = [(start, (start,))], set()
+        while stack:
+            name, trail = stack.pop()
+            for nxt in graph[name]:
+                if nxt == start:
+                    return trail + (start,)
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append((nxt, trail + (nxt,)))
+        return None
+
+    assert [circle_from(name) for name in sorted(graph) if circle_from(name)] == []
+
+
+def test_the_onu_imports_without_the_olt():
+    """In a fresh interpreter, importing the ONU's module loads neither the OLT's module nor anything outside the
+    model but the logger (the ONU is built around a DeviceHub, not an OLT)."""
+    import subprocess
+    import sys
+    code = ("import sys, oltsim.model.onu; "
+            "print(sorted(m for m in sys.modules if m.startswith('oltsim')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT,
+                         check=True).stdout
+    loaded = ast.literal_eval(out.strip())
+    assert "oltsim.model.olt" not in loaded
+    assert [m for m in loaded if not m.startswith("oltsim.model") and m not in ("oltsim", "oltsim.logs")] == []
