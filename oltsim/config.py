@@ -538,6 +538,25 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("capture_size", "int", DEFAULT_CAPTURE_SIZE, "frames and annotations the capture ring keeps for "
             "oltsimctl capture and GET /v1/capture (default {default}, about 4-5 MiB; 0 turns capture off)",
             option="capture-size", yaml="bbsim.capture_size", check=Between(0, MAX_CAPTURE_SIZE)),
+    # data plane (issue 37): real interfaces for UNIs and the NNI (none by default: today's behaviour)
+    Setting("uni_interfaces", "str", "", "which UNIs get a Linux TAP interface of their own: all, a count (the "
+            "first N in PON, ONU, UNI order) or a comma list of SERIAL/UNI (default none); named "
+            "uPON-ONU-UNI after --interface-prefix, e.g. u0-1-0", option="uni-interfaces", yaml="bbsim.uni_interfaces"),
+    Setting("uni_netns", "bool", False, "move each UNI interface into a network namespace of its name (made if "
+            "absent, removed at stop if oltsim made it)", option="uni-netns", yaml="bbsim.uni_netns"),
+    Setting("interface_prefix", "str", "", "prefix of the UNI interfaces' names, keeping two oltsim processes on one "
+            "host apart (default none)", option="interface-prefix", yaml="bbsim.interface_prefix"),
+    Setting("nni_interface", "str", "", "the NNI as a TAP interface of this name, carrying frames as a real NNI "
+            "(S-tag and C-tag as the flows say; default none)", option="nni-interface", yaml="bbsim.nni_interface"),
+    Setting("nni_untagged_interface", "str", "", "a TAP interface of this name carrying the NNI's subscriber "
+            "traffic with the flows' tags removed, for a DHCP server or ping target on a host without 802.1Q "
+            "(default none)", option="nni-untagged-interface", yaml="bbsim.nni_untagged_interface"),
+    Setting("capture_data_frames", "bool", False, "put the data plane's frames in the capture ring too (off: "
+            "traffic would push the control frames out)", option="capture-data-frames",
+            yaml="bbsim.capture_data_frames"),
+    Setting("eap_secret", "secret", "password", "EAP-MD5 secret the built-in adapter's authenticator checks a real "
+            "supplicant on a UNI interface against (default: password, the simulated supplicants')",
+            option="eap-secret", yaml="bbsim.eap_secret", check=NotEmpty()),
 )
 
 #: Settings field -> its row
@@ -1154,6 +1173,7 @@ def validate(settings: Settings) -> None:
         except ValueError as exc:
             raise ConfigError(f"kafka_address: {exc}", "kafka_address") from None
     _validate_api_token(s)
+    _validate_interfaces(s)
     _validate_listeners(s)
     _validate_services(s.services)
     _validate_pon_ranges(s)
@@ -1329,6 +1349,38 @@ def read_token_file(path: str) -> str:
         raise ConfigError(f"{where} must hold the token on one line, printable ASCII without spaces",
                           "api_token_file")
     return token
+
+
+#: Linux's longest interface name, and what one may hold
+MAX_INTERFACE_NAME = 15
+_INTERFACE_NAME = re.compile(r"[A-Za-z0-9_.-]*")
+_UNI_PICK = re.compile(r"\s*[A-Za-z0-9]+/\d+\s*")
+
+
+def _validate_interfaces(s: Settings) -> None:
+    """The data plane's names (issue 37): --uni-interfaces all, a count or SERIAL/UNI pairs; interface names of at
+    most 15 letters, digits, '_', '.', '-' (the longest UNI name the OLT's shape makes included)."""
+    spec = s.uni_interfaces.strip()
+    if spec and spec.lower() != "all" and not spec.isdigit():
+        for item in spec.split(","):
+            if not _UNI_PICK.fullmatch(item):
+                raise ConfigError(f"uni_interfaces: {item.strip()!r} is not SERIAL/UNI (for example "
+                                  f"BBSM00000001/0); the value is all, a count or a comma list of SERIAL/UNI",
+                                  "uni_interfaces")
+    names = [("interface_prefix", s.interface_prefix, s.interface_prefix),
+             ("nni_interface", s.nni_interface, s.nni_interface),
+             ("nni_untagged_interface", s.nni_untagged_interface, s.nni_untagged_interface)]
+    if spec:
+        longest = f"{s.interface_prefix}u{max(s.pon - 1, 0)}-{s.onu}-{max(s.uni - 1, 0)}"
+        names.append(("interface_prefix", longest, f"the UNI interface {longest}"))
+    for field_name, name, what in names:
+        if not _INTERFACE_NAME.fullmatch(name):
+            raise ConfigError(f"{field_name}: {name!r} may hold only letters, digits, '_', '.' and '-'", field_name)
+        if len(name) > MAX_INTERFACE_NAME:
+            raise ConfigError(f"{field_name}: {what} is {len(name)} characters long; Linux allows at most "
+                              f"{MAX_INTERFACE_NAME} in an interface name", field_name)
+    if s.nni_interface and s.nni_interface == s.nni_untagged_interface:
+        raise ConfigError("nni_untagged_interface must differ from nni_interface", "nni_untagged_interface")
 
 
 def _validate_api_token(s: Settings) -> None:

@@ -35,6 +35,8 @@ def other_value(row, tmp_path):
         return str(ROOT / "docs" / "scenarios" / "pon-los-30s.yaml")
     if row.field == "kafka_address":
         return "127.0.0.1:9093"
+    if row.field == "uni_interfaces":
+        return "all"
     if isinstance(row.check, OneOf):
         return next(choice for choice in row.check.choices if choice != row.default)
     if row.kind in ("int", "float"):
