@@ -25,6 +25,7 @@ import sys
 from oltsim.ctl import subcommands as c
 from oltsim.ctl import USER_GRPC_VERBOSITY, goflags, watch
 from oltsim.ctl import capture_cli as capture_command
+from oltsim.ctl import dmi_cli as dmi_command
 from oltsim.ctl.connection import EXIT_CONNECT, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Connection, CtlError
 from oltsim.ctl.settings import BBSIMCTL, DEFAULT_DMI_SERVER, DEFAULT_SERVER, ENV_TOKEN, OLTSIMCTL, Profile
 from oltsim.ctl.settings import SettingsError
@@ -378,6 +379,8 @@ def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
         _completes(p.add_argument("transceiver_id", metavar="TRANSCEIVER_ID", type=_uint32,
                                   help="its id (the PON's, see `dmi transceiver list`)"), _complete_transceivers)
     transceiver.command("list", c.dmi_transceiver_list, "list the PON transceivers")
+    if not profile.go_flags_arguments:  # bbsimctl's tree stays Go bbsimctl's (its completion is compared)
+        dmi_command.add_commands(dmi)
 
     completion = root.group("completion", "shell completion")
     completion.command("bash", _completion_bash, "print the bash completion function (source it)")

@@ -434,14 +434,26 @@ def uni_services(conn, args, out) -> int:
 # ---- dmi (bbsim.BBsim_dmi on the DMI endpoint) ---------------------------------------------------------------
 
 def _dmi_response(conn, args, out, method: str, request) -> int:
-    """A `bbsim.BBsim_dmi` call answered by `DmiResponse`: `[Status: <code>] <message>`, exit 0 whatever the code
-    (the answer carries the refusal, as BBSim's do; bbsimctl exits 0 on it)."""
+    """A `bbsim.BBsim_dmi` call answered by `DmiResponse`: `[Status: <code>] <message>`. As `bbsimctl`, exit 0
+    whatever the code, as Go bbsimctl does (the answer carries the refusal); oltsimctl says a refusal (code not 0)
+    on one stderr line with the gRPC code's name and exits 1."""
     answer = conn.call(method, request, service="dmi")
+    if answer.status_code and getattr(args, "prog", "") != "bbsimctl":
+        raise CtlError(dmi_refusal(answer.status_code, answer.message), EXIT_REFUSED)
     if args.output == "json":
         print_json(out, answer)
     else:
         out.write(f"[Status: {answer.status_code}] {answer.message}\n")
     return EXIT_OK
+
+
+def dmi_refusal(code: int, message: str) -> str:
+    """oltsimctl's line for a `DmiResponse` that refused: `UNAVAILABLE: <message>`, with how to start managing
+    the device when that is what is missing."""
+    import grpc  # the stubs have imported it already; here only for the names of the codes
+    name = next((status.name for status in grpc.StatusCode if status.value[0] == code), f"status {code}")
+    hint = " (oltsimctl dmi start starts it)" if "StartManagingDevice" in message else ""
+    return f"{name}: {message}{hint}"
 
 
 def dmi_event_create(conn, args, out) -> int:
