@@ -65,3 +65,37 @@ def test_bbsimctl_keeps_go_flags_usage(capsys):
     assert cli.main(["onu", "get"], BBSIMCTL) == 1
     assert "usage: bbsimctl" in capsys.readouterr().err
     assert cli.main(["--version"], BBSIMCTL) == 1
+
+
+class _DmiConnection:
+    """Answers every bbsim.BBsim_dmi call with one DmiResponse."""
+
+    def __init__(self, code: int, message: str):
+        self.answer = cli.c.bbsim_dmi_pb2.DmiResponse(status_code=code, message=message)
+
+    def call(self, method, request, service="bbsim", timeout=None):
+        assert service == "dmi"
+        return self.answer
+
+
+@pytest.mark.parametrize("profile, code, out", [
+    (OLTSIMCTL, 1, ""),
+    (BBSIMCTL, 0, "[Status: 14] device management not started: call StartManagingDevice first\n"),
+])
+def test_a_refused_dmi_command_exits_1_in_oltsimctl_and_0_in_bbsimctl(profile, code, out, capsys):
+    """oltsimctl: the refusal on one stderr line with the code's name and `dmi start`, exit 1; bbsimctl: Go
+    bbsimctl's status line on stdout, exit 0."""
+    import io
+    from oltsim.ctl.connection import CtlError
+    args = cli.parse(["dmi", "transceiver", "plug_out", "0"], profile)
+    conn = _DmiConnection(14, "device management not started: call StartManagingDevice first")
+    written = io.StringIO()
+    if code:
+        with pytest.raises(CtlError) as refused_:
+            args.handler(conn, args, written)
+        assert (refused_.value.code, str(refused_.value)) == (1, "UNAVAILABLE: device management not started: call "
+                                                                 "StartManagingDevice first (oltsimctl dmi start "
+                                                                 "starts it)")
+    else:
+        assert args.handler(conn, args, written) == 0
+    assert written.getvalue() == out
