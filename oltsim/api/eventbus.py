@@ -2,7 +2,8 @@
 people and tools can read without an adapter (gRPC StreamEvents, REST Server-Sent Events).
 
 Readers never slow the simulator: each subscriber has a bounded buffer, and what
-does not fit is dropped and counted (reported with the next delivered event). A reader
+does not fit is dropped and counted (the next delivered event says how many were dropped
+since the one before it: one report per gap). A reader
 that took none of the events of GIVE_UP_SECONDS (at least GIVE_UP_AFTER of them) has
 stopped reading: its subscription ends (`event-reader-too-slow` is logged) and its
 surface ends its stream, saying why.
@@ -12,9 +13,12 @@ from __future__ import annotations
 import re
 from dataclasses import fields, is_dataclass
 
+from oltsim.api.eventtypes import check_types
+from oltsim.capture.ring import check_serial
 from oltsim.logs import Summary, SummedLines, logger
 from oltsim.model import events
 from oltsim.model.alarms import NNI_PORT_BASE, PON_PORT_BASE, alarm_key
+from oltsim.model.errors import InvalidArgument
 from oltsim.model.onu import serial_key
 
 log = logger("oltsim.events")
@@ -89,7 +93,8 @@ def to_record(olt, event, sequence: int, time: float) -> dict | None:
     details = record["details"]
     for f in fields(event):
         value = getattr(event, f.name)
-        if f.name in ("pon_id", "intf_id") and isinstance(value, int) and kind not in ("alarm", "nni-indication"):
+        if f.name in ("pon_id", "intf_id") and isinstance(value, int) and kind not in ("alarm", "nni-indication",
+                                                                                      "port-stats"):
             record["pon_id"] = value
         elif f.name == "onu_id":
             record["onu_id"] = value
@@ -109,7 +114,15 @@ def to_record(olt, event, sequence: int, time: float) -> dict | None:
             pass  # a state change of a device other than a service: no service to name
         else:
             details[f.name if f.name not in ("src", "dest") else {"src": "from", "dest": "to"}[f.name]] = str(value)
-    if kind == "packet-indication" and event.intf_type == "nni":
+    if kind == "port-stats":
+        # Its intf_id is the port number (OpenOLT's PortStatistics): named as `port` (pon-3, nni-0), and a PON's
+        # statistics carry the PON's id.
+        device = "pon" if event.intf_id >= PON_PORT_BASE else "nni"
+        number = event.intf_id - (PON_PORT_BASE if device == "pon" else NNI_PORT_BASE)
+        details["port"] = f"{device}-{number}"
+        if device == "pon":
+            record["pon_id"] = number
+    elif kind == "packet-indication" and event.intf_type == "nni":
         # A packet from the NNI: its intf_id is the NNI's, and it is of no PON, ONU or UNI.
         record.update(pon_id=-1, onu_id=-1, uni_id=-1)
         details["intf_id"] = str(event.intf_id)
@@ -170,10 +183,19 @@ class EventBus:
 
     def subscribe(self, deliver, types=(), onu_serial: str = "", on_close=None, reader: str = "",
                   on_give_up=None) -> Subscription:
-        """Deliver matching records to `deliver(record) -> bool` (False = could not take it);
+        """Deliver matching records to `deliver(record) -> bool` (False = could not take it), each with `dropped`:
+        how many matching records it could not take since the last it took (0 mostly), so that a gap is told once;
+        InvalidArgument for a type that is none (`eventtypes.unknown_type`), NotFound, with the nearest serial, for
+        an ONU the OLT does not have;
         `on_close()` is called if the bus closes (the process is stopping). With `on_give_up`, a reader that took
         none of the events of GIVE_UP_SECONDS (at least GIVE_UP_AFTER) is unsubscribed, logged (`reader` names it,
         with its peer) and `on_give_up(subscription)` ends its stream."""
+        try:
+            types = check_types(types)
+        except ValueError as exc:
+            raise InvalidArgument(str(exc)) from None
+        if onu_serial:
+            check_serial(self.olt, onu_serial)
         sub = Subscription(deliver, types, onu_serial, on_close, reader,
                            GIVE_UP_AFTER if on_give_up is not None else None, on_give_up)
         self.subscriptions.append(sub)
@@ -252,7 +274,7 @@ class EventBus:
             return
         for sub in list(self.subscriptions):
             if sub.wants(record):
-                if sub.deliver(dict(record, dropped=sub.dropped)):
+                if sub.deliver(dict(record, dropped=sub.missed)):
                     sub.missed = 0
                 else:
                     sub.dropped += 1

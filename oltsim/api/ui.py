@@ -12,6 +12,7 @@ from importlib import resources
 
 from twisted.web import http
 
+from oltsim.api.eventtypes import CHATTY_TYPES
 from oltsim.model.alarms import ONU_ALARMS
 
 UI_PATH = "/ui"
@@ -21,6 +22,9 @@ _ALARM_TYPES_MARKER = '<script id="alarm-types" type="application/json">[]</scri
 #: onu_alarm_ind, whose status field names it: los_status is ONU_ALARM_LOS), so that the page names an alarm
 #: event as the alarm read API and the raise endpoint do.
 _ALARM_KINDS_MARKER = '<script id="alarm-kinds" type="application/json">{}</script>'
+#: Marker replaced by the event types the page does not list unless chosen (eventtypes.CHATTY_TYPES: OMCI frames,
+#: packets, port statistics), so that the page and `oltsimctl events` leave out the same ones.
+_HIDDEN_TYPES_MARKER = '<script id="hidden-types" type="application/json">[]</script>'
 #: The page may run its own inline script and style and talk to this origin only.
 CONTENT_SECURITY_POLICY = (b"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
                            b"connect-src 'self'; img-src data:; base-uri 'none'; form-action 'none'; "
@@ -34,7 +38,7 @@ def page() -> tuple[bytes, str]:
     global _page
     if _page is None:
         text = resources.files("oltsim").joinpath("data/ui.html").read_text(encoding="utf-8")
-        for marker in (_ALARM_TYPES_MARKER, _ALARM_KINDS_MARKER):
+        for marker in (_ALARM_TYPES_MARKER, _ALARM_KINDS_MARKER, _HIDDEN_TYPES_MARKER):
             if marker not in text:
                 raise RuntimeError(f"oltsim/data/ui.html lacks {marker}")
         types = json.dumps(list(ONU_ALARMS))
@@ -43,6 +47,8 @@ def page() -> tuple[bytes, str]:
                             f'<script id="alarm-types" type="application/json">{types}</script>')
         text = text.replace(_ALARM_KINDS_MARKER,
                             f'<script id="alarm-kinds" type="application/json">{kinds}</script>')
+        text = text.replace(_HIDDEN_TYPES_MARKER, f'<script id="hidden-types" type="application/json">'
+                                                  f'{json.dumps(list(CHATTY_TYPES))}</script>')
         body = text.encode("utf-8")
         _page = body, '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
     return _page

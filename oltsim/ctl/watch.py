@@ -11,16 +11,18 @@ from __future__ import annotations
 import datetime
 import json
 import os
+import threading
 import time
 
 import grpc
 from tqdm import tqdm
 
 from oltsim._proto import bbsim_pb2, oltsim_pb2
-from oltsim.api.eventtypes import DEFAULT_TYPES
+from oltsim.api.eventtypes import DEFAULT_TYPES, check_types
 from oltsim.api.translate import to_json_dict
 from oltsim.ctl.connection import EXIT_CONNECT, EXIT_OK, EXIT_TIMEOUT, EXIT_USAGE, CtlError
 from oltsim.model.onu import DHCP_MACHINE, EAPOL_MACHINE, IGMP_MACHINE, ONU_MACHINE, SERVICE_MACHINE
+from oltsim.suggest import did_you_mean
 
 #: Seconds between two connection attempts of `events --follow`.
 RECONNECT_DELAY = 1.0
@@ -53,13 +55,44 @@ def event_json(event: oltsim_pb2.Event) -> str:
     return json.dumps(to_json_dict(event), sort_keys=True)
 
 
+#: Seconds `events` with a filter may print nothing before it says, once, that nothing matched yet.
+QUIET_NOTICE = 10.0
+
+
 def event_types(args) -> list[str]:
-    """The types `events` asks the daemon for: those of `--type`; every type with `--all` (an empty filter); else
-    DEFAULT_TYPES (state, alarm, scenario and the other events of a moment, not OMCI frames, packets and port
-    statistics)."""
+    """The types `events` asks the daemon for: those of `--type` (repeated or comma-separated; a usage error, with
+    the nearest type, for one that is none); every type with `--all` (an empty filter); else DEFAULT_TYPES (state,
+    alarm and scenario events)."""
     if args.types:
-        return list(args.types)
+        try:
+            return check_types(t for given in args.types for t in given.split(","))
+        except ValueError as exc:
+            raise CtlError(f"--type: {exc}", EXIT_USAGE) from None
     return [] if getattr(args, "all", False) else list(DEFAULT_TYPES)
+
+
+class QuietNotice:
+    """One line on `err` when nothing was printed `after` seconds into a filtered `events` (an accepted filter
+    that matched nothing so far is told, not silent); `cancel()` at the end. A timer thread, as the stream blocks."""
+
+    def __init__(self, args, err, after: float | None = None):
+        self.printed = 0
+        self.timer = None
+        filters = [f"--type {t}" for t in args.types or ()] + ([f"--onu {args.onu}"] if args.onu else [])
+        if filters:
+            self.timer = threading.Timer(QUIET_NOTICE if after is None else after, self._say,
+                                         (" ".join(filters), err))
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _say(self, filters: str, err) -> None:
+        if not self.printed:
+            err.write(f"oltsimctl: no event matched {filters} yet (the filter is valid; waiting, Ctrl-C ends)\n")
+            err.flush()
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
 
 
 def events(conn, args, out, err) -> int:
@@ -70,6 +103,7 @@ def events(conn, args, out, err) -> int:
     printed = 0
     call = None
     outage = False  # a reconnection is being tried: say so once, not every second
+    notice = QuietNotice(args, err)
     try:
         while True:
             remaining = None if deadline is None else deadline - time.monotonic()
@@ -79,11 +113,12 @@ def events(conn, args, out, err) -> int:
             try:
                 for event in call:
                     outage = False
-                    if event.dropped:
+                    if event.dropped:  # what was dropped since the event before: once per gap
                         err.write(f"oltsimctl: {event.dropped} events dropped before this one (reading too slowly)\n")
                     out.write((event_json(event) if args.output == "json" else event_line(event)) + "\n")
                     out.flush()
                     printed += 1
+                    notice.printed = printed
                     if args.count and printed >= args.count:
                         return EXIT_OK
                 if not args.follow:
@@ -110,6 +145,8 @@ def events(conn, args, out, err) -> int:
         if call is not None:
             call.cancel()
         return EXIT_OK
+    finally:
+        notice.cancel()
 
 
 # ---- wait ---------------------------------------------------------------------------------------------------
@@ -140,7 +177,9 @@ class StateCheck:
                     self.field, self.flag = field, flag
                     break
             else:
-                raise CtlError(f"unknown state {state!r}; known states: {', '.join(known_states())}", EXIT_USAGE)
+                hint = did_you_mean(state, known_states())
+                raise CtlError(f"unknown state {state!r}{hint}; known states: {', '.join(known_states())}",
+                               EXIT_USAGE)
 
     def services(self, onu: bbsim_pb2.ONU) -> list:
         """The services of `onu` that take part (all of its services for the service machine's own states)."""

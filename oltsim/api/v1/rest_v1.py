@@ -187,9 +187,10 @@ class EventStream:
 
     def start(self, types, onu_serial) -> Deferred:
         """Subscribe and return a Deferred that fires (ending the response) when the bus closes."""
-        self.request.registerProducer(self, True)
+        # subscribed first: a filter the bus refuses (an unknown type or ONU) is the request's error answer
         self.sub = self.bus.subscribe(self.deliver, types, onu_serial, self.finish,
                                       reader=f"sse peer={_peer(self.request)}", on_give_up=self.give_up)
+        self.request.registerProducer(self, True)
         self.request.notifyFinish().addBoth(lambda _: self.stop())
         self.request.write(b": oltsim events\n\n")
         return self.done

@@ -15,6 +15,7 @@ from oltsim import __version__
 from oltsim._proto import bbsim_pb2, oltsim_pb2
 from oltsim.api import translate
 from oltsim.buildinfo import build_info
+from oltsim.capture.ring import check_serial
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound
 from oltsim.model.onu import IGMP_MACHINE
 
@@ -44,17 +45,21 @@ class V1Commands:
 
     `openolt` controls the OpenOLT endpoint (stop_server/start_server/serving),
     `logs` sets the log level (set_level(name) / level), `olt_ip` is reported in GET /v1/olt.
+    `capture` is the capture ring (oltsim.capture.Capture; None: capture off) the capture calls read, and
+    `scenarios` makes the scenario runner from these use cases (``scenarios(commands)``, e.g. a ScenarioRunner over
+    them; None: no scenarios on this OLT, the scenario calls are refused).
     """
 
-    def __init__(self, olt, *, openolt=None, logs=None, olt_ip: str = "127.0.0.1", revision: str = "extended"):
+    def __init__(self, olt, *, openolt=None, logs=None, olt_ip: str = "127.0.0.1", revision: str = "extended",
+                 capture=None, scenarios=None):
         self.olt = olt
         self.openolt = openolt
         self.logs = logs
         self.olt_ip = olt_ip
         self.revision = revision
-        #: the scenario runner (oltsim.scenario.runner.ScenarioRunner), set where the daemon is wired; None: no
-        #: scenarios on this OLT (the scenario calls are refused)
-        self.scenarios = None
+        self.capture = capture
+        #: the scenario runner (oltsim.scenario.runner.ScenarioRunner), or None
+        self.scenarios = scenarios(self) if scenarios is not None else None
         self._cache: dict = {}
 
     def cached(self, key, build):
@@ -256,10 +261,10 @@ class V1Commands:
 
     def GetAlarms(self, request) -> oltsim_pb2.Alarms:
         """oltsim.v1.Oltsim/GetAlarms and GET /v1/olt/alarms: the active alarms and the history, all or one ONU's
-        (NotFound for a serial that is no ONU of this OLT)."""
+        (NotFound, naming the nearest serial, for a serial that is no ONU of this OLT)."""
         serial = request.onu_serial.strip()
         if serial:
-            serial = self.olt.onu_by_serial(serial).serial
+            serial = check_serial(self.olt, serial).serial
         return translate.alarms_to_pb(self.olt.alarms, serial)
 
     # ---- scenarios (docs/scenarios.md) ---------------------------------------------------------
