@@ -35,7 +35,7 @@ def _read(path) -> bytes:
 
 
 #: The largest answer accepted: `olt flows` of a lab raised far above the default --max-flows can pass gRPC's
-#: default 4 MiB (README, flows); the CLI reads one answer at a time, so a generous bound costs nothing.
+#: default 4 MiB (docs/limits.md, flows); the CLI reads one answer at a time, so a generous bound costs nothing.
 MAX_ANSWER_BYTES = 256 * 1024 * 1024
 
 

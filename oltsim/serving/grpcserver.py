@@ -60,7 +60,7 @@ _NATIVE_OPTIONS = _OPTIONS + [("grpc.max_concurrent_streams", NATIVE_STREAMS_PER
 # 104 MB (bench/abuse.py --only rapid-reset --engines grpcio --scale 0.3, medians of 3), but C-core then refused a few
 # of an adapter's 4000 queued calls with UNAVAILABLE (REFUSED_STREAM: it still counts streams the client has seen
 # end), which BBR treats as fatal (test_thousands_of_outstanding_calls_are_queued_not_refused). grpcio is the weaker
-# engine against a rapid reset (README, Limits).
+# engine against a rapid reset (docs/limits.md).
 _GRPCIO_OPTIONS = _OPTIONS
 
 #: HTTP/2 streams a connection may open on a server that caps its open calls, beyond the cap (``max_calls``): a

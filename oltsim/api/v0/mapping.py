@@ -1,7 +1,7 @@
 """How each legacy `/v0` call maps to the current API (service document 4.1 and 4.2).
 
-`MAPPING` is data: the REST routes of `oltsim.api.v0.rest_v0` are built from it, the README
-quotes it (`markdown_table()`), and `successor_link` derives the `Link: <...>;
+`MAPPING` is data: the REST routes of `oltsim.api.v0.rest_v0` are built from it, docs/api.md
+quotes it (`markdown_table()`, checked by tests/unit/test_docs_links.py), and `successor_link` derives the `Link: <...>;
 rel="successor-version"` header of a v0 response from it.
 
 Each row is `(method, v0 path, legacy RPC, v1 method, v1 path, note)`. The v1 path uses the
@@ -87,7 +87,7 @@ def successor_link(method: str, v0_path: str, path_args: dict[str, str]) -> str 
 
 
 def markdown_table() -> str:
-    """MAPPING as a Markdown table (for the README)."""
+    """MAPPING as a Markdown table (docs/api.md quotes it)."""
     lines = ["| v0 call | legacy RPC | v1 equivalent | note |", "|---|---|---|---|"]
     for method, path, rpc, v1_method, v1_path, note in MAPPING:
         v1 = f"{v1_method} {v1_path}" if v1_path else "—"
