@@ -15,7 +15,24 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from oltsim.dataplane import states
+from oltsim.dataplane.flows import FlowTable
+from oltsim.dataplane.onupath import compile_onu_part
+from oltsim.dataplane.vlan import tags_bytes
+from oltsim.dataplane.wire import ETH_EAPOL, is_dhcp, peel, ports_of
+from oltsim.logs import logger
 from oltsim.model import events
+from oltsim.model.errors import NotFound
+from oltsim.model.onu import ACTIVE_STATES, serial_key
+from oltsim.omci.vlanconfig import VlanConfig
+
+log = logger("oltsim.dataplane")
+
+#: Decisions cached per frame signature, per UNI and for the NNI, at most; past it the cache starts over (a flood
+#: of frames with ever new ports must not grow memory).
+CACHE_LIMIT = 4096
+#: MAC addresses learned from upstream frames, at most (the oldest are forgotten first).
+MAC_LIMIT = 65536
 
 __all__ = ["DataPlane", "Dropped", "Output", "PacketIn", "ToNni", "ToNniUntagged", "ToUni"]
 
@@ -76,6 +93,50 @@ REASONS = (
 )
 
 
+
+
+# ---- internals ------------------------------------------------------------------------------------------------
+
+_FORWARD, _TRAP, _DROP = 0, 1, 2
+
+
+class _Counter:
+    """Frames and bytes into (rx) and out of (tx) one interface, and drops by reason."""
+
+    __slots__ = ("rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "dropped")
+
+    def __init__(self):
+        self.rx_frames = self.rx_bytes = self.tx_frames = self.tx_bytes = 0
+        self.dropped: dict[str, int] = {}
+
+    def drop(self, reason: str) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+
+    def as_dict(self) -> dict:
+        return {"rx_frames": self.rx_frames, "rx_bytes": self.rx_bytes, "tx_frames": self.tx_frames,
+                "tx_bytes": self.tx_bytes, "dropped": dict(self.dropped)}
+
+
+class _Bound:
+    """One bound UNI: its model objects, counters, and decisions compiled for the current configuration."""
+
+    __slots__ = ("serial", "uni", "onu", "where", "counter", "generation", "part", "up_cache", "nni_tags",
+                 "probe_tags")
+
+    def __init__(self, uni):
+        self.uni = uni
+        self.onu = uni.onu
+        self.serial = uni.onu.serial
+        self.where = f"uni {self.serial}/{uni.id}"
+        self.counter = _Counter()
+        self.generation = -1
+        self.part = None
+        self.up_cache: dict = {}
+        #: the tags its frames last had on the tagged NNI (learned), for the untagged NNI's broadcasts
+        self.nni_tags: bytes | None = None
+        self.probe_tags: bytes | None = None
+
+
 class DataPlane:
     """Carries Ethernet frames between bound UNIs and the NNI through the ONU's OMCI VLAN config and the OLT's
     flows.
@@ -88,6 +149,7 @@ class DataPlane:
     exist: upstream frames produce `ToNni` and/or `ToNniUntagged` only for those.
 
     All methods run on the reactor thread and never raise for a frame: a bad frame is a `Dropped` output.
+    Call `close` to stop listening to the OLT and the OMCI record.
     """
 
     def __init__(self, olt, clock, *, capture=None, vlan_config=None, nni_tagged: bool = True,
@@ -95,9 +157,50 @@ class DataPlane:
         self.olt = olt
         self.clock = clock
         self.capture = capture
-        self.vlan_config = vlan_config
+        self.vlan_config = vlan_config if vlan_config is not None else VlanConfig()
         self.nni_tagged = nni_tagged
         self.nni_untagged = nni_untagged
+        self.engine = None
+        self._bound: dict[tuple[str, int], _Bound] = {}
+        self._generation = 0
+        self._flows = FlowTable()
+        self._flows_generation = -1
+        self._down_cache: dict = {}
+        self._down_generation = -1
+        self._macs: dict[bytes, tuple[_Bound, bytes, float]] = {}
+        self._nni = _Counter()
+        self._nni_untagged = _Counter()
+        self._unsubscribe = [olt.subscribe(self._on_event), self.vlan_config.subscribe(self._on_config)]
+
+    def close(self) -> None:
+        """Stop following the OLT's events and the OMCI record (the service stopping)."""
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        self._unsubscribe = []
+
+    # ---- configuration changes ----------------------------------------------------------------------------------
+
+    def _on_event(self, event) -> None:
+        kind = type(event)
+        if kind is events.FlowChanged or kind is events.OnuIndication:
+            self._generation += 1
+
+    def _on_config(self, serial: str) -> None:
+        self._generation += 1
+
+    def _flow_table(self) -> FlowTable:
+        if self._flows_generation != self._generation:
+            self._flows.refresh(self.olt.flows.all())
+            self._flows_generation = self._generation
+        return self._flows
+
+    def _compiled(self, bound: _Bound) -> _Bound:
+        if bound.generation != self._generation:
+            bound.part = compile_onu_part(self.vlan_config.record(bound.serial), bound.uni.me_id)
+            bound.up_cache = {}
+            bound.probe_tags = None
+            bound.generation = self._generation
+        return bound
 
     # ---- binding ------------------------------------------------------------------------------------------------
 
@@ -105,42 +208,338 @@ class DataPlane:
         """Put this data plane in front of the ProtocolEngine `engine` (oltsim.packets.engine): OnuPacketOut to a
         bound UNI, and UplinkPacketOut (when an NNI interface exists), are handed to `deliver(outputs)` instead of
         the simulated protocols and the built-in DHCP server. Call once, before `bind_uni`."""
+        self.engine = engine
+        engine.divert_packet_out = lambda onu, uni, gem, pkt: deliver(
+            self.onu_packet_out(onu.serial, uni.id, gem, pkt))
+        if self.nni_tagged or self.nni_untagged:
+            engine.divert_uplink = lambda intf_id, pkt: deliver(self.uplink_packet_out(intf_id, pkt))
 
     def bind_uni(self, serial: str, uni_id: int) -> None:
         """The UNI now has a real interface: its simulated supplicant and DHCP client step aside (attempts under way
         are abandoned, flows no longer start them) and its service states follow the frames seen (EAP Success,
         DHCP ACK). NotFound for an unknown serial or UNI."""
+        onu = self.olt.onu_by_serial(serial)
+        if not isinstance(uni_id, int) or not 0 <= uni_id < len(onu.unis) or onu.unis[uni_id].kind != "ETH":
+            raise NotFound(f"UNI {uni_id} not found on ONU {onu.serial} (it has Ethernet UNIs "
+                           f"{', '.join(str(u.id) for u in onu.eth_unis) or 'none'})")
+        uni = onu.unis[uni_id]
+        bound = _Bound(uni)
+        self._bound[(onu.serial, uni_id)] = bound
+        self._bound[(serial_key(onu.serial), uni_id)] = bound
+        engine = self.engine
+        if engine is not None:
+            engine.bound_unis.add(uni)
+            for service in uni.services:
+                engine.eapol.abandon(service)
+                engine.dhcp.abandon(service)
+        log.info("dataplane-uni-bound serial={serial} uni={uni}", serial=onu.serial, uni=uni_id)
 
     def unbind_uni(self, serial: str, uni_id: int) -> None:
         """The UNI's interface is gone: today's simulated protocols drive it again (from the next flow added)."""
+        bound = self._lookup(serial, uni_id)
+        if bound is None:
+            return
+        for key in [k for k, b in self._bound.items() if b is bound]:
+            del self._bound[key]
+        for mac in [m for m, entry in self._macs.items() if entry[0] is bound]:
+            del self._macs[mac]
+        if self.engine is not None:
+            self.engine.bound_unis.discard(bound.uni)
+        log.info("dataplane-uni-unbound serial={serial} uni={uni}", serial=bound.serial, uni=uni_id)
 
-    # ---- frames -------------------------------------------------------------------------------------------------
+    def bound(self) -> list[tuple[str, int]]:
+        """(serial, UNI id) of every bound UNI."""
+        return sorted({(b.serial, b.uni.id) for b in self._bound.values()})
+
+    def _lookup(self, serial: str, uni_id: int):
+        bound = self._bound.get((serial, uni_id))
+        if bound is None and type(serial) is str:
+            bound = self._bound.get((serial_key(serial), uni_id))
+        return bound
+
+    # ---- upstream -----------------------------------------------------------------------------------------------
 
     def from_uni(self, serial: str, uni_id: int, frame: bytes) -> list:
         """A frame the RG sent on the UNI's interface: upstream through EVTOCD, filter, GEM, then the OLT's flows:
         `ToNni`/`ToNniUntagged`, `PacketIn`, or `Dropped`."""
-        return []
+        bound = self._lookup(serial, uni_id)
+        if bound is None:
+            return [Dropped(f"uni {serial}/{uni_id}", "not-bound")]
+        counter = bound.counter
+        counter.rx_frames += 1
+        if type(frame) is not bytes:
+            counter.drop("malformed")
+            return [Dropped(bound.where, "malformed")]
+        counter.rx_bytes += len(frame)
+        if self.capture is not None:
+            self.capture(bound.where, "in", frame)
+        onu = bound.onu
+        if onu.state not in ACTIVE_STATES:
+            counter.drop("onu-not-active")
+            return [Dropped(bound.where, "onu-not-active")]
+        if bound.uni.state != "up":
+            counter.drop("uni-down")
+            return [Dropped(bound.where, "uni-down")]
+        peeled = peel(frame)
+        if peeled is None:
+            counter.drop("malformed")
+            return [Dropped(bound.where, "malformed")]
+        old_tags, tags, ethertype, proto, ports = peeled
+        if bound.generation != self._generation:
+            self._compiled(bound)
+        flows = self._flow_table()
+        key = (old_tags, ethertype, proto, ports if flows.uses_ports else b"")
+        decision = bound.up_cache.get(key)
+        if decision is None:
+            decision = self._decide_up(bound, tags, ethertype, proto, ports)
+            cache = bound.up_cache
+            if len(cache) >= CACHE_LIMIT:
+                cache.clear()
+            cache[key] = decision
+        verdict = decision[0]
+        if verdict == _DROP:
+            counter.drop(decision[1])
+            return [Dropped(bound.where, decision[1])]
+        _, onu_tags, out_tags, flow, gem, watch, vid = decision
+        at_olt = frame[:12] + onu_tags + frame[12 + len(old_tags):]
+        flow.counter[0] += 1
+        flow.counter[1] += len(at_olt)
+        if watch:
+            states.follow_upstream(bound.uni, at_olt, vid)
+        if verdict == _TRAP:
+            uni = bound.uni
+            indication = events.PacketIndication("pon", onu.pon.id, at_olt, onu.onu_id, uni.id, gem, uni.port_no)
+            self.olt.emit(indication)
+            return [PacketIn(indication, flow.flow_id)]
+        out = []
+        nni = self._nni
+        if self.nni_tagged:
+            tagged = frame[:12] + out_tags + frame[12 + len(old_tags):]
+            nni.tx_frames += 1
+            nni.tx_bytes += len(tagged)
+            if self.capture is not None:
+                self.capture("nni", "out", tagged)
+            out.append(ToNni(tagged))
+        if self.nni_untagged:
+            plain = frame[:12] + frame[12 + len(old_tags):]
+            self._nni_untagged.tx_frames += 1
+            self._nni_untagged.tx_bytes += len(plain)
+            if self.capture is not None:
+                self.capture("nni-untagged", "out", plain)
+            out.append(ToNniUntagged(plain))
+        self._learn(frame[6:12], bound, out_tags)
+        return out
+
+    def _decide_up(self, bound: _Bound, tags, ethertype: int, proto: int, ports: bytes) -> tuple:
+        """The decision for frames of one signature from one UNI: (_DROP, reason) or (verdict, tag octets at the
+        OLT, tag octets on the NNI, flow, GEM port, watch states?, outer VID at the OLT)."""
+        onu_tags, gem, reason = bound.part.upstream(tags, ethertype)
+        if reason is not None:
+            return (_DROP, reason)
+        onu, uni = bound.onu, bound.uni
+        sport, dport = ports_of(ports)
+        flow = self._flows.first_upstream(onu.pon.id, onu.onu_id, uni.id, onu_tags, ethertype, proto, sport, dport,
+                                          gem)
+        if flow is None:
+            return (_DROP, "no-flow")
+        watch = ethertype == ETH_EAPOL or is_dhcp(proto, ports)
+        vid = onu_tags[0][1] & 0xFFF if onu_tags else None
+        if flow.trap:
+            return (_TRAP, tags_bytes(onu_tags), b"", flow, gem if gem is not None else flow.gemport_id, watch, vid)
+        return (_FORWARD, tags_bytes(onu_tags), tags_bytes(flow.apply(onu_tags)), flow, gem, watch, vid)
+
+    def _learn(self, mac: bytes, bound: _Bound, out_tags: bytes) -> None:
+        if mac[0] & 1:
+            return
+        bound.nni_tags = out_tags
+        macs = self._macs
+        entry = macs.get(mac)
+        if entry is not None and entry[0] is bound and entry[1] == out_tags:
+            return
+        if entry is None and len(macs) >= MAC_LIMIT:
+            del macs[next(iter(macs))]
+        macs[mac] = (bound, out_tags, self.clock.seconds())
+
+    def macs(self) -> dict[str, dict]:
+        """The MAC addresses learned from upstream frames: {mac: {"serial", "uni_id", "tags" (hex), "since"}}."""
+        return {":".join(f"{b:02x}" for b in mac): {"serial": bound.serial, "uni_id": bound.uni.id,
+                                                     "tags": tags.hex(), "since": since}
+                for mac, (bound, tags, since) in self._macs.items()}
+
+    # ---- downstream ---------------------------------------------------------------------------------------------
 
     def from_nni(self, frame: bytes) -> list:
         """A frame as on a real NNI (S-tag, C-tag): a downstream flow pops or translates, the ONU's EVTOCD reverses
         its rule: `ToUni`, `PacketIn` (NNI trap flows), or `Dropped`."""
-        return []
+        nni = self._nni
+        nni.rx_frames += 1
+        if type(frame) is not bytes:
+            nni.drop("malformed")
+            return [Dropped("nni", "malformed")]
+        nni.rx_bytes += len(frame)
+        if self.capture is not None:
+            self.capture("nni", "in", frame)
+        return self._down(frame, "nni", nni)
+
+    def _down(self, frame: bytes, where: str, counter: _Counter) -> list:
+        peeled = peel(frame)
+        if peeled is None:
+            counter.drop("malformed")
+            return [Dropped(where, "malformed")]
+        old_tags, tags, ethertype, proto, ports = peeled
+        flows = self._flow_table()
+        if self._down_generation != self._generation:
+            self._down_cache = {}
+            self._down_generation = self._generation
+        key = (old_tags, ethertype, proto, ports if flows.uses_ports else b"")
+        decision = self._down_cache.get(key)
+        if decision is None:
+            decision = self._decide_down(tags, ethertype, proto, ports)
+            if len(self._down_cache) >= CACHE_LIMIT:
+                self._down_cache.clear()
+            self._down_cache[key] = decision
+        verdict = decision[0]
+        if verdict == _DROP:
+            counter.drop(decision[1])
+            return [Dropped(where, decision[1])]
+        flow = decision[1]
+        flow.counter[0] += 1
+        flow.counter[1] += len(frame)
+        if verdict == _TRAP:
+            indication = events.PacketIndication("nni", flow.network_intf_id if flow.network_intf_id >= 0 else 0,
+                                                 frame)
+            self.olt.emit(indication)
+            return [PacketIn(indication, flow.flow_id)]
+        _, _, olt_tags, serial, uni_id = decision
+        bound = self._lookup(serial, uni_id)
+        if bound is None:
+            counter.drop("not-bound")
+            return [Dropped(f"uni {serial}/{uni_id}", "not-bound")]
+        return self._to_uni(bound, frame, old_tags, olt_tags, ethertype, proto, ports)
+
+    def _decide_down(self, tags, ethertype: int, proto: int, ports: bytes) -> tuple:
+        """(_DROP, reason), (_TRAP, flow) or (_FORWARD, flow, tags after the OLT, serial,
+        UNI id)."""
+        sport, dport = ports_of(ports)
+        flow = self._flows.first_downstream(tags, ethertype, proto, sport, dport)
+        if flow is None:
+            return (_DROP, "no-flow")
+        if flow.trap:
+            return (_TRAP, flow)
+        serial = self.olt.onu_serial_at(flow.pon, flow.onu_id)
+        if not serial:
+            return (_DROP, "no-flow")
+        return (_FORWARD, flow, flow.apply(tags), serial, flow.uni_id)
+
+    def _to_uni(self, bound: _Bound, frame: bytes, old_tags: bytes, olt_tags, ethertype: int, proto: int,
+                ports: bytes) -> list:
+        """The ONU's downstream part for a frame that left the OLT with `olt_tags`, then the UNI."""
+        counter = bound.counter
+        if bound.onu.state not in ACTIVE_STATES:
+            counter.drop("onu-not-active")
+            return [Dropped(bound.where, "onu-not-active")]
+        if bound.uni.state != "up":
+            counter.drop("uni-down")
+            return [Dropped(bound.where, "uni-down")]
+        if bound.generation != self._generation:
+            self._compiled(bound)
+        cache_key = ("down", olt_tags, ethertype)
+        decision = bound.up_cache.get(cache_key)
+        if decision is None:
+            uni_tags, reason = bound.part.downstream(olt_tags, ethertype)
+            decision = (reason, tags_bytes(uni_tags) if reason is None else b"")
+            if len(bound.up_cache) >= CACHE_LIMIT:
+                bound.up_cache.clear()
+            bound.up_cache[cache_key] = decision
+        reason, uni_tags = decision
+        if reason is not None:
+            counter.drop(reason)
+            return [Dropped(bound.where, reason)]
+        out = frame[:12] + uni_tags + frame[12 + len(old_tags):]
+        counter.tx_frames += 1
+        counter.tx_bytes += len(out)
+        if self.capture is not None:
+            self.capture(bound.where, "out", out)
+        if ethertype == ETH_EAPOL or is_dhcp(proto, ports):
+            states.follow_downstream(bound.uni, out, olt_tags[0][1] & 0xFFF if olt_tags else None)
+        return [ToUni(bound.serial, bound.uni.id, out)]
 
     def from_nni_untagged(self, frame: bytes) -> list:
         """A frame from the untagged NNI: matched back to its subscriber by the learned destination MAC (broadcast
-        and multicast: to every bound UNI whose service forwarded a frame out of the untagged NNI), given the tags
-        that subscriber's frames carry on the tagged NNI, then handled as `from_nni`."""
-        return []
+        and multicast: to every bound UNI, with the tags its frames carry on the tagged NNI, learned or worked out
+        from its configuration), then handled as `from_nni`."""
+        counter = self._nni_untagged
+        counter.rx_frames += 1
+        if type(frame) is not bytes or len(frame) < 14:
+            counter.drop("malformed")
+            return [Dropped("nni-untagged", "malformed")]
+        counter.rx_bytes += len(frame)
+        if self.capture is not None:
+            self.capture("nni-untagged", "in", frame)
+        head, tail = frame[:12], frame[12:]
+        if frame[0] & 1:
+            out, seen = [], set()
+            for bound in {id(b): b for b in self._bound.values()}.values():
+                tags = bound.nni_tags if bound.nni_tags is not None else self._probe(bound)
+                if not tags or tags in seen:
+                    continue
+                seen.add(tags)
+                out.extend(o for o in self._down(head + tags + tail, "nni-untagged", counter)
+                           if type(o) is not Dropped)
+            return out
+        entry = self._macs.get(frame[0:6])
+        if entry is None:
+            counter.drop("no-subscriber")
+            return [Dropped("nni-untagged", "no-subscriber")]
+        return self._down(head + entry[1] + tail, "nni-untagged", counter)
+
+    def _probe(self, bound: _Bound) -> bytes:
+        """The tags an untagged IPv4 frame from the UNI would have on the tagged NNI (b"" when it is not
+        forwarded)."""
+        if bound.generation != self._generation:
+            self._compiled(bound)
+        if bound.probe_tags is None:
+            self._flow_table()
+            decision = self._decide_up(bound, (), 0x0800, -1, b"")
+            bound.probe_tags = decision[2] if decision[0] == _FORWARD else b""
+        return bound.probe_tags
+
+    # ---- the adapter's packets ----------------------------------------------------------------------------------
 
     def uplink_packet_out(self, intf_id: int, frame: bytes) -> list:
         """UplinkPacketOut from the adapter: out of the NNI interfaces as it is (`ToNni`, `ToNniUntagged` with its
         tags removed)."""
-        return []
+        peeled = peel(frame) if type(frame) is bytes else None
+        if peeled is None:
+            self._nni.drop("malformed")
+            return [Dropped("nni", "malformed")]
+        out = []
+        if self.nni_tagged:
+            self._nni.tx_frames += 1
+            self._nni.tx_bytes += len(frame)
+            if self.capture is not None:
+                self.capture("nni", "out", frame)
+            out.append(ToNni(frame))
+        if self.nni_untagged:
+            plain = frame[:12] + frame[12 + len(peeled[0]):]
+            self._nni_untagged.tx_frames += 1
+            self._nni_untagged.tx_bytes += len(plain)
+            if self.capture is not None:
+                self.capture("nni-untagged", "out", plain)
+            out.append(ToNniUntagged(plain))
+        return out
 
     def onu_packet_out(self, serial: str, uni_id: int, gemport_id: int, frame: bytes) -> list:
         """OnuPacketOut to a bound UNI: the frame as the OLT hands it to the ONU, through the EVTOCD reverse
         operation to the UNI (`ToUni`), or `Dropped`."""
-        return []
+        bound = self._lookup(serial, uni_id)
+        if bound is None:
+            return [Dropped(f"uni {serial}/{uni_id}", "not-bound")]
+        peeled = peel(frame) if type(frame) is bytes else None
+        if peeled is None:
+            bound.counter.drop("malformed")
+            return [Dropped(bound.where, "malformed")]
+        return self._to_uni(bound, frame, *peeled)
 
     # ---- counters -----------------------------------------------------------------------------------------------
 
@@ -148,6 +547,11 @@ class DataPlane:
         """Frames and bytes forwarded and dropped, by reason:
         `{"unis": {"<serial>/<uni_id>": {"rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "dropped": {reason: n}}},
           "flows": {"<pon>/<flow_id>/<flow_type>": {"frames", "bytes"}},
-          "nni": {"rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "dropped": {reason: n}}}`
-        (rx = into the simulator from that interface, tx = out of it)."""
-        return {"unis": {}, "flows": {}, "nni": {}}
+          "nni": {...as a UNI...}, "nni_untagged": {...as a UNI...}}`
+        (rx = into the simulator from that interface, tx = out of it; a flow counts what it forwarded or trapped)."""
+        unis = {}
+        for bound in self._bound.values():
+            unis[f"{bound.serial}/{bound.uni.id}"] = bound.counter.as_dict()
+        flows = {cf.label: {"frames": cf.counter[0], "bytes": cf.counter[1]} for cf in self._flow_table().all()}
+        return {"unis": unis, "flows": flows, "nni": self._nni.as_dict(),
+                "nni_untagged": self._nni_untagged.as_dict()}

@@ -41,6 +41,13 @@ class ProtocolEngine:
         self.igmp = IgmpHost()
         self.dhcp_server = DhcpServer()
         self.omci_responder = omci_responder
+        #: UNIs driven by a real client (oltsim.dataplane): flows start no simulated EAPOL or DHCP on them, and
+        #: OnuPacketOut to them goes to `divert_packet_out(onu, uni, gemport_id, pkt)` when it is set.
+        self.bound_unis: set = set()
+        self.divert_packet_out = None
+        #: when set (an NNI interface exists), UplinkPacketOut goes to `divert_uplink(intf_id, pkt)` instead of the
+        #: built-in DHCP server
+        self.divert_uplink = None
 
     @classmethod
     def from_settings(cls, settings, omci_responder=None) -> "ProtocolEngine":
@@ -70,6 +77,8 @@ class ProtocolEngine:
         """FlowAdd triggers, as BBSim: an EAPOL trap flow (0x888e, o_vid 4091) starts
         authentication on the UNI's EAPOL services; a DHCP trap flow (0x0800, 68 -> 67) starts
         DHCP on the UNI's DHCP services whose tag and priority match. Never raises."""
+        if uni in self.bound_unis:
+            return                  # its real client authenticates and asks for an address (oltsim.dataplane)
         try:
             if flow.eth_type == f.ETH_EAPOL and flow.o_vid == EAPOL_FLOW_VID:
                 for service in uni.services:
@@ -108,6 +117,9 @@ class ProtocolEngine:
         if uni is None:
             raise InvalidArgument(f"{where}: no UNI has port_no {port_no} "
                                   f"(a flow for the UNI sets it; known: {_port_nos(onu)})")
+        if uni in self.bound_unis and self.divert_packet_out is not None:
+            self.divert_packet_out(onu, uni, gemport_id, pkt)
+            return
         if frame.kind == "icmpv6":
             log.debug("icmpv6-ignored serial={serial} uni={uni}", serial=onu.serial, uni=uni.id)
             return
@@ -141,6 +153,9 @@ class ProtocolEngine:
             frame = f.decode(pkt)
         except f.PacketError as exc:
             raise InvalidArgument(f"UplinkPacketOut on NNI {intf_id}: {exc}") from None
+        if self.divert_uplink is not None:
+            self.divert_uplink(intf_id, pkt)
+            return
         if frame.kind != "dhcp":
             log.debug("uplink-packet-dropped nni={nni} kind={kind}", nni=intf_id, kind=frame.kind)
             return
@@ -175,7 +190,7 @@ class ProtocolEngine:
                 for client in (self.eapol, self.dhcp):
                     if client.abandon(service):
                         count += 1
-                        if restart:
+                        if restart and uni not in self.bound_unis:
                             client.start(service)
         return count
 
