@@ -569,7 +569,7 @@ def makeService(options, reactor=None):
     v1_rest = V1Rest(commands, bus, secured=secured, metrics=True)  # /metrics beside its routes, in its document
     rest_v1 = server_service(settings.rest_v1, _site(with_metrics(v1_rest.resource(),
                                                                   metrics), "rest-v1", metrics, settings, reactor,
-                                                     token, public=("/", UI_PATH)),
+                                                     token, public=(UI_PATH,)),
                              reactor=reactor)
     rest_v1.setName("rest-v1")
     rest_v1.setServiceParent(top)
