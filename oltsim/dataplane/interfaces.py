@@ -152,6 +152,8 @@ def plan_interfaces(olt, spec, *, prefix: str = "", netns: bool = False, nni: st
 class _Frames(AbstractDatagramProtocol):
     """What a TapPort reads: whole Ethernet frames, queued by the port itself (see TapPort.doRead)."""
 
+    noisy = False  # no "Starting protocol" line per interface
+
     def addProto(self, num, proto):
         raise NotImplementedError("the data plane reads whole frames")
 
