@@ -65,6 +65,7 @@ from oltsim.model import events
 from oltsim.model.builder import build_olt, check_buildable
 from oltsim.model.errors import InvalidArgument, OltsimError
 from oltsim.omci.responder import OmciResponder
+from oltsim.omci.wrappers import OmciFaultWrapper
 from oltsim.serving.onloop import on_loop
 from oltsim.packets.engine import ProtocolEngine
 from oltsim.scenario import schema as scenario_schema
@@ -478,7 +479,8 @@ def makeService(options, reactor=None):
     olt = build_olt(settings, reactor, random.Random())
     omci = OmciResponder.from_settings(settings)
     omci.attach(olt)
-    engine = ProtocolEngine.from_settings(settings, omci_responder=omci.handle)
+    # the fault knobs (scenarios) stand in front of the responder, which knows nothing of them
+    engine = ProtocolEngine.from_settings(settings, omci_responder=OmciFaultWrapper(omci).handle)
     engine.attach(olt)
     # Capture (issue 32): the ring of every frame the OLT exchanges, unless switched off (then nothing listens and
     # the southbound's hooks see None); the southbound tells it what the adapter sends, the OLT's events the rest.

@@ -3,7 +3,9 @@
 The OLT holds one `FaultBook` (`olt.faults`); the knobs of an ONU live on `onu.faults`, an `OnuFaults`, or None when
 the ONU has no knob and no delayed answer pending, so that the OMCI and packet hot paths stay one attribute check.
 Everything runs on the OLT's clock (`olt.clock`) and the book's own `random.Random` (`reseed`), so the same seed
-and the same requests give the same answers at the same times.
+and the same requests give the same answers at the same times. The OMCI responder knows nothing of the knobs: the
+wrapper in front of it (`oltsim.omci.wrappers.OmciFaultWrapper`) asks `OnuFaults.hold_omci` about each request, and
+a delayed one is handed to the wrapped responder at its time.
 
 Knobs (a neutral setting, delay 0 without jitter, rate 10, mute False, fraction 0, clears the knob):
 
@@ -55,7 +57,7 @@ class OnuFaults:
     """One ONU's knobs and its delayed OMCI requests (`onu.faults`). Made and dropped by the `FaultBook`."""
 
     __slots__ = ("book", "onu", "delay", "jitter", "rate", "counter", "muted", "drop_fraction",
-                 "drop_protocols", "dropped", "queue", "timer", "replaying")
+                 "drop_protocols", "dropped", "queue", "timer")
 
     def __init__(self, book: "FaultBook", onu):
         self.book = book
@@ -68,21 +70,18 @@ class OnuFaults:
         self.drop_fraction = 0.0                  # 0: knob off
         self.drop_protocols: frozenset = frozenset()
         self.dropped = 0                          # frames dropped since the knob was set
-        self.queue: deque = deque()               # (due time, responder, request bytes), due times never decrease
+        self.queue: deque = deque()               # (due time, handler, request bytes), due times never decrease
         self.timer = None                         # the one pending drain call, on the ONU's timers
-        self.replaying = None                     # the request being handled at its due time
 
     def has_knobs(self) -> bool:
         return self.delay is not None or self.rate is not None or self.muted or self.drop_fraction > 0
 
-    # ---- OMCI (called by OmciResponder.handle) ------------------------------------------------
+    # ---- OMCI (called by oltsim.omci.wrappers.OmciFaultWrapper) --------------------------------
 
-    def hold_omci(self, responder, onu, data: bytes) -> bool:
+    def hold_omci(self, handler, onu, data: bytes) -> bool:
         """Take the request `data` for `onu` (active, well-formed) if a knob says so: True when it is ignored
-        (mute, rate) or queued for later (delay, or earlier requests still queued); False: handle it now."""
-        if self.replaying is data:
-            self.replaying = None
-            return False
+        (mute, rate) or queued for later (delay, or earlier requests still queued), in which case
+        `handler(onu, data)` is called at its due time; False: handle it now."""
         self._forget_cancelled()
         if self.muted:
             self.book._count_drop(onu, "omci-muted")
@@ -106,7 +105,7 @@ class OnuFaults:
                 due += self.book.random.uniform(0.0, self.jitter)
         if queue and due < queue[-1][0]:
             due = queue[-1][0]
-        queue.append((due, responder, data))
+        queue.append((due, handler, data))
         self._arm(now)
         return True
 
@@ -121,14 +120,11 @@ class OnuFaults:
         queue = self.queue
         now = self.book.olt.clock.seconds()
         while queue and queue[0][0] <= now + _DUE_SLACK:
-            _, responder, data = queue.popleft()
-            self.replaying = data
+            _, handler, data = queue.popleft()
             try:
-                responder.handle(onu, data)     # drops it itself if the ONU is no longer active
+                handler(onu, data)              # the responder drops it itself if the ONU is no longer active
             except Exception:
                 log.failure("fault-delayed-omci-failed serial={serial}", serial=onu.serial)
-            finally:
-                self.replaying = None
         self._arm(now)
         if not queue and not self.has_knobs():
             self.book._forget(self)

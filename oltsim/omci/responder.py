@@ -181,16 +181,13 @@ class OmciResponder:
         """Process one frame the adapter sent to `onu`; responses go out as OmciIndication events.
 
         Raises `OmciError` (only) when `data` cannot be an OMCI frame. Frames for an ONU that is
-        not activated are dropped, as a powered-off ONU answers nothing. An ONU's fault knobs
-        (`onu.faults`, oltsim.model.faults) may ignore the frame or handle it later.
+        not activated are dropped, as a powered-off ONU answers nothing. The ONU's fault knobs are
+        not applied here: `oltsim.omci.wrappers.OmciFaultWrapper` stands in front of the responder.
         """
         frame = codec.parse(data)
         if not onu.is_active:
             log.debug("omci-dropped serial={serial} state={state}", serial=onu.serial, state=onu.state)
             return
-        faults = onu.faults
-        if faults is not None and faults.hold_omci(self, onu, data):
-            return                  # muted, over the ONU's own rate, or delayed (oltsim.model.faults)
         st = self.state(onu)
         st.counter = st.counter + 1 if st.counter < MAX_MESSAGE_COUNTER else 1
         if st.counter > self.response_rate:

@@ -1,6 +1,6 @@
 """Fault knobs on the model (issue 25): OMCI delay with and without jitter, the per-ONU OMCI rate, mute, EAPOL/DHCP
 frames dropped, clearing each knob, cancel_all, power-off and validation, on the real model, responder and protocol
-engine with a fake clock."""
+engine with a fake clock. OMCI reaches the responder through the fault wrapper in front of it, as in the daemon."""
 import random
 
 import pytest
@@ -15,6 +15,7 @@ from oltsim.model.faults import KNOBS
 from oltsim.model.flows import Flow
 from oltsim.omci import codec
 from oltsim.omci.responder import OmciResponder
+from oltsim.omci.wrappers import OmciFaultWrapper, OmciWrapper
 from oltsim.packets import dhcp, eapol, frames as f
 from oltsim.packets.engine import ProtocolEngine
 
@@ -35,8 +36,10 @@ class Env:
         self.events = []
         self.olt.subscribe(self.events.append)
         self.olt.subscribe(self._note)
-        self.responder = OmciResponder(response_rate=response_rate)
-        self.responder.attach(self.olt)
+        self.omci = OmciResponder(response_rate=response_rate)
+        self.omci.attach(self.olt)
+        #: what the adapter's OMCI reaches: the fault knobs in front of the responder (oltsim.omci.wrappers)
+        self.responder = OmciFaultWrapper(self.omci)
         self.engine = ProtocolEngine.from_settings(self.settings, omci_responder=self.responder.handle)
         self.engine.attach(self.olt)
         self.olt.start()
@@ -511,3 +514,54 @@ def test_unknown_serial_is_not_found(env):
     """A serial no ONU has is NotFound."""
     with pytest.raises(NotFound):
         env.faults.set_omci_mute("BBSM0000ffff")
+
+
+# ---- the wrapper in front of the responder --------------------------------------------------------------------
+
+def test_the_responder_alone_knows_no_knobs(env):
+    """The knobs act in the wrapper: the bare responder answers a muted ONU, the wrapper in front of it does not."""
+    env.faults.set_omci_mute(env.onu)
+    env.get(1)
+    env.omci.handle(env.onu, codec.encode(2, GET, ONU_G, 0, b"\x40\x00"))
+    assert env.tids() == [2]
+
+
+def test_a_malformed_frame_is_refused_whatever_the_knobs(env):
+    """A frame that cannot be OMCI is an OmciError at once, also for a muted or delayed ONU (nothing is queued)."""
+    env.faults.set_omci_delay(env.onu, 1.0)
+    with pytest.raises(codec.OmciError):
+        env.responder.handle(env.onu, b"\x00\x01")
+    env.faults.set_omci_mute(env.onu)
+    with pytest.raises(codec.OmciError):
+        env.responder.handle(env.onu, b"\x00\x01")
+    assert env.faults.pending() == 0
+
+
+class Recorder(OmciWrapper):
+    """A wrapper that notes the tid of every frame it passes on."""
+
+    def __init__(self, wrapped):
+        super().__init__(wrapped)
+        self.tids = []
+
+    def handle(self, onu, data):
+        self.tids.append(codec.parse(data).tid)
+        super().handle(onu, data)
+
+
+def test_wrappers_stack(env):
+    """A wrapper in front of the fault wrapper sees every frame the adapter sends; one behind it sees a delayed frame
+    at its time and never a muted one; the answers are the same as with the fault wrapper alone. A plain callable
+    (onu, data) may stand in the stack too."""
+    behind = Recorder(env.omci)
+    front = Recorder(OmciFaultWrapper(lambda onu, data: behind.handle(onu, data)))
+    env.faults.set_omci_delay(env.onu, 0.5)
+    front.handle(env.onu, codec.encode(1, GET, ONU_G, 0, b"\x40\x00"))
+    assert (front.tids, behind.tids, env.tids()) == ([1], [], [])
+    env.clock.advance(0.5)
+    assert (behind.tids, env.tids()) == ([1], [1])
+    env.faults.clear(env.onu, "omci-delay")
+    env.faults.set_omci_mute(env.onu)
+    front.handle(env.onu, codec.encode(2, GET, ONU_G, 0, b"\x40\x00"))
+    env.clock.advance(1)
+    assert (front.tids, behind.tids, env.tids()) == ([1, 2], [1], [1])
