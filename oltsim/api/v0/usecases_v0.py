@@ -165,8 +165,8 @@ class V0Commands:
     """The legacy use cases over one OLT model.
 
     `olt_ip` is reported as `olt.olt_ip`; the ONU reboot delays (soft, hard) are seconds on the
-    model's clock. The instance follows LOS indications (whoever raised them: v0, v1) to report
-    each port's `alarm_state`; `close()` stops following.
+    model's clock. The instance follows LOS indications (whoever raised them: v0, v1) and the clears an
+    OLT reboot makes to report each port's `alarm_state`; `close()` stops following.
     """
 
     def __init__(self, olt, *, olt_ip: str = "127.0.0.1", onu_soft_reboot_delay: float = ONU_SOFT_REBOOT_DELAY,
@@ -182,7 +182,9 @@ class V0Commands:
         self._unsubscribe()
 
     def _on_event(self, event) -> None:
-        if isinstance(event, events.Alarm) and event.kind == "los_ind":
+        # an indication (raised or cleared by an API, a scenario), or a clear without one (an OLT reboot clears
+        # every alarm: AlarmCleared, whose fields are those of the clearing indication, status off)
+        if isinstance(event, (events.Alarm, events.AlarmCleared)) and event.kind == "los_ind":
             port = legacy.port_of(int(event.fields.get("intf_id", -1)))
             if port is not None:
                 raised = event.fields.get("status") == "on"
