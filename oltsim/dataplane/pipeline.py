@@ -470,7 +470,7 @@ class DataPlane:
         from its configuration), then handled as `from_nni`."""
         counter = self._nni_untagged
         counter.rx_frames += 1
-        if type(frame) is not bytes or len(frame) < 14:
+        if type(frame) is not bytes or peel(frame) is None:
             counter.drop("malformed")
             return [Dropped("nni-untagged", "malformed")]
         counter.rx_bytes += len(frame)

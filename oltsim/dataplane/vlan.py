@@ -281,12 +281,13 @@ class Evtocd:
 
     def downstream(self, tags: Tags, ethertype: int) -> Tags | None:
         """The tags a frame towards the UNI leaves with (inverse of the upstream rules); None when no rule could
-        have produced its tags."""
+        have produced its tags. An untagged frame no rule produced passes as it is: it has no tag to undo (an
+        adapter's OnuPacketOut is often untagged)."""
         for rule in self._inverse:
             result = rule.undo(tags, ethertype, self.input_tpid)
             if result is not None:
                 return result
-        return None
+        return () if not tags else None
 
 
 class VlanFilter:

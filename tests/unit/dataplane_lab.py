@@ -53,7 +53,7 @@ def ip_frame(dst: bytes, src: bytes, payload: bytes = b"hello", tags=(), proto: 
     ip = f.build_ipv4_udp(bytes([10, 0, 0, 2]), bytes([10, 0, 0, 1]), sport, dport, payload)
     if proto != 17:
         ip = f.build_ipv4(bytes([10, 0, 0, 2]), bytes([10, 0, 0, 1]), proto, payload)
-    return f.build_ethernet(dst, src, f.ETH_IPV4, ip, [f.VlanTag(vid, pcp) for vid, pcp in tags])
+    return f.build_ethernet(dst, src, f.ETH_IPV4, ip, [f.VlanTag(vid, pcp) for vid, pcp in tags], pad=False)
 
 
 def tags_of(frame: bytes) -> list[tuple[int, int]]:
@@ -160,30 +160,30 @@ class Lab:
         self.olt.flow_add(flow_from_pb(msg))
         return flow_id
 
-    def att_flows(self, onu, uni_id: int, gem: int, c_tag: int, s_tag: int) -> dict:
+    def att_flows(self, onu, uni_id: int, gem: int, c_tag: int, s_tag: int, alloc: int = 1024) -> dict:
         """The ATT workflow's flows of one UNI: EAPOL and DHCP traps, HSIA upstream (push S) and downstream
         (pop S)."""
         single = dict(pkt_tag_type="single_tag", o_pbits=ANY_PBITS)
         return {
             "eapol": self.flow(onu, uni_id, "upstream", dict(eth_type=0x888E, o_vid=c_tag, **single),
-                               dict(trap_to_host=True), gem=gem, priority=10000),
+                               dict(trap_to_host=True), gem=gem, priority=10000, alloc=alloc),
             "dhcp": self.flow(onu, uni_id, "upstream", dict(eth_type=0x0800, ip_proto=17, src_port=68, dst_port=67,
                                                             o_vid=c_tag, **single),
-                              dict(trap_to_host=True), gem=gem, priority=10000),
+                              dict(trap_to_host=True), gem=gem, priority=10000, alloc=alloc),
             "hsia_up": self.flow(onu, uni_id, "upstream", dict(o_vid=c_tag, **single),
-                                 dict(add_outer_tag=True, o_vid=s_tag), gem=gem, priority=1000),
+                                 dict(add_outer_tag=True, o_vid=s_tag), gem=gem, priority=1000, alloc=alloc),
             "hsia_down": self.flow(onu, uni_id, "downstream",
                                    dict(o_vid=s_tag, i_vid=c_tag, pkt_tag_type="double_tag", o_pbits=ANY_PBITS),
-                                   dict(remove_outer_tag=True), gem=gem, priority=1000),
+                                   dict(remove_outer_tag=True), gem=gem, priority=1000, alloc=alloc),
         }
 
     def subscriber(self, pon: int, index: int, uni_id: int, gem: int):
-        """An ONU activated, one UNI configured over OMCI and given the ATT flows, and bound: (onu, service)."""
+        """An ONU activated, one UNI bound, then configured over OMCI and given the ATT flows: (onu, service)."""
         onu = self.activate(pon, index)
         service = onu.unis[uni_id].services[0]
+        self.dp.bind_uni(onu.serial, uni_id)        # at start-up, before the adapter configures anything
         self.configure_uni(onu, uni_id, gem, service.c_tag)
-        self.att_flows(onu, uni_id, gem, service.c_tag, service.s_tag)
-        self.dp.bind_uni(onu.serial, uni_id)
+        self.att_flows(onu, uni_id, gem, service.c_tag, service.s_tag, alloc=gem)
         return onu, service
 
     def packet_indications(self) -> list:

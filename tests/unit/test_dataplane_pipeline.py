@@ -1,0 +1,317 @@
+"""The data plane's pure pipeline at a lab's numbering (OLT id 10, 16 ONUs on a PON, UNI 2 of ONU 11 on PON 1),
+with the OMCI VOLTHA's ONU adapter writes and the ATT flows its OLT adapter installs (tests/unit/dataplane_lab.py)."""
+import pytest
+
+from dataplane_lab import ANY_PBITS, RG_MAC, SERVER_MAC, Lab, ip_frame, push_rule, tags_of
+from oltsim.dataplane.pipeline import Dropped, PacketIn, ToNni, ToNniUntagged, ToUni
+from oltsim.model import events
+from oltsim.model.errors import NotFound
+from oltsim.omci import codec
+from oltsim.omci.responder import reboot_onu
+from oltsim.omci.vlanconfig import EVTOCD, VTFD
+from oltsim.packets import dhcp as dhcp_frames, eapol, frames as f
+
+PON, INDEX, UNI, GEM = 1, 11, 2, 1100
+
+
+@pytest.fixture
+def lab():
+    return Lab()
+
+
+@pytest.fixture
+def sub(lab):
+    """The subscriber on UNI 2 of ONU BBSM000a010b (PON 1, ONU id 11), configured and bound."""
+    onu, service = lab.subscriber(PON, INDEX, UNI, GEM)
+    return onu, service
+
+
+def dropped(outputs):
+    return [(o.where, o.reason) for o in outputs if isinstance(o, Dropped)]
+
+
+def test_lab_numbering_and_att_tags(lab, sub):
+    """The lab's subscriber is ONU BBSM000a010b, UNI 2, with the C-tag the ATT services file gives it (900 unique:
+    1006 for the 107th UNI of OLT 10) under the shared S-tag 900."""
+    onu, service = sub
+    assert onu.serial == "BBSM000a010b" and onu.pon.id == 1 and onu.onu_id == 11
+    assert (service.c_tag, service.s_tag) == (1006, 900)
+
+
+def test_upstream_untagged_gets_ctag_from_evtocd_and_stag_from_flow(lab, sub):
+    """An untagged frame from the RG leaves the NNI double-tagged: S-tag 900 from the OLT's flow outside, C-tag 1006
+    from the ONU's EVTOCD rule inside; the untagged NNI gets the same frame without tags."""
+    onu, service = sub
+    frame = ip_frame(SERVER_MAC, RG_MAC)
+    out = lab.dp.from_uni(onu.serial, UNI, frame)
+    assert [type(o) for o in out] == [ToNni, ToNniUntagged]
+    assert tags_of(out[0].frame) == [(900, 0), (1006, 0)]
+    assert f.parse_ethernet(out[0].frame).payload == f.parse_ethernet(frame).payload
+    assert out[1].frame == frame
+    counters = lab.dp.counters()
+    assert counters["unis"]["BBSM000a010b/2"]["rx_frames"] == 1
+    assert counters["nni"]["tx_frames"] == 1 and counters["nni"]["tx_bytes"] == len(frame) + 8
+
+
+def test_downstream_double_tagged_pops_stag_then_ctag(lab, sub):
+    """A frame from the NNI with S-tag 900 and C-tag 1006 reaches UNI 2 untagged: the downstream flow pops the
+    S-tag, the EVTOCD's inverse the C-tag."""
+    onu, _ = sub
+    frame = ip_frame(RG_MAC, SERVER_MAC, tags=[(900, 0), (1006, 0)])
+    out = lab.dp.from_nni(frame)
+    assert out == [ToUni("BBSM000a010b", UNI, ip_frame(RG_MAC, SERVER_MAC))]
+    assert lab.dp.counters()["unis"]["BBSM000a010b/2"]["tx_frames"] == 1
+
+
+def test_downstream_for_another_subscriber_tag_is_dropped(lab, sub):
+    """A frame whose C-tag no downstream flow names is dropped at the NNI and counted as no-flow."""
+    out = lab.dp.from_nni(ip_frame(RG_MAC, SERVER_MAC, tags=[(900, 0), (1007, 0)]))
+    assert dropped(out) == [("nni", "no-flow")]
+    assert lab.dp.counters()["nni"]["dropped"] == {"no-flow": 1}
+
+
+def test_eapol_and_dhcp_trap_flows_become_packet_indications(lab, sub):
+    """EAPOL and DHCP from the RG match the trap flows: the adapter gets them as PktInd from the UNI (PON 1, ONU 11,
+    UNI 2, the GEM port the ONU's mapper chose, the flow's port_no), carrying the C-tag the ONU pushed, as today's
+    simulated DHCP client sends them; nothing goes out of the NNI."""
+    onu, service = sub
+    start = eapol.eapol_start_frame(RG_MAC)
+    discover = dhcp_frames.discover_frame(RG_MAC, 0, 0, GEM, PON, INDEX)
+    discover = discover[:12] + discover[16:]             # the real client's frame is untagged
+    for frame, kind in ((start, "eapol"), (discover, "dhcp")):
+        out = lab.dp.from_uni(onu.serial, UNI, frame)
+        assert [type(o) for o in out] == [PacketIn]
+        ind = out[0].indication
+        assert (ind.intf_type, ind.intf_id, ind.onu_id, ind.uni_id, ind.gemport_id, ind.port_no) == (
+            "pon", 1, 11, UNI, GEM, (1 << 14) | (11 << 4) | UNI)
+        assert f.decode(ind.pkt).kind == kind and tags_of(ind.pkt) == [(1006, 0)]
+        assert lab.packet_indications()[-1] == ind      # emitted on the OLT as the trap path does
+    assert lab.dp.counters()["nni"]["tx_frames"] == 0
+
+
+def test_nni_trap_flow_becomes_an_nni_packet_indication(lab, sub):
+    """A DHCP reply on the NNI matching an NNI trap flow (no ONU) goes to the adapter as PktInd(nni)."""
+    msg = dict(eth_type=0x0800, ip_proto=17, src_port=67, dst_port=68, o_pbits=ANY_PBITS)
+    from voltha_protos import openolt_pb2
+    from oltsim.openoltpb import flow_from_pb
+    lab.olt.flow_add(flow_from_pb(openolt_pb2.Flow(
+        access_intf_id=-1, onu_id=-1, uni_id=-1, flow_id=9, flow_type="downstream", network_intf_id=0,
+        gemport_id=-1, alloc_id=-1, priority=10000, classifier=openolt_pb2.Classifier(**msg),
+        action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True)))))
+    offer = ip_frame(RG_MAC, SERVER_MAC, tags=[(900, 0), (1006, 0)], sport=67, dport=68)
+    out = lab.dp.from_nni(offer)
+    assert [type(o) for o in out] == [PacketIn]
+    assert (out[0].indication.intf_type, out[0].indication.pkt) == ("nni", offer)
+
+
+def test_changed_evtocd_rule_drops_and_counts(lab, sub):
+    """The test rewrites the UNI's EVTOCD rule over OMCI (untagged -> 1007): the frame now carries a C-tag the
+    bridge port's VLAN filter does not list, so the ONU drops it; nothing is forwarded and the drop is counted."""
+    onu, _ = sub
+    evtocd_id = lab.ids(UNI)["evtocd"]
+    assert lab.set(onu, EVTOCD, evtocd_id, {6: push_rule(1007)}) == codec.SUCCESS
+    out = lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC))
+    assert dropped(out) == [("uni BBSM000a010b/2", "vlan-filter")]
+    counters = lab.dp.counters()
+    assert counters["unis"]["BBSM000a010b/2"]["dropped"] == {"vlan-filter": 1}
+    assert counters["nni"]["tx_frames"] == 0
+
+
+def test_changed_vlan_filter_and_rule_drop_at_the_olt(lab, sub):
+    """With the filter rewritten too (1007), the ONU forwards C-tag 1007, which no flow of the OLT classifies:
+    dropped as no-flow. Downstream, the subscriber's own tags are now refused by the ONU's filter."""
+    onu, _ = sub
+    ids = lab.ids(UNI)
+    assert lab.set(onu, EVTOCD, ids["evtocd"], {6: push_rule(1007)}) == codec.SUCCESS
+    assert lab.set(onu, VTFD, ids["ani_port"], {1: (1007).to_bytes(2, "big") + bytes(22), 3: 1}) == codec.SUCCESS
+    assert dropped(lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC))) == [
+        ("uni BBSM000a010b/2", "no-flow")]
+    assert dropped(lab.dp.from_nni(ip_frame(RG_MAC, SERVER_MAC, tags=[(900, 0), (1006, 0)]))) == [
+        ("uni BBSM000a010b/2", "vlan-filter")]
+
+
+def test_changed_flow_drops_and_counts(lab, sub):
+    """The HSIA upstream flow replaced by one classifying C-tag 1007: the subscriber's frames match no flow and
+    are dropped and counted; the replaced flow's counter stays where it was."""
+    onu, _ = sub
+    frame = ip_frame(SERVER_MAC, RG_MAC)
+    assert isinstance(lab.dp.from_uni(onu.serial, UNI, frame)[0], ToNni)
+    hsia = next(cf for cf in lab.olt.flows.all() if cf.flow_type == "upstream" and cf.o_vid == 1006
+                and not cf.eth_type)
+    lab.flow(onu, UNI, "upstream", dict(o_vid=1007, pkt_tag_type="single_tag", o_pbits=ANY_PBITS),
+             dict(add_outer_tag=True, o_vid=900), gem=GEM, priority=1000, flow_id=hsia.flow_id)
+    assert dropped(lab.dp.from_uni(onu.serial, UNI, frame)) == [("uni BBSM000a010b/2", "no-flow")]
+    counters = lab.dp.counters()
+    assert counters["unis"]["BBSM000a010b/2"]["dropped"] == {"no-flow": 1}
+    assert counters["flows"][f"1/{hsia.flow_id}/upstream"]["frames"] == 0     # the new flow forwarded nothing
+
+
+def test_untagged_nni_broadcast_reaches_every_bound_uni(lab, sub):
+    """A broadcast on the untagged NNI (an ARP request from the server) reaches every bound UNI, each through its
+    own tags: UNI 2 of ONU 11 and UNI 0 of ONU 3, even before either sent anything."""
+    lab.subscriber(PON, 3, 0, 1030)
+    arp = f.build_ethernet(f.BROADCAST_MAC, SERVER_MAC, 0x0806, bytes(28))
+    out = lab.dp.from_nni_untagged(arp)
+    assert sorted((o.serial, o.uni_id) for o in out) == [("BBSM000a0103", 0), ("BBSM000a010b", UNI)]
+    assert all(isinstance(o, ToUni) and o.frame == arp for o in out)
+
+
+def test_untagged_nni_unicast_follows_the_learned_mac(lab, sub):
+    """A unicast frame on the untagged NNI goes to the UNI whose RG sent from that MAC, with that UNI's tags; a MAC
+    never seen is dropped as no-subscriber."""
+    onu, _ = sub
+    other, _ = lab.subscriber(PON, 3, 0, 1030)
+    other_mac = bytes.fromhex("020000aa0002")
+    lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC))
+    lab.dp.from_uni(other.serial, 0, ip_frame(SERVER_MAC, other_mac))
+    assert lab.dp.macs()["02:00:00:aa:00:01"]["serial"] == "BBSM000a010b"
+    reply = ip_frame(other_mac, SERVER_MAC)
+    assert lab.dp.from_nni_untagged(reply) == [ToUni("BBSM000a0103", 0, reply)]
+    unknown = ip_frame(bytes.fromhex("020000cc0009"), SERVER_MAC)
+    assert dropped(lab.dp.from_nni_untagged(unknown)) == [("nni-untagged", "no-subscriber")]
+
+
+def test_service_states_follow_eap_success(lab, sub):
+    """wpa_supplicant's frames move the service through the simulated path's EAPOL states: Start, then the
+    Response/Identity and the MD5 response up, EAP-Success down (OnuPacketOut from the adapter) ends in
+    eap_response_success_received, each change published as EapolState."""
+    onu, service = sub
+    lab.dp.from_uni(onu.serial, UNI, eapol.eapol_start_frame(RG_MAC))
+    assert service.eapol_state == "eap_start_sent"
+    lab.dp.from_uni(onu.serial, UNI, eapol.identity_response_frame(RG_MAC, 1))
+    lab.dp.from_uni(onu.serial, UNI, eapol.md5_response_frame(RG_MAC, 2, bytes(16)))
+    assert service.eapol_state == "eap_response_challenge_sent"
+    lab.engine.packet_out(onu, onu.unis[UNI].port_no, GEM, eapol.success_frame(RG_MAC, 2))
+    assert service.eapol_state == "eap_response_success_received"
+    assert lab.delivered == [ToUni(onu.serial, UNI, eapol.success_frame(RG_MAC, 2))]
+    changes = [(e.src, e.dest) for e in lab.events if isinstance(e, events.StateChanged)
+               and e.attribute == "EapolState" and e.serial == onu.serial]
+    assert changes == [("created", "auth_started"), ("auth_started", "eap_start_sent"),
+                       ("eap_start_sent", "eap_response_identity_sent"),
+                       ("eap_response_identity_sent", "eap_response_challenge_sent"),
+                       ("eap_response_challenge_sent", "eap_response_success_received")]
+
+
+def test_service_states_follow_dhcp_ack(lab, sub):
+    """dhclient's Discover and Request move the service to dhcp_request_sent; the server's ACK arriving through the
+    NNI ends in dhcp_ack_received."""
+    onu, service = sub
+    discover = dhcp_frames.discover_frame(RG_MAC, 0, 0, GEM, PON, INDEX)
+    lab.dp.from_uni(onu.serial, UNI, discover[:12] + discover[16:])
+    request = dhcp_frames.request_frame(RG_MAC, 0, 0, GEM, PON, INDEX, bytes([10, 0, 0, 2]))
+    lab.dp.from_uni(onu.serial, UNI, request[:12] + request[16:])
+    assert service.dhcp_state == "dhcp_request_sent"
+    ack = f.build_dhcp(f.BOOTREPLY, dhcp_frames.xid_for_mac(RG_MAC), RG_MAC, [(f.OPT_MESSAGE_TYPE, b"\x05")],
+                       yiaddr=bytes([10, 0, 0, 2]))
+    frame = f.build_ethernet(RG_MAC, SERVER_MAC, f.ETH_IPV4,
+                             f.build_ipv4_udp(bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]), 67, 68, ack),
+                             [f.VlanTag(900), f.VlanTag(1006)])
+    assert isinstance(lab.dp.from_nni(frame)[0], ToUni)
+    assert service.dhcp_state == "dhcp_ack_received"
+
+
+def test_a_dropped_frame_moves_no_state(lab, sub):
+    """An EAPOL-Start the ONU drops (its rule changed) leaves the service's EAPOL state alone."""
+    onu, service = sub
+    lab.set(onu, EVTOCD, lab.ids(UNI)["evtocd"], {6: push_rule(1007)})
+    lab.dp.from_uni(onu.serial, UNI, eapol.eapol_start_frame(RG_MAC))
+    assert service.eapol_state == "created"
+
+
+def test_omci_record_is_cleared_by_mib_reset(lab, sub):
+    """After a MIB Reset the ONU has no VLAN configuration: its frames pass the ONU untagged, and no flow takes
+    them."""
+    onu, _ = sub
+    assert lab.vlan.record(onu.serial) is not None
+    lab.omci(onu, codec.MIB_RESET, codec.ONU_DATA, 0)
+    assert lab.vlan.record(onu.serial) is None
+    assert dropped(lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC))) == [
+        ("uni BBSM000a010b/2", "no-flow")]
+
+
+def test_omci_record_is_cleared_by_onu_reboot(lab, sub):
+    """An ONU that reboots forgets its VLAN configuration; while it is down its UNI's frames are dropped as
+    onu-not-active."""
+    onu, _ = sub
+    reboot_onu(onu)
+    assert lab.vlan.record(onu.serial) is None
+    assert dropped(lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC))) == [
+        ("uni BBSM000a010b/2", "onu-not-active")]
+
+
+def test_a_refused_omci_request_is_not_recorded(lab):
+    """A Create the responder refuses (a GEM port another ONU holds) leaves no trace in the record."""
+    first, second = lab.activate(PON, 1), lab.activate(PON, 2)
+    ctp = (1200).to_bytes(2, "big") + (0x8001).to_bytes(2, "big") + b"\x03" + bytes(9)
+    assert lab.create(first, codec.GEM_PORT_NETWORK_CTP, 1200, ctp) == codec.SUCCESS
+    assert lab.create(second, codec.GEM_PORT_NETWORK_CTP, 1200, ctp) == codec.PROCESSING_ERROR
+    assert lab.vlan.record(second.serial) is None
+    assert lab.vlan.record(first.serial).value(codec.GEM_PORT_NETWORK_CTP, 1200, 1) == 1200
+
+
+def test_unbound_unis_keep_the_simulated_protocols(lab, sub):
+    """On the bound UNI, the EAPOL trap flow starts no simulated supplicant; on UNI 1 of the same ONU (unbound) it
+    does, exactly as before (EAPOL-Start sent as a PktInd from UNI 1)."""
+    onu, service = sub
+    assert service.eapol_state == "created"
+    other = onu.unis[1].services[0]
+    lab.flow(onu, 1, "upstream", dict(eth_type=0x888E, o_vid=4091), dict(trap_to_host=True), gem=1101,
+             priority=10000)
+    assert other.eapol_state == "eap_start_sent"
+    assert lab.packet_indications()[-1].uni_id == 1
+
+
+def test_unbind_gives_the_uni_back_to_the_simulated_protocols(lab, sub):
+    """After unbind_uni, the data plane drops the UNI's frames as not-bound and a new EAPOL flow starts the
+    simulated supplicant again."""
+    onu, service = sub
+    lab.dp.unbind_uni(onu.serial, UNI)
+    assert dropped(lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC))) == [
+        ("uni BBSM000a010b/2", "not-bound")]
+    lab.flow(onu, UNI, "upstream", dict(eth_type=0x888E, o_vid=4091), dict(trap_to_host=True), gem=GEM,
+             priority=10000, flow_id=500)
+    assert service.eapol_state == "eap_start_sent"
+
+
+def test_uplink_packet_out_goes_out_of_the_nni_interfaces(lab, sub):
+    """UplinkPacketOut with a data plane attached leaves through the NNI interfaces (tagged as sent, and without
+    its tags on the untagged NNI) instead of reaching the built-in DHCP server."""
+    offer = f.build_dhcp(f.BOOTREPLY, 7, RG_MAC, [(f.OPT_MESSAGE_TYPE, b"\x02")], yiaddr=bytes([10, 0, 0, 2]))
+    udp = f.build_ipv4_udp(bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]), 67, 68, offer)
+    frame = f.build_ethernet(RG_MAC, SERVER_MAC, f.ETH_IPV4, udp, [f.VlanTag(900), f.VlanTag(1006)])
+    lab.engine.uplink_packet_out(lab.olt, 0, frame)
+    assert lab.delivered == [ToNni(frame), ToNniUntagged(frame[:12] + frame[20:])]
+    assert not lab.packet_indications()
+
+
+def test_bad_input_is_a_drop_not_an_exception(lab, sub):
+    """Short frames, tags cut short and non-bytes are dropped as malformed; unknown UNIs as not-bound; binding an
+    unknown ONU or UNI raises NotFound with a clear message."""
+    onu, _ = sub
+    for frame in (b"", b"\x00" * 13, bytes(12) + b"\x81\x00\x00", "text"):
+        assert dropped(lab.dp.from_uni(onu.serial, UNI, frame)) == [("uni BBSM000a010b/2", "malformed")]
+        assert dropped(lab.dp.from_nni(frame))[0][1] == "malformed"
+        assert dropped(lab.dp.from_nni_untagged(frame))[0][1] == "malformed"
+    assert dropped(lab.dp.from_uni(onu.serial, 3, ip_frame(SERVER_MAC, RG_MAC))) == [
+        ("uni BBSM000a010b/3", "not-bound")]
+    with pytest.raises(NotFound, match="ONU BBSM99999999 not found"):
+        lab.dp.bind_uni("BBSM99999999", 0)
+    with pytest.raises(NotFound, match="UNI 7 not found on ONU BBSM000a010b"):
+        lab.dp.bind_uni(onu.serial, 7)
+
+
+def test_a_locked_uni_drops(lab, sub):
+    """A UNI the adapter locked (PPTP administrative state) drops its frames as uni-down."""
+    onu, _ = sub
+    onu.unis[UNI].disable()
+    assert dropped(lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC))) == [
+        ("uni BBSM000a010b/2", "uni-down")]
+
+
+def test_capture_sees_frames_in_and_out(lab, sub):
+    """With a capture callable, every frame entering and leaving is given with where it was and its direction."""
+    onu, _ = sub
+    seen = []
+    lab.dp.capture = lambda where, direction, frame: seen.append((where, direction))
+    lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC))
+    assert seen == [("uni BBSM000a010b/2", "in"), ("nni", "out"), ("nni-untagged", "out")]
