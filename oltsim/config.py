@@ -536,7 +536,8 @@ SETTINGS: tuple[Setting, ...] = (
             yaml="bbsim.max_unsent_output", check=Between(1024, MAX_REQUEST_BODY)),
     # capture (issue 32)
     Setting("capture_size", "int", DEFAULT_CAPTURE_SIZE, "frames and annotations the capture ring keeps for "
-            "oltsimctl capture and GET /v1/capture (default {default}, about 4-5 MiB; 0 turns capture off)",
+            "oltsimctl capture and GET /v1/capture: this many (default {default}), or each ONU's bring-up if more "
+            "(420 + 80 a UNI per ONU: 378,880 at 16x32, about 60 MiB once full of a bring-up); 0 turns capture off",
             option="capture-size", yaml="bbsim.capture_size", check=Between(0, MAX_CAPTURE_SIZE)),
     # data plane (issue 37): real interfaces for UNIs and the NNI (none by default: today's behaviour)
     Setting("uni_interfaces", "str", "", "which UNIs get a Linux TAP interface of their own: all, a count (the "

@@ -484,7 +484,7 @@ def makeService(options, reactor=None):
     engine.attach(olt)
     # Capture (issue 32): the ring of every frame the OLT exchanges, unless switched off (then nothing listens and
     # the southbound's hooks see None); the southbound tells it what the adapter sends, the OLT's events the rest.
-    capture = Capture(olt, settings.capture_size) if settings.capture_size else None
+    capture = Capture.for_olt(olt, settings.capture_size) if settings.capture_size else None
     hub = IndicationHub(olt)
     top = DaemonService({name.replace("_", "-"): getattr(settings, name) for name in LISTENER_FIELDS},
                         settings.warnings + settings.notes)

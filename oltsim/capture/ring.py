@@ -67,11 +67,15 @@ _ANNOTATED = frozenset({events.StateChanged, events.Alarm, events.OmciAlarm, eve
 _STATE_DEVICES = frozenset({"olt", "nni", "pon", "onu", "uni"})
 
 
+def onu_floor(olt) -> int:
+    """The records every ONU's bring-up needs together: ONU_RECORDS + UNI_RECORDS a UNI for each ONU of `olt` (16
+    PONs of 32 ONUs with 4 UNIs: 378,880; docs/capture.md gives what they cost)."""
+    return min(MAX_SIZE, sum(ONU_RECORDS + UNI_RECORDS * len(onu.unis) for onu in olt.onus))
+
+
 def auto_size(olt) -> int:
-    """The ring's default size for `olt`: DEFAULT_SIZE, or ONU_RECORDS + UNI_RECORDS a UNI for each of its ONUs if
-    that is more (16 PONs of 32 ONUs with 4 UNIs: 376,832 records; docs/capture.md gives what they cost)."""
-    floor = sum(ONU_RECORDS + UNI_RECORDS * len(onu.unis) for onu in olt.onus)
-    return min(MAX_SIZE, max(DEFAULT_SIZE, floor))
+    """The ring's default size for `olt`: DEFAULT_SIZE, or `onu_floor(olt)` if that is more."""
+    return max(DEFAULT_SIZE, onu_floor(olt))
 
 
 @dataclass(frozen=True)
@@ -173,6 +177,12 @@ class Capture:
         self._macs: dict | None = None
         self._macs_generation = -1
         self._unsubscribe = olt.subscribe(self._on_event)
+
+    @classmethod
+    def for_olt(cls, olt, size: int = DEFAULT_SIZE, **options) -> "Capture":
+        """The daemon's ring (oltsim.tap): `size` records (--capture-size), or the ONUs' floor (`auto_size`) when
+        that is more, so that every ONU's bring-up fits whatever the OLT's size."""
+        return cls(olt, max(size, onu_floor(olt)), **options)
 
     # ---- recording (hot path) ------------------------------------------------------------------
 

@@ -37,6 +37,10 @@ def test_the_default_ring_is_sized_by_the_olts_onus():
         finally:
             capture.close()
     assert Capture(olt, 123).size == 123  # a size given is that size
+    # the daemon's ring (--capture-size): the size given, or the ONUs' floor when that is more
+    small = build_olt(load_settings({"pon": 1, "onu": 4, "uni": 4}, None), Clock(), random.Random(0))
+    floor = 4 * (capture_ring.ONU_RECORDS + 4 * capture_ring.UNI_RECORDS)
+    assert Capture.for_olt(small, 1000).size == floor and Capture.for_olt(small, 50_000).size == 50_000
 
 
 def test_the_floor_per_onu_keeps_each_onus_whole_bring_up(rig, monkeypatch):
