@@ -55,7 +55,8 @@ def raise_open_files_limit(getrlimit=resource.getrlimit, setrlimit=resource.setr
                  "descriptors; raise the hard limit (ulimit -Hn, systemd LimitNOFILE) to at least {wanted}",
                  limit=limit, wanted=LOW)
     else:
-        log.info("descriptor-limit open_files={limit}", limit=limit)
+        # at debug: an ordinary start says nothing of it (a busy port's one-line error stays the last thing read)
+        log.debug("descriptor-limit open_files={limit}", limit=limit)
     return limit
 
 

@@ -5,20 +5,33 @@ from __future__ import annotations
 import socket
 import sys
 import time
+from contextlib import contextmanager
 
 import pytest
 from twisted.internet.task import Clock
 from twisted.logger import capturedLogs
 
+from oltsim.logs import CONTROL
 from oltsim.serving.descriptors import GrpcConnectionWatch, grpc_connections, raise_open_files_limit
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self/fd and TCP_INFO")
 
 
+@contextmanager
+def debug_level():
+    """oltsim's log level at debug for the block, then back to what it was."""
+    before = CONTROL.level
+    CONTROL.set_level("debug")
+    try:
+        yield
+    finally:
+        CONTROL.set_level(before)
+
+
 def test_the_soft_limit_is_raised_to_the_hard_one_and_logged():
     """A soft limit below the hard one is raised to it; the result is logged and returned."""
     calls = []
-    with capturedLogs() as logged:
+    with debug_level(), capturedLogs() as logged:  # logged at debug since issue 38
         limit = raise_open_files_limit(getrlimit=lambda _: (1024, 65536),
                                        setrlimit=lambda kind, value: calls.append(value))
     assert (limit, calls) == (65536, [(65536, 65536)])
