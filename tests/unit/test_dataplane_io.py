@@ -379,3 +379,21 @@ def test_empty_plan_is_empty():
     """No option given: the plan makes nothing (today's behaviour)."""
     assert plan_interfaces(olt_of(), None).empty and InterfacePlan().empty
     assert itf.BURST <= itf.QUEUE_FRAMES
+
+
+def test_rest_dataplane_counters():
+    """GET /v1/dataplane answers the data plane's counters, interfaces included; without a data plane it is 409 with
+    the options that turn it on, and an unknown parameter is 400."""
+    from conftest import Sim
+
+    sim = Sim()
+    off = sim.rest.call("GET", "/v1/dataplane")
+    assert off.code == 409 and "--uni-interfaces" in off.json["message"]
+    plan = plan_interfaces(sim.olt, "1")
+    svc = DataPlaneService(sim.olt, FakeDataPlane(), plan, Reactor(), host=FakeHost(), system=memory_system())
+    svc.startService()
+    sim.commands.dataplane = svc
+    on = sim.rest.call("GET", "/v1/dataplane")
+    assert on.code == 200 and on.json["interfaces"]["u0-1-0"]["serial"] == sim.olt.onus[0].serial
+    assert sim.rest.call("GET", "/v1/dataplane?x=1").code == 400
+    svc.stopService()

@@ -60,7 +60,7 @@ def test_v1_document_has_every_route_and_nothing_else(revision):
     assert set(found) - set(expected) == {("GET", "/v1/openapi.json"), ("GET", "/v1/events"),
                                           ("GET", "/v1/olt/alarms"), ("GET", "/v1/scenario"),
                                           ("POST", "/v1/scenario"), ("DELETE", "/v1/scenario"),
-                                          ("GET", "/v1/capture")}
+                                          ("GET", "/v1/capture"), ("GET", "/v1/dataplane")}
     for key, route in expected.items():
         assert key in found, key
         assert found[key]["x-rpc"] == f"bbsim.BBSim/{route.rpc}"

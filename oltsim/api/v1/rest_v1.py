@@ -16,7 +16,10 @@ from oltsim.api.openapi import ExtraPath, build_document
 from oltsim.api.v1 import capture_v1 as capture_rest
 from oltsim.api.restkit import (ListWriter, Route, bad_url, build_request, json_bytes, json_response, page, page_of,
                              query_params, register_routes, render_error)
-from oltsim.model.errors import InvalidArgument
+from oltsim.model.errors import FailedPrecondition, InvalidArgument
+
+#: The data plane's counters (issue 37)
+DATAPLANE_PATH = "/v1/dataplane"
 
 ROUTES: tuple[Route, ...] = (
     Route("GET", "/v1/version", "Version", "Version of oltsim"),
@@ -103,6 +106,13 @@ def openapi_document(revision: str = "extended", secured: bool = False, events: 
                         "A `<device>-state-changed` record's `details` hold `device`, `attribute`, `from` and "
                         "`to`; a `service-state-changed` record's (attribute `EapolState` or `DhcpState`) also "
                         "`service`, the service's name on the UNI of `uni_id`."))
+    extra.append(ExtraPath(
+        "GET", DATAPLANE_PATH, "The data plane's counters", errors=(400, 404, 409, 503),
+        description="With interfaces (--uni-interfaces, --nni-interface, --nni-untagged-interface; "
+                    "docs/dataplane.md): `unis` (by SERIAL/UNI), `flows` (by PON/flow id/type) and `nni`: frames "
+                    "and bytes in (rx) and out (tx) and `dropped` by reason; `interfaces` (by name): what each TAP "
+                    "read and wrote and its own drops (queue-full, the kernel's refusals); `packet_ins`: frames "
+                    "trapped to the adapter. 409 (FAILED_PRECONDITION) when the data plane is off."))
     if metrics:
         extra.append(ExtraPath(
             "GET", METRICS_PATH, "Prometheus metrics", media_type="text/plain",
@@ -362,6 +372,18 @@ class V1Rest:
     def capture(self, request):
         """The capture ring as pcapng, live (oltsim.api.v1.capture_v1, docs/capture.md)."""
         return capture_rest.serve(request, getattr(self.commands, "capture", None))
+
+    @app.route(DATAPLANE_PATH, methods=["GET"], branch=False)
+    def dataplane(self, request):
+        """The data plane's counters (issue 37, docs/dataplane.md); FAILED_PRECONDITION when it is off."""
+        unknown = set(query_params(request))
+        if unknown:
+            raise InvalidArgument(f"unknown parameter(s) {', '.join(sorted(unknown))}; {DATAPLANE_PATH} takes none")
+        service = getattr(self.commands, "dataplane", None)
+        if service is None:
+            raise FailedPrecondition("the data plane is off: start oltsim with --uni-interfaces, --nni-interface "
+                                     "or --nni-untagged-interface (docs/dataplane.md)")
+        return json_response(request, 200, json_bytes(service.counters()))
 
     @app.route("/", methods=["GET"], branch=False)
     def index(self, request):
