@@ -211,11 +211,12 @@ def reach_line(args, reach: Reach, started: float) -> str:
     return f"{held}; older records are gone (start oltsim with a larger --capture-size to keep more)"
 
 
-def nothing_written(args, reach: Reach | None, target: str) -> str:
-    """The one line of a capture that wrote no frame: why, and what to do."""
+def nothing_written(args, reach: Reach | None, target: str, short: bool = True) -> str:
+    """The one line of a capture that wrote no frame: why, and what to do. `short`: the ring did not reach back as
+    far as `--since` asked (`reach_line`), so the wrap is the reason."""
     where = "standard output" if target == "-" else target
     named = ", ".join(args.onus or ())
-    if reach is not None and args.since is not None and reach.wrapped:
+    if reach is not None and args.since is not None and reach.wrapped and short:
         missing = [serial for serial, oldest in reach.onus.items() if oldest is None]
         what = f"nothing of {', '.join(missing)}" if missing else "no frame the filters keep"
         why = (f"the ring holds {what} (it wrapped: it keeps the last {reach.size} records"
@@ -383,7 +384,7 @@ def _copy(pieces: Iterator[bytes], args, out, err, reach: Reach | None, started:
     if not blocks.frames:
         if handle is not None and not blocks.packets:
             _remove(target)  # a Section Header alone: nothing to open
-        raise CtlError(nothing_written(args, reach, target), EXIT_REFUSED)
+        raise CtlError(nothing_written(args, reach, target, bool(line)), EXIT_REFUSED)
     if target != "-":
         notes = f" and {blocks.packets - blocks.frames} annotations" if blocks.packets > blocks.frames else ""
         from oltsim.capture.wireshark import reading_hint  # only here: the rest of oltsimctl needs no capture code

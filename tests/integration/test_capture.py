@@ -17,6 +17,7 @@ from collections import defaultdict
 import pytest
 
 from test_builtin_adapter_daemon import DHCP_OK, EAP_OK, services
+from test_builtin_adapter_daemon import wait_all_up as wait_services_up
 from test_daemon import REPO, Daemon
 from test_oltsimctl import CTL, ctl_environment
 from tshark import ensure_tshark, fields
@@ -290,3 +291,55 @@ def test_oltsimctl_capture_says_why_the_server_refused_it(olt, tmp_path):
     assert result.stderr.startswith("oltsimctl: NOT_FOUND: ") and "BBSM99999999" in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     assert not path.exists()
+
+
+def test_a_wrapped_ring_is_said_by_rest_grpc_and_oltsimctl_and_an_empty_capture_exits_1(tmp_path):
+    """issue 38: a ring at its floor (--capture-size 1: 500 records for each 1-UNI ONU) that two power cycles made
+    wrap. REST says so in its X-Oltsim-Ring-* headers (size, oldest record, the ONU's oldest); oltsimctl over gRPC
+    says what the ring no longer held of --since all and writes the rest; a capture of the ONU's last second,
+    which holds nothing, exits 1 with one line saying why and leaves no file."""
+    process = Daemon(tmp_path, "--adapter", "builtin", "--pon", "1", "--onu", "2", "--uni", "1", "--capture-size",
+                     "1", "--delay", "50")
+    process.home = tmp_path
+    try:
+        process.wait_serving()
+        wait_services_up(process, 2, timeout=60)
+        for _ in range(2):
+            assert rest(process, "DELETE", "/v1/olt/onus/BBSM00000002")[0] == 200
+            assert rest(process, "POST", "/v1/olt/onus/BBSM00000002")[0] == 200
+            time.sleep(0.5)
+            wait_services_up(process, 2, timeout=60)
+        connection = http.client.HTTPConnection("127.0.0.1", process.ports["rest-v1"], timeout=10)
+        try:
+            connection.request("GET", "/v1/capture?onu=bbsm00000001&since=all&duration=0")
+            response = connection.getresponse()
+            response.read()
+        finally:
+            connection.close()
+        assert response.status == 200
+        assert response.getheader("X-Oltsim-Ring-Wrapped") == "yes", response.headers
+        assert response.getheader("X-Oltsim-Ring-Size") == "1000"
+        assert response.getheader("X-Oltsim-Ring-Oldest", "").endswith("Z")
+        assert response.getheader("X-Oltsim-Ring-Oldest-Onu", "").startswith("bbsm00000001=")
+        whole = tmp_path / "whole.pcapng"
+        result = subprocess.run([*CTL, "--server", f"127.0.0.1:{process.ports['grpc-v1']}", "capture", "-w",
+                                 str(whole), "--since", "all", "--duration", "0"],
+                                cwd=REPO, env=ctl_environment(tmp_path), capture_output=True, text=True,
+                                timeout=CTL_TIMEOUT)
+        assert result.returncode == 0, result.stderr
+        assert result.stderr.startswith("oltsimctl: the ring wrapped: it held only the last "), result.stderr
+        assert "--capture-size" in result.stderr.splitlines()[0]
+        notes = fields(whole, "frame.interface_name == \"events\"", "frame.comment")
+        assert notes[0][0].startswith("the capture ring wrapped: it keeps 1000 records"), notes[:3]
+        time.sleep(1.5)
+        empty = tmp_path / "empty.pcapng"
+        result = subprocess.run([*CTL, "--server", f"127.0.0.1:{process.ports['grpc-v1']}", "capture", "-w",
+                                 str(empty), "--onu", "BBSM00000001", "--since", "1s", "--duration", "0"],
+                                cwd=REPO, env=ctl_environment(tmp_path), capture_output=True, text=True,
+                                timeout=CTL_TIMEOUT)
+        assert result.returncode == 1, result
+        assert result.stderr.startswith(f"oltsimctl: no frame written to {empty}: the ring holds no frame of "
+                                        f"BBSM00000001 from the last 1s"), result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and not empty.exists()
+    finally:
+        process.close()

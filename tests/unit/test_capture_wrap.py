@@ -180,6 +180,12 @@ def test_a_capture_that_writes_no_frame_exits_1_with_one_line_and_leaves_no_empt
         capture_cli._copy(iter([_pcapng("a state change")]), args, _Out(), err, reach, EPOCH + 5)
     assert target.exists()  # its annotation is worth reading
     assert err.getvalue().startswith("oltsimctl: the ring wrapped: it held only the last 5.0 s (from 22:13:20 UTC)")
+    # a wrapped ring that still covers the last second asked: the reason is the window, not the wrap
+    with pytest.raises(CtlError) as failure:
+        capture_cli._copy(iter([_pcapng()]), _args(write=str(target), onus=["BBSM00000001"], since="1s",
+                                                   duration="0"), _Out(), io.StringIO(), reach, EPOCH + 5)
+    assert str(failure.value).startswith(f"no frame written to {target}: the ring holds no frame of BBSM00000001 "
+                                         f"from the last 1s")
     err = io.StringIO()
     assert capture_cli._copy(iter([_pcapng("x", frames=3)]), args, _Out(), err, None, EPOCH) == 0
     assert err.getvalue().startswith(f"3 packets and 1 annotations written to {target}")
