@@ -19,7 +19,7 @@ from oltsim.dataplane import states
 from oltsim.dataplane.flows import FlowTable
 from oltsim.dataplane.onupath import compile_onu_part
 from oltsim.dataplane.vlan import tags_bytes
-from oltsim.dataplane.wire import ETH_EAPOL, is_dhcp, peel, ports_of
+from oltsim.dataplane.wire import ETH_EAPOL, IP_UDP, is_dhcp, peel, ports_of
 from oltsim.logs import logger
 from oltsim.model import events
 from oltsim.model.errors import NotFound
@@ -121,7 +121,7 @@ class _Bound:
     """One bound UNI: its model objects, counters, and decisions compiled for the current configuration."""
 
     __slots__ = ("serial", "uni", "onu", "where", "counter", "generation", "part", "up_cache", "nni_tags",
-                 "probe_tags")
+                 "probe_tags", "last_src")
 
     def __init__(self, uni):
         self.uni = uni
@@ -135,6 +135,8 @@ class _Bound:
         #: the tags its frames last had on the tagged NNI (learned), for the untagged NNI's broadcasts
         self.nni_tags: bytes | None = None
         self.probe_tags: bytes | None = None
+        #: the source MAC learned last (with the current configuration): the same again needs no learning
+        self.last_src: bytes | None = None
 
 
 class DataPlane:
@@ -199,6 +201,7 @@ class DataPlane:
             bound.part = compile_onu_part(self.vlan_config.record(bound.serial), bound.uni.me_id)
             bound.up_cache = {}
             bound.probe_tags = None
+            bound.last_src = None
             bound.generation = self._generation
         return bound
 
@@ -226,6 +229,7 @@ class DataPlane:
         bound = _Bound(uni)
         self._bound[(onu.serial, uni_id)] = bound
         self._bound[(serial_key(onu.serial), uni_id)] = bound
+        self._generation += 1              # downstream decisions name the bound UNI
         engine = self.engine
         if engine is not None:
             engine.bound_unis.add(uni)
@@ -241,6 +245,7 @@ class DataPlane:
             return
         for key in [k for k, b in self._bound.items() if b is bound]:
             del self._bound[key]
+        self._generation += 1
         for mac in [m for m, entry in self._macs.items() if entry[0] is bound]:
             del self._macs[mac]
         if self.engine is not None:
@@ -262,7 +267,7 @@ class DataPlane:
     def from_uni(self, serial: str, uni_id: int, frame: bytes) -> list:
         """A frame the RG sent on the UNI's interface: upstream through EVTOCD, filter, GEM, then the OLT's flows:
         `ToNni`/`ToNniUntagged`, `PacketIn`, or `Dropped`."""
-        bound = self._lookup(serial, uni_id)
+        bound = self._bound.get((serial, uni_id)) or self._lookup(serial, uni_id)
         if bound is None:
             return [Dropped(f"uni {serial}/{uni_id}", "not-bound")]
         counter = bound.counter
@@ -287,8 +292,9 @@ class DataPlane:
         old_tags, tags, ethertype, proto, ports = peeled
         if bound.generation != self._generation:
             self._compiled(bound)
-        flows = self._flow_table()
-        key = (old_tags, ethertype, proto, ports if flows.uses_ports else b"")
+        if self._flows_generation != self._generation:
+            self._flow_table()
+        key = (old_tags, ethertype, proto, ports if proto == IP_UDP or self._flows.uses_ports else b"")
         decision = bound.up_cache.get(key)
         if decision is None:
             decision = self._decide_up(bound, tags, ethertype, proto, ports)
@@ -301,33 +307,40 @@ class DataPlane:
             counter.drop(decision[1])
             return [Dropped(bound.where, decision[1])]
         _, onu_tags, out_tags, flow, gem, watch, vid = decision
-        at_olt = frame[:12] + onu_tags + frame[12 + len(old_tags):]
-        flow.counter[0] += 1
-        flow.counter[1] += len(at_olt)
-        if watch:
-            states.follow_upstream(bound.uni, at_olt, vid)
-        if verdict == _TRAP:
-            uni = bound.uni
-            indication = events.PacketIndication("pon", onu.pon.id, at_olt, onu.onu_id, uni.id, gem, uni.port_no)
-            self.olt.emit(indication)
-            return [PacketIn(indication, flow.flow_id)]
+        cut = 12 + len(old_tags)
+        flow_counter = flow.counter
+        flow_counter[0] += 1
+        flow_counter[1] += len(frame) - len(old_tags) + len(onu_tags)
+        if watch or verdict == _TRAP:
+            at_olt = frame[:12] + onu_tags + frame[cut:]
+            if watch:
+                states.follow_upstream(bound.uni, at_olt, vid)
+            if verdict == _TRAP:
+                uni = bound.uni
+                indication = events.PacketIndication("pon", onu.pon.id, at_olt, onu.onu_id, uni.id, gem,
+                                                     uni.port_no)
+                self.olt.emit(indication)
+                return [PacketIn(indication, flow.flow_id)]
         out = []
-        nni = self._nni
         if self.nni_tagged:
-            tagged = frame[:12] + out_tags + frame[12 + len(old_tags):]
+            tagged = frame[:12] + out_tags + frame[cut:]
+            nni = self._nni
             nni.tx_frames += 1
             nni.tx_bytes += len(tagged)
             if self.capture is not None:
                 self.capture("nni", "out", tagged)
             out.append(ToNni(tagged))
         if self.nni_untagged:
-            plain = frame[:12] + frame[12 + len(old_tags):]
-            self._nni_untagged.tx_frames += 1
-            self._nni_untagged.tx_bytes += len(plain)
+            plain = frame[:12] + frame[cut:] if old_tags else frame
+            nni = self._nni_untagged
+            nni.tx_frames += 1
+            nni.tx_bytes += len(plain)
             if self.capture is not None:
                 self.capture("nni-untagged", "out", plain)
             out.append(ToNniUntagged(plain))
-        self._learn(frame[6:12], bound, out_tags)
+        src = frame[6:12]
+        if src != bound.last_src:
+            self._learn(src, bound, out_tags)
         return out
 
     def _decide_up(self, bound: _Bound, tags, ethertype: int, proto: int, ports: bytes) -> tuple:
@@ -352,6 +365,7 @@ class DataPlane:
         if mac[0] & 1:
             return
         bound.nni_tags = out_tags
+        bound.last_src = mac
         macs = self._macs
         entry = macs.get(mac)
         if entry is not None and entry[0] is bound and entry[1] == out_tags:
@@ -387,11 +401,11 @@ class DataPlane:
             counter.drop("malformed")
             return [Dropped(where, "malformed")]
         old_tags, tags, ethertype, proto, ports = peeled
-        flows = self._flow_table()
         if self._down_generation != self._generation:
+            self._flow_table()
             self._down_cache = {}
             self._down_generation = self._generation
-        key = (old_tags, ethertype, proto, ports if flows.uses_ports else b"")
+        key = (old_tags, ethertype, proto, ports if proto == IP_UDP or self._flows.uses_ports else b"")
         decision = self._down_cache.get(key)
         if decision is None:
             decision = self._decide_down(tags, ethertype, proto, ports)
@@ -399,37 +413,61 @@ class DataPlane:
                 self._down_cache.clear()
             self._down_cache[key] = decision
         verdict = decision[0]
+        if verdict == _FORWARD:
+            _, flow, bound, reason, uni_tags, watch, vid = decision
+            flow.counter[0] += 1
+            flow.counter[1] += len(frame)
+            bcounter = bound.counter
+            if bound.onu.state not in ACTIVE_STATES:
+                reason = "onu-not-active"
+            elif bound.uni.state != "up":
+                reason = "uni-down"
+            if reason is not None:
+                bcounter.drop(reason)
+                return [Dropped(bound.where, reason)]
+            out = frame[:12] + uni_tags + frame[12 + len(old_tags):]
+            bcounter.tx_frames += 1
+            bcounter.tx_bytes += len(out)
+            if self.capture is not None:
+                self.capture(bound.where, "out", out)
+            if watch:
+                states.follow_downstream(bound.uni, out, vid)
+            return [ToUni(bound.serial, bound.uni.id, out)]
         if verdict == _DROP:
-            counter.drop(decision[1])
-            return [Dropped(where, decision[1])]
+            _, reason, bound = decision
+            if bound is not None:
+                bound.counter.drop(reason)
+                return [Dropped(bound.where, reason)]
+            counter.drop(reason)
+            return [Dropped(where, reason)]
         flow = decision[1]
         flow.counter[0] += 1
         flow.counter[1] += len(frame)
-        if verdict == _TRAP:
-            indication = events.PacketIndication("nni", flow.network_intf_id if flow.network_intf_id >= 0 else 0,
-                                                 frame)
-            self.olt.emit(indication)
-            return [PacketIn(indication, flow.flow_id)]
-        _, _, olt_tags, serial, uni_id = decision
-        bound = self._lookup(serial, uni_id)
-        if bound is None:
-            counter.drop("not-bound")
-            return [Dropped(f"uni {serial}/{uni_id}", "not-bound")]
-        return self._to_uni(bound, frame, old_tags, olt_tags, ethertype, proto, ports)
+        indication = events.PacketIndication("nni", flow.network_intf_id if flow.network_intf_id >= 0 else 0, frame)
+        self.olt.emit(indication)
+        return [PacketIn(indication, flow.flow_id)]
 
     def _decide_down(self, tags, ethertype: int, proto: int, ports: bytes) -> tuple:
-        """(_DROP, reason), (_TRAP, flow) or (_FORWARD, flow, tags after the OLT, serial,
-        UNI id)."""
+        """The decision for frames of one signature from the NNI: (_DROP, reason, bound UNI or None),
+        (_TRAP, flow) or (_FORWARD, flow, bound UNI, drop reason at the ONU or None, tag octets at the UNI, watch
+        states?, outer VID before the ONU)."""
         sport, dport = ports_of(ports)
         flow = self._flows.first_downstream(tags, ethertype, proto, sport, dport)
         if flow is None:
-            return (_DROP, "no-flow")
+            return (_DROP, "no-flow", None)
         if flow.trap:
             return (_TRAP, flow)
         serial = self.olt.onu_serial_at(flow.pon, flow.onu_id)
-        if not serial:
-            return (_DROP, "no-flow")
-        return (_FORWARD, flow, flow.apply(tags), serial, flow.uni_id)
+        bound = self._lookup(serial, flow.uni_id) if serial else None
+        if bound is None:
+            return (_DROP, "not-bound" if serial else "no-flow", None)
+        if bound.generation != self._generation:
+            self._compiled(bound)
+        olt_tags = flow.apply(tags)
+        uni_tags, reason = bound.part.downstream(olt_tags, ethertype)
+        watch = ethertype == ETH_EAPOL or is_dhcp(proto, ports)
+        return (_FORWARD, flow, bound, reason, tags_bytes(uni_tags) if reason is None else b"", watch,
+                olt_tags[0][1] & 0xFFF if olt_tags else None)
 
     def _to_uni(self, bound: _Bound, frame: bytes, old_tags: bytes, olt_tags, ethertype: int, proto: int,
                 ports: bytes) -> list:

@@ -29,7 +29,24 @@ _DHCP = ("dhcp_state", DHCP_MACHINE, "DhcpState", DHCP_PATH, "dhcp_failed")
 
 def follow_upstream(uni, frame: bytes, vid: int | None) -> None:
     """Move the UNI's service states for an EAPOL or DHCP frame its client sent; `vid` is the outer VLAN id the
-    frame had when it left the ONU (None: untagged), which picks the service when the UNI has several."""
+    frame had when it left the ONU (None: untagged), which picks the service when the UNI has several. Never
+    raises: the frame is carried whatever happens here."""
+    try:
+        _follow_upstream(uni, frame, vid)
+    except Exception:
+        log.failure("dataplane-state-failed serial={serial} uni={uni}", serial=uni.onu.serial, uni=uni.id)
+
+
+def follow_downstream(uni, frame: bytes, vid: int | None) -> None:
+    """Move the UNI's service states for an EAPOL or DHCP frame delivered to its client; `vid` is the outer VLAN id
+    the frame had before the ONU (None: untagged). Never raises."""
+    try:
+        _follow_downstream(uni, frame, vid)
+    except Exception:
+        log.failure("dataplane-state-failed serial={serial} uni={uni}", serial=uni.onu.serial, uni=uni.id)
+
+
+def _follow_upstream(uni, frame: bytes, vid: int | None) -> None:
     decoded = _decode(frame)
     if decoded is None:
         return
@@ -54,9 +71,7 @@ def follow_upstream(uni, frame: bytes, vid: int | None) -> None:
             _walk(service, _DHCP, "dhcp_request_sent")
 
 
-def follow_downstream(uni, frame: bytes, vid: int | None) -> None:
-    """Move the UNI's service states for an EAPOL or DHCP frame delivered to its client; `vid` is the outer VLAN id
-    the frame had before the ONU (None: untagged)."""
+def _follow_downstream(uni, frame: bytes, vid: int | None) -> None:
     decoded = _decode(frame)
     if decoded is None:
         return

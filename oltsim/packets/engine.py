@@ -171,12 +171,14 @@ class ProtocolEngine:
         """RestartEapol on one service: any attempt under way fails, a new one starts."""
         if not service.spec.needs_eapol:
             raise FailedPrecondition(f"service {service.name} does not use EAPOL")
+        _check_simulated(self, service)
         self.eapol.restart(service)
 
     def restart_dhcp(self, service) -> None:
         """RestartDhcp on one service: any attempt under way fails, a new one starts."""
         if not service.spec.needs_dhcp:
             raise FailedPrecondition(f"service {service.name} does not use DHCP")
+        _check_simulated(self, service)
         self.dhcp.restart(service)
 
     def abandon_exchanges(self, onu, restart: bool = False) -> int:
@@ -217,6 +219,14 @@ class ProtocolEngine:
     def pending_timers(self) -> int:
         """EAPOL and DHCP attempt timers still pending."""
         return len(self.eapol.timers) + len(self.dhcp.timers)
+
+
+def _check_simulated(engine, service) -> None:
+    """FailedPrecondition for a service on a UNI its real client drives (oltsim.dataplane)."""
+    uni = service.uni
+    if uni in engine.bound_unis:
+        raise FailedPrecondition(f"UNI {uni.id} of ONU {uni.onu.serial} has an interface: its own client "
+                                 "authenticates and asks for an address (restart it there)")
 
 
 def _dhcp_match(service, flow) -> bool:

@@ -315,3 +315,17 @@ def test_capture_sees_frames_in_and_out(lab, sub):
     lab.dp.capture = lambda where, direction, frame: seen.append((where, direction))
     lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC))
     assert seen == [("uni BBSM000a010b/2", "in"), ("nni", "out"), ("nni-untagged", "out")]
+
+
+def test_binding_abandons_the_simulated_attempt_under_way(lab):
+    """A UNI bound while its simulated DHCP client waits for an answer: the attempt fails at once, its timer is
+    cancelled, and the control API's restart is refused with the reason."""
+    onu = lab.activate(PON, INDEX)
+    service = onu.unis[UNI].services[0]
+    lab.att_flows(onu, UNI, GEM, service.c_tag, service.s_tag)
+    assert service.dhcp_state == "dhcp_discovery_sent" and lab.engine.pending_timers() == 1
+    lab.dp.bind_uni(onu.serial, UNI)
+    assert service.dhcp_state == "dhcp_failed" and lab.engine.pending_timers() == 0
+    from oltsim.model.errors import FailedPrecondition
+    with pytest.raises(FailedPrecondition, match="UNI 2 of ONU BBSM000a010b has an interface"):
+        lab.engine.restart_dhcp(service)
