@@ -2,9 +2,10 @@
 
 What is recorded, and where
 ---------------------------
-`Capture(olt, size)` (built by `oltsim.tap` unless ``--capture-size 0`` / ``bbsim.capture_size: 0``) keeps the last
-`size` records (default 20,000) in a ring, each with the reactor clock's time, its direction, the ONU's serial,
-PON, ONU id, UNI (or NNI) and GEM port:
+`Capture.for_olt(olt, size)` (built by `oltsim.tap` unless ``--capture-size 0`` / ``bbsim.capture_size: 0``) keeps
+the last `size` records (default 20,000), or each ONU's bring-up when that is more (`ring.onu_floor`: ONU_RECORDS +
+UNI_RECORDS a UNI for each ONU), in a ring, each with the reactor clock's time, its direction, the ONU's serial, PON,
+ONU id, UNI (or NNI) and GEM port:
 
 - OMCI: the adapter's OmciMsgOut frames (the southbound calls `capture.omci_out(onu, frame)` after decoding the
   hex) and every OmciInd the ONUs send (`events.OmciIndication`, answers and autonomous messages), byte for byte,
@@ -23,13 +24,19 @@ Memory: at most `size` records and `size` x FRAME_BUDGET (512) bytes of frames (
 longer than SNAPLEN, 2048, is kept cut, with its original length). A record costs RECORD_OVERHEAD (150, measured)
 bytes besides its frame's octets: a baseline OMCI message about 200 bytes, a DHCP frame about 500, an annotation
 about 250 (the event object it keeps); 20,000 records of a bring-up, mostly OMCI, about 4-5 MiB, and at most
-20,000 x (150 + 512) bytes, about 13 MiB, whatever the adapter sends.
+20,000 x (150 + 512) bytes, about 13 MiB, whatever the adapter sends. At 16x32 with 4 UNIs the floor is 378,880
+records: a bring-up fills 290,341 of them, 60 MiB, 120 KiB an ONU (bench/capture_memory.py).
 
 The API for the surfaces (REST, gRPC, /ui): all on the reactor thread
 --------------------------------------------------------------------
 - `CaptureFilter.of(onus=("BBSM000a0101",), pon=None, omci=False, packets=False)`: which frames to keep (serials in
   any case; `omci` / `packets`: only OMCI / only UNI and NNI frames; annotations about a kept ONU, PON or the whole
-  OLT come along). `capture.check(filter)` raises NotFound for a serial or PON the OLT does not have.
+  OLT come along). `capture.check(filter)` raises NotFound for a serial (naming the nearest) or PON the OLT does not
+  have.
+- `capture.coverage(filter=None, since=None) -> Coverage`: how far back the ring reaches (`wrapped`, the time of its
+  `oldest` record, and of the oldest of each ONU the filter names; `short` when `since` reaches past what it keeps);
+  every stream has its own at open (`stream.coverage`), which the surfaces report (REST headers, gRPC's first
+  CaptureChunk) and which, when `short`, is said first in the stream by an annotation.
 - `capture.snapshot(filter=None, since=None) -> bytes`: the ring (its last `since` seconds) as a pcapng file.
 - `capture.select(filter=None, since=None) -> list[record]`: the records themselves (tuples, see `ring.TIME` ...).
 - `capture.open_stream(filter=None, since=None, count=None, duration=None) -> CaptureStream`: live pcapng: the
