@@ -1,8 +1,8 @@
 """A record of the OMCI the adapter wrote that decides where an ONU's frames go and how they are tagged (issue 37).
 
 The responder (`oltsim.omci.responder`) answers Create, Set and Delete on any G.988 class without keeping what they
-said; the data plane needs it. `VlanConfig.observe(handle)` wraps the responder's entry point: each Create, Set or
-Delete of a class below (and each MIB Reset) is noted before the responder sees it, and applied to the ONU's record
+said; the data plane needs it. `VlanConfig.observe(handler)` (a `VlanRecorder`, an `oltsim.omci.wrappers.OmciWrapper`)
+stands in front of the responder or of the wrappers already in front of it: each Create, Set or Delete of a class below (and each MIB Reset) is noted before the responder sees it, and applied to the ONU's record
 only when the responder's answer (an `OmciIndication` on the OLT's events, see `attach`) says success, so that a
 refused, muted or delayed request is recorded as the ONU took it. An ONU that is disabled (powered off, rebooted,
 deleted) and a MIB Reset forget the record, as a real ONU's volatile MIB does.
@@ -23,8 +23,9 @@ from oltsim.model import events
 from oltsim.model.onu import serial_key
 from oltsim.omci import codec
 from oltsim.omci.codec import MeClass
+from oltsim.omci.wrappers import OmciWrapper
 
-__all__ = ["EVTOCD", "GEM_CTP", "GEM_IW_TP", "MAPPER", "MBPCD", "OnuRecord", "VTFD", "VlanConfig"]
+__all__ = ["EVTOCD", "GEM_CTP", "GEM_IW_TP", "MAPPER", "MBPCD", "OnuRecord", "VTFD", "VlanConfig", "VlanRecorder"]
 
 MBPCD = 47
 VTFD = 84
@@ -94,13 +95,11 @@ class VlanConfig:
 
     # ---- wiring ------------------------------------------------------------------------------------------------
 
-    def observe(self, handle: Callable) -> Callable:
-        """A callable `(onu, frame)` to use in place of the responder's `handle`: notes the request, then calls
-        `handle(onu, frame)` (whatever it raises is raised)."""
-        def observed(onu, data):
-            self.note(onu, data)
-            return handle(onu, data)
-        return observed
+    def observe(self, handler) -> "VlanRecorder":
+        """A wrapper in front of `handler` (an OMCI handler: the responder, a wrapper, or a callable `(onu, frame)`)
+        that notes each request here, then passes it on (whatever that raises is raised). Put it outermost, so that
+        it sees what the adapter sent; its `handle` is what the ProtocolEngine takes."""
+        return VlanRecorder(handler, self)
 
     def attach(self, olt) -> Callable[[], None]:
         """Hear `olt`'s events: OMCI answers apply the requests noted; an ONU that is disabled forgets its record.
@@ -222,6 +221,19 @@ class VlanConfig:
     def _changed(self, serial: str) -> None:
         for listener in self._listeners:
             listener(serial)
+
+
+class VlanRecorder(OmciWrapper):
+    """Notes each frame in a `VlanConfig` (which applies it when the ONU's answer says success), then passes it on."""
+
+    def __init__(self, wrapped, config: VlanConfig) -> None:
+        super().__init__(wrapped)
+        self.config = config
+
+    def handle(self, onu, data: bytes) -> None:
+        """Note `data`, a frame the adapter sent to `onu`, then hand it to the wrapped handler."""
+        self.config.note(onu, data)
+        self.pass_on(onu, data)
 
 
 def _create_values(me_class: MeClass, contents: bytes) -> dict[int, bytes]:

@@ -15,6 +15,7 @@ from oltsim.model import events
 from oltsim.model.builder import build_olt
 from oltsim.omci import codec
 from oltsim.omci.responder import OmciResponder
+from oltsim.omci.wrappers import OmciFaultWrapper
 from oltsim.omci.vlanconfig import CLASSES, EVTOCD, GEM_CTP, GEM_IW_TP, MAPPER, MBPCD, VTFD, VlanConfig
 from oltsim.openoltpb import flow_from_pb
 from oltsim.packets import frames as f
@@ -74,7 +75,8 @@ class Lab:
         self.responder.attach(self.olt)
         self.vlan = VlanConfig()
         self.vlan.attach(self.olt)
-        self.engine = ProtocolEngine(omci_responder=self.vlan.observe(self.responder.handle))
+        # as makeService wires it: the recorder outermost, then the fault knobs, then the responder
+        self.engine = ProtocolEngine(omci_responder=self.vlan.observe(OmciFaultWrapper(self.responder)).handle)
         self.engine.attach(self.olt)
         self.dp = DataPlane(self.olt, self.clock, vlan_config=self.vlan)
         self.delivered = []

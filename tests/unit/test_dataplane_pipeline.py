@@ -329,3 +329,19 @@ def test_binding_abandons_the_simulated_attempt_under_way(lab):
     from oltsim.model.errors import FailedPrecondition
     with pytest.raises(FailedPrecondition, match="UNI 2 of ONU BBSM000a010b has an interface"):
         lab.engine.restart_dhcp(service)
+
+
+def test_a_muted_onu_records_nothing_and_a_delayed_one_records_when_it_answers(lab):
+    """Behind the fault knobs: a request a muted ONU ignores is never recorded; one the ONU answers 2 s later is
+    recorded then, not before."""
+    onu = lab.activate(PON, INDEX)
+    ctp = (1100).to_bytes(2, "big") + (0x8001).to_bytes(2, "big") + b"\x03" + bytes(9)
+    lab.olt.faults.set_omci_mute(onu)
+    assert lab.omci(onu, codec.CREATE, codec.GEM_PORT_NETWORK_CTP, 1100, ctp) == b""      # no answer
+    assert lab.vlan.record(onu.serial) is None
+    lab.olt.faults.set_omci_mute(onu, False)
+    lab.olt.faults.set_omci_delay(onu, 2.0)
+    assert lab.omci(onu, codec.CREATE, codec.GEM_PORT_NETWORK_CTP, 1100, ctp) == b""      # not yet
+    assert lab.vlan.record(onu.serial) is None
+    lab.clock.advance(2.0)
+    assert lab.vlan.record(onu.serial).value(codec.GEM_PORT_NETWORK_CTP, 1100, 1) == 1100
