@@ -1,0 +1,195 @@
+"""Real subscriber traffic through the simulated PON (issue 37): `twistd oltsim --adapter builtin` with TAP
+interfaces, Debian's dnsmasq on the untagged NNI interface (in a namespace of its own), and real clients in UNI
+namespaces: wpa_supplicant (wired driver, EAP-MD5) authenticates, dhclient gets a lease, ping reaches the server,
+tshark on the NNI trunk sees the S-tag and C-tag the services name; 64 UNIs at 4x16 get 64 leases from one dnsmasq;
+a VLAN rule changed by the test drops the frames and counts them.
+
+Needs root, /dev/net/tun and `ip netns`; the Debian packages are installed only with OLTSIM_TEST_INSTALL=1
+(tests/integration/netlab.py), else the tests skip with the reason. Every name starts with a random prefix of the
+run (--interface-prefix), and every process and namespace a test starts is stopped and removed, on failure too.
+"""
+from __future__ import annotations
+
+import subprocess
+import time
+
+import grpc
+import pytest
+from google.protobuf import json_format
+from voltha_protos import openolt_pb2, openolt_pb2_grpc
+
+from netlab import Lab, LabUnavailable, require, run
+from test_daemon import daemon  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.dataplane
+
+EAP_OK = "eap_response_success_received"
+DHCP_OK = "dhcp_ack_received"
+WAIT = 60.0
+NO_EAPOL_SERVICES = """\
+workflow: att
+services:
+  - name: hsia
+    c_tag: 900
+    c_tag_allocation: unique
+    s_tag: 900
+    s_tag_allocation: shared
+    needs_eapol: false
+    needs_dhcp: true
+    tp_id: 64
+"""
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """A Lab (netlab.Lab) with dnsmasq, dhclient, wpa_supplicant, tshark and ping; skips when it cannot be had."""
+    try:
+        require("dnsmasq", "dhclient", "wpa_supplicant", "tshark", "ping")
+    except LabUnavailable as exc:
+        pytest.skip(str(exc))
+    made = Lab(tmp_path)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def dataplane_options(lab: Lab, *more: str) -> list[str]:
+    p = lab.prefix
+    return ["--adapter", "builtin", "--uni-netns", "--interface-prefix", p, "--nni-interface", f"{p}nni",
+            "--nni-untagged-interface", f"{p}nniu", *more]
+
+
+def serve_dhcp(lab: Lab, subnet: int) -> tuple[str, str]:
+    """Move the untagged NNI interface into a server namespace, address it 10.<subnet>.0.1/16 and start dnsmasq on
+    it; (namespace, server address)."""
+    server = lab.netns(f"{lab.prefix}srv")
+    lab.wait_link(f"{lab.prefix}nniu")
+    lab.move(f"{lab.prefix}nniu", server, f"10.{subnet}.0.1/16")
+    lab.dnsmasq(server, f"{lab.prefix}nniu", f"10.{subnet}.1.1", f"10.{subnet}.1.254")
+    return server, f"10.{subnet}.0.1"
+
+
+def wait_for(what: str, predicate, timeout: float = WAIT, explain=lambda: ""):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = predicate()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not happen within {timeout:g} s {explain()}")
+
+
+def service_of(process, serial: str, uni_id: int) -> dict:
+    status, body = process.rest_get(f"/v1/olt/onus/{serial}")
+    assert status == 200, body
+    uni = next(u for u in body["unis"] if u["ID"] == uni_id)
+    return uni["services"][0]
+
+
+def flows_of(process, onu_id: int, uni_id: int) -> list[dict]:
+    status, body = process.rest_get("/v1/olt/flows")
+    assert status == 200, body
+    return [flow for flow in body["flows"] if flow.get("onu_id") == onu_id and flow.get("uni_id", 0) == uni_id]
+
+
+def dataplane(process) -> dict:
+    status, body = process.rest_get("/v1/dataplane")
+    assert status == 200, body
+    return body
+
+
+def test_a_real_supplicant_and_dhcp_client_on_a_uni_are_authenticated_leased_tagged_and_dropped_when_a_rule_changes(
+        daemon, lab, tmp_path):
+    """OLT id 10, 16 ONUs on the PON, the second UNI of the third ONU bound: wpa_supplicant authenticates with EAP-MD5
+    against the built-in authenticator (its EAPOL reaches the adapter as packet indications; the service shows EAP
+    success), dhclient gets a lease from dnsmasq behind the untagged NNI, ping to the server answers, and tshark on
+    the NNI trunk sees the service's S-tag over its C-tag. Then the test replaces the UNI's upstream HSIA flow with
+    one for another C-tag: ping fails, the drops are counted at the UNI and no frame more leaves on the NNI."""
+    p = lab.prefix
+    serial, uni_id = "BBSM000a0003", 1
+    uni_ns = f"{p}u0-3-1"
+    process = daemon(*dataplane_options(lab, "--olt-id", "10", "--pon", "1", "--onu", "16", "--uni", "2",
+                                        "--uni-interfaces", f"{serial}/{uni_id}", "--eap-secret", "s3cret"))
+    process.wait_serving()
+    server, server_ip = serve_dhcp(lab, 201)
+    trunk = tmp_path / "trunk.pcapng"
+    tshark = lab.start(None, "tshark", "-i", f"{p}nni", "-w", str(trunk), log="tshark.log")
+    wait_for("tshark capturing", lambda: "Capturing on" in lab.log("tshark.log"), 30,
+             lambda: lab.log("tshark.log"))
+    onu_id = wait_for("the ONU's activation", lambda: process.rest_get(f"/v1/olt/onus/{serial}")[1].get("ID"))
+    wait_for("the EAPOL trap flow", lambda: any(f["classifier"]["eth_type"] == 0x888E
+                                                for f in flows_of(process, onu_id, uni_id)))
+    lab.wpa_supplicant(uni_ns, uni_ns, "user", "s3cret")
+    wait_for("EAP success", lambda: service_of(process, serial, uni_id)["EapolState"] == EAP_OK,
+             explain=lambda: lab.log(f"{uni_ns}.wpa.log")[-3000:] + process.log[-3000:])
+    assert "CTRL-EVENT-EAP-SUCCESS" in lab.log(f"{uni_ns}.wpa.log")
+    assert dataplane(process)["packet_ins"] >= 2   # EAPOL-Start, Identity, MD5 response: trapped to the adapter
+    lab.dhclient(uni_ns, uni_ns)
+    address = lab.wait_address(uni_ns, uni_ns)
+    assert address.startswith("10.201.1.")
+    wait_for("DHCP ack on the service", lambda: service_of(process, serial, uni_id)["DhcpState"] == DHCP_OK)
+    ping = run("ip", "netns", "exec", uni_ns, "ping", "-c", "3", "-i", "0.2", "-W", "2", server_ip, check=False)
+    assert ping.returncode == 0, ping.stdout + ping.stderr
+    svc = service_of(process, serial, uni_id)
+    lab.stop(tshark)
+    read = run("tshark", "-r", str(trunk), "-Y", "icmp", "-T", "fields", "-e", "vlan.id", timeout=60)
+    assert f"{svc['STag']},{svc['CTag']}" in read.stdout.split(), read.stdout
+    assert svc["CTag"] != service_of(process, "BBSM000a0001", 0)["CTag"]   # its own C-tag, not the first UNI's
+
+    # A changed VLAN rule: the upstream HSIA flow now wants another C-tag; the UNI's frames match no flow.
+    hsia = next(f for f in flows_of(process, onu_id, uni_id)
+                if f["flow_type"] == "upstream" and f["action"]["cmd"]["add_outer_tag"])
+    hsia["classifier"]["o_vid"] = svc["CTag"] + 1
+    with grpc.insecure_channel(f"127.0.0.1:{process.ports['openolt']}") as channel:
+        openolt_pb2_grpc.OpenoltStub(channel).FlowAdd(
+            json_format.ParseDict(hsia, openolt_pb2.Flow(), ignore_unknown_fields=True), timeout=10)
+    before = dataplane(process)
+    ping = run("ip", "netns", "exec", uni_ns, "ping", "-c", "3", "-i", "0.2", "-W", "1", server_ip, check=False)
+    assert ping.returncode != 0, ping.stdout
+    after = dataplane(process)
+    key = f"{serial}/{uni_id}"
+    assert after["unis"][key]["dropped"].get("no-flow", 0) >= before["unis"][key]["dropped"].get("no-flow", 0) + 3
+    assert after["interfaces"][f"{p}nniu"]["tx_frames"] == before["interfaces"][f"{p}nniu"]["tx_frames"]
+
+
+def test_64_unis_get_64_leases_from_one_dnsmasq(daemon, lab, tmp_path):
+    """4 PONs x 16 ONUs, every UNI bound in a namespace of its own: 64 dhclients get 64 different leases from one
+    dnsmasq on the untagged NNI, and every service shows DHCP ack."""
+    services = tmp_path / "services.yaml"
+    services.write_text(NO_EAPOL_SERVICES)
+    process = daemon(*dataplane_options(lab, "--pon", "4", "--onu", "16", "--uni", "1", "--uni-interfaces", "all",
+                                        "--services", str(services)))
+    process.wait_serving()
+    serve_dhcp(lab, 202)
+    unis = [f"{lab.prefix}u{pon}-{onu}-0" for pon in range(4) for onu in range(1, 17)]
+    # the ONUs' VLAN operations and flows first: a client that starts before them waits for its retry
+    wait_for("every ONU's forwarding flows", lambda: sum(
+        1 for f in process.rest_get("/v1/olt/flows")[1]["flows"]
+        if f["flow_type"] == "downstream" and f.get("onu_id", -1) > 0) == 64, 120)
+    for name in unis:
+        lab.dhclient(name, name)
+    addresses = {name: lab.wait_address(name, name, timeout=120) for name in unis}
+    assert len(set(addresses.values())) == 64, addresses
+    status, body = process.rest_get("/v1/olt/onus")
+    states = [s["DhcpState"] for onu in body["items"] for u in onu["unis"] for s in u["services"]]
+    assert states.count(DHCP_OK) == 64, states
+
+
+def test_a_taken_interface_name_is_refused_in_one_line_with_nothing_left(daemon, lab):
+    """An interface of one of the names already there: oltsim exits 2 with one line naming it, and the namespaces
+    and interfaces it made before it looked are gone (it made none: the names are checked first)."""
+    p = lab.prefix
+    run("ip", "tuntap", "add", "dev", f"{p}u0-1-1", "mode", "tap")
+    try:
+        process = daemon(*dataplane_options(lab, "--uni-interfaces", "all", "--uni", "2"))
+        code = process.wait_exit(30)
+        assert code == 2, process.log
+        lines = [line for line in process.log.splitlines() if line.startswith("oltsim: ")]
+        assert lines == [f"oltsim: UNI BBSM00000001/1: an interface named {p}u0-1-1 exists already (another "
+                         f"oltsim? --interface-prefix keeps two apart)"], process.log
+        assert run("ip", "netns", "list").stdout.count(p) == 0
+        assert f"{p}u0-1-0" not in run("ip", "-br", "link").stdout
+    finally:
+        subprocess.run(["ip", "link", "delete", f"{p}u0-1-1"], capture_output=True, timeout=10)
+
