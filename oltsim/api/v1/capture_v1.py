@@ -246,5 +246,7 @@ def openapi_path() -> ExtraPath:
                     "annotations (docs/capture.md). Filters combine; annotations about a kept ONU or PON, or "
                     "the whole OLT, come along. Without duration or count the response goes on until the client "
                     "leaves. A client that does not read loses frames (an annotation says how many), never the "
-                    "simulator. 404: an unknown ONU or PON, or capture is off (--capture-size 0); 429: 16 live "
-                    "captures are open.")
+                    "simulator. The headers X-Oltsim-Ring-Wrapped (yes/no), X-Oltsim-Ring-Size, "
+                    "X-Oltsim-Ring-Oldest and X-Oltsim-Ring-Oldest-Onu (SERIAL=time, or none) say how far back the "
+                    "ring reached when the capture opened. 404: an unknown ONU (naming the nearest) or PON, or "
+                    "capture is off (--capture-size 0); 429: 16 live captures are open.")
