@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from oltsim.config import LISTENER_FIELDS, SETTINGS, ConfigError, endpoint_from_address, load_settings
+from oltsim.daemon import check_listeners
 from oltsim.model.builder import check_buildable
 from oltsim.model.errors import OltsimError
 from oltsim.suggest import did_you_mean
@@ -294,7 +295,6 @@ def check(parsed: Parsed, config: str | None):
     OltsimError, ValueError) naming the problem."""
     settings = load_settings(parsed.given, config)
     check_buildable(settings)
-    from oltsim.tap import check_listeners
     check_listeners(settings)
     return settings
 

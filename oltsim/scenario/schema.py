@@ -21,6 +21,10 @@ from oltsim.suggest import did_you_mean
 
 __all__ = ["ACTIONS", "ActionSpec", "Scenario", "Step", "Targets", "load", "parse", "parse_duration"]
 
+#: The largest scenario text read (UTF-8 bytes; a --scenario file, a REST body, a gRPC field): thousands of steps;
+#: more is refused, not parsed.
+MAX_SCENARIO_BYTES = 256 * 1024
+
 #: A target kind per action: what `targets` selects and what the action acts on.
 ONU, PON, NNI, OLT = "onu", "pon", "nni", "olt"
 

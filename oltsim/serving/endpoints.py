@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 
 import grpc
 
-__all__ = ["GrpcListen", "bind_error", "bind_refusal", "parse_grpc_endpoint", "split_endpoint"]
+__all__ = ["GrpcListen", "bind_error", "bind_refusal", "local_ip", "parse_grpc_endpoint", "port_of", "split_endpoint"]
 
 _TRUE = {"yes", "true", "1", "on"}
 _FALSE = {"no", "false", "0", "off"}
@@ -279,3 +279,29 @@ def parse_grpc_endpoint(description: str) -> GrpcListen:
         require_client_cert=require,
         backlog=backlog,
     )
+
+
+def local_ip(openolt_endpoint: str) -> str:
+    """The address reported as the OLT's IP: the OpenOLT interface if one is given, else the
+    address of the default route (as BBSim), else loopback."""
+    listen = parse_grpc_endpoint(openolt_endpoint)
+    if listen.host and listen.host not in ("0.0.0.0", "::"):
+        return listen.host
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))  # no packet is sent by a UDP connect
+        return probe.getsockname()[0]
+    except OSError:
+        return "127.0.0.1"
+    finally:
+        probe.close()
+
+
+def port_of(endpoint: str, default: int) -> int:
+    """The port of a tcp/ssl endpoint string (``tcp:50074:interface=...``, ``ssl:port=50074:...``), or
+    ``default`` when it names none (advertised in SADIS URLs)."""
+    for part in endpoint.split(":")[1:]:
+        value = part.split("=", 1)[-1] if part.startswith("port=") else part
+        if value.isdigit():
+            return int(value)
+    return default

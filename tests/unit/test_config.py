@@ -812,7 +812,7 @@ def test_grpc_engine_from_yaml_and_options(tmp_path):
 def test_loop_engine_choice(choice, endpoint, engine):
     """auto serves every endpoint natively (ssl: ones through the TLS relay in front of pygrpc-native); an explicit
     choice is kept."""
-    from oltsim.tap import loop_engine
+    from oltsim.daemon import loop_engine
 
     assert loop_engine(choice, endpoint) == engine
 

@@ -14,7 +14,8 @@ from twisted.logger import globalLogPublisher
 
 from oltsim.config import ConfigWarning
 from oltsim.logs import CONTROL
-from oltsim.tap import DaemonService, Options, WaitingForAdapter, listen_failure, makeService
+from oltsim.daemon import DaemonService, WaitingForAdapter, listen_failure
+from oltsim.tap import Options, makeService
 
 
 class Recorder(service.Service):

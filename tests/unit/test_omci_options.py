@@ -8,7 +8,8 @@ from twisted.internet.task import Clock
 
 from oltsim.model import events
 from oltsim.omci import codec
-from oltsim.tap import OltService, Options, makeService
+from oltsim.daemon import OltService
+from oltsim.tap import Options, makeService
 
 GET, MIB_RESET, MIB_UPLOAD = 0x49, 0x4F, 0x4D
 ONU2_G = 257

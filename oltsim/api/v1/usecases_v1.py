@@ -18,12 +18,12 @@ from oltsim.buildinfo import build_info
 from oltsim.capture.ring import check_serial
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound
 from oltsim.model.onu import IGMP_MACHINE
+# the largest scenario text RunScenario takes (UTF-8 bytes), as --scenario: more is refused, not parsed
+from oltsim.scenario.schema import MAX_SCENARIO_BYTES  # noqa: F401 - rest_v1 reads it here
 
 log = logger("oltsim.api")
 
 LOG_LEVELS = ("trace", "debug", "info", "warn", "error")
-#: The largest scenario text RunScenario takes (UTF-8 bytes): thousands of steps; more is refused, not parsed.
-MAX_SCENARIO_BYTES = 256 * 1024
 
 
 def parse_uint(value, name: str) -> int:
