@@ -2,8 +2,8 @@
 VLAN tagging filter data), as pure functions of a frame's tags.
 
 A frame's tags are a tuple of `(tpid, tci)` pairs, outermost first. `Evtocd.upstream(tags, ethertype)` gives the
-tags a frame leaves the UNI's EVTOCD with, or None when it is discarded; `Evtocd.downstream` the inverse (downstream
-mode 0, the only one VOLTHA's ONU adapter writes). `VlanFilter.passes(tags)` says whether the bridge port's filter
+tags a frame leaves the UNI's EVTOCD with, or None when it is discarded; `Evtocd.downstream` the inverse, as its
+downstream mode says (VOLTHA's ONU adapter writes 0). `VlanFilter.passes(tags)` says whether the bridge port's filter
 forwards the frame. Nothing here is per frame: the pipeline caches the answers per tag signature.
 
 EVTOCD entry fields (16 octets, four 32-bit words):
@@ -15,7 +15,8 @@ Filter priority 15 = no tag in this position, 14 = default rule, 8 = any priorit
 priority 15 = add no tag, 8 / 9 = copy from the received inner / outer tag; VID 4096 / 4097 = copy from the received
 inner / outer tag; tags to remove 3 = discard the frame. A single-tagged frame's tag is its "inner" tag. Three
 default rules (untagged, single-tagged and double-tagged frames pass unchanged) exist until the adapter overwrites
-them, as G.988 says an ONU creates them with the ME.
+them, as G.988 says an ONU creates them with the ME; downstream they do not apply. The EtherType filter knows the
+values 1..5 (IPv4, PPPoE, ARP, IPv6, EAPOL); a rule filtering on extended criteria (DHCP ports) takes no frame.
 """
 from __future__ import annotations
 
@@ -60,6 +61,7 @@ class Rule:
     f_in_vid: int
     f_in_tpid: int
     f_eth: int
+    f_extended: int
     remove: int
     t_out_prio: int
     t_out_vid: int
@@ -72,7 +74,7 @@ class Rule:
     def decode(cls, entry: bytes) -> "Rule":
         w1, w2, w3, w4 = (int.from_bytes(entry[i:i + 4], "big") for i in (0, 4, 8, 12))
         return cls(bytes(entry), w1 >> 28, (w1 >> 15) & 0x1FFF, (w1 >> 12) & 7,
-                   w2 >> 28, (w2 >> 15) & 0x1FFF, (w2 >> 12) & 7, w2 & 0xF,
+                   w2 >> 28, (w2 >> 15) & 0x1FFF, (w2 >> 12) & 7, w2 & 0xF, (w2 >> 4) & 0xFF,
                    w3 >> 30, (w3 >> 16) & 0xF, (w3 >> 3) & 0x1FFF, w3 & 7,
                    (w4 >> 16) & 0xF, (w4 >> 3) & 0x1FFF, w4 & 7)
 
@@ -107,6 +109,11 @@ class Rule:
         return n
 
     @property
+    def is_default_treatment(self) -> bool:
+        """A default rule that leaves frames as they are: G.988 says it does not apply downstream."""
+        return self.is_default and self.remove == 0 and self.adds == 0
+
+    @property
     def adds(self) -> int:
         """How many tags the treatment adds."""
         return int(self.t_out_prio != NO_TAG) + int(self.t_in_prio != NO_TAG)
@@ -115,6 +122,8 @@ class Rule:
         """Whether the rule's filter takes a frame with `tags` (of this rule's kind) and `ethertype`."""
         if self.f_eth and ethertype not in ETHERTYPES.get(self.f_eth, ()):
             return False
+        if self.f_extended:
+            return False            # extended criteria (DHCP ports) are not modelled: such a rule takes nothing
         kind = self.kind
         if kind == 1:
             return _filter(self.f_in_prio, self.f_in_vid, self.f_in_tpid, tags[0], input_tpid)
@@ -139,7 +148,9 @@ class Rule:
     def undo(self, tags: Tags, ethertype: int, input_tpid: int) -> Tags | None:
         """The inverse (downstream mode 0): the tags a downstream frame with `tags` leaves with, None when the rule
         could not have produced them (or what it removed cannot be told from what it added)."""
-        if self.remove == DISCARD or (self.f_eth and ethertype not in ETHERTYPES.get(self.f_eth, ())):
+        if self.remove == DISCARD or self.f_extended:
+            return None
+        if self.f_eth and ethertype not in ETHERTYPES.get(self.f_eth, ()):
             return None
         adds = self.adds
         if len(tags) < adds:
@@ -267,9 +278,10 @@ class Evtocd:
         self._by_kind = {k: sorted((r for r in rules if r.kind == k),
                                    key=lambda r: (r.is_default, -r.specificity, order[id(r)]))
                          for k in (0, 1, 2)}
-        # Downstream: try the rules that give the fewest tags back first (an RG that sent untagged frames gets
-        # untagged frames), then the most specific.
-        self._inverse = sorted(rules, key=lambda r: (r.is_default, r.kind, -r.specificity, order[id(r)]))
+        # Downstream: the rules that give the fewest tags back first (an RG that sent untagged frames gets untagged
+        # frames), then the most specific; default rules with the default treatment do not apply (G.988).
+        self._inverse = sorted((r for r in rules if not r.is_default_treatment),
+                               key=lambda r: (r.is_default, r.kind, -r.specificity, order[id(r)]))
 
     def upstream(self, tags: Tags, ethertype: int) -> Tags | None:
         """The tags a frame from the UNI leaves with; None when a rule discards it or none matches."""
@@ -280,14 +292,24 @@ class Evtocd:
         return None
 
     def downstream(self, tags: Tags, ethertype: int) -> Tags | None:
-        """The tags a frame towards the UNI leaves with (inverse of the upstream rules); None when no rule could
-        have produced its tags. An untagged frame no rule produced passes as it is: it has no tag to undo (an
-        adapter's OnuPacketOut is often untagged)."""
+        """The tags a frame towards the UNI leaves with; None when it is discarded. Downstream mode (G.988 9.3.13):
+        0 (VOLTHA's), 2, 3 and 4: the inverse of the first upstream rule that could have produced the frame's
+        tags, a frame none could have produced passing unmodified (mode 0 leaves that to the ONU: this one
+        forwards, and the bridge port's VLAN filter is what refuses foreign tags); 5, 6 and 7: likewise, but such a
+        frame is discarded (an untagged one still passes: it has no tag to undo); 1: every frame unmodified; 8:
+        every frame discarded. Other values act as 0."""
+        mode = self.downstream_mode
+        if mode == 1:
+            return tags
+        if mode == 8:
+            return None
         for rule in self._inverse:
             result = rule.undo(tags, ethertype, self.input_tpid)
             if result is not None:
                 return result
-        return () if not tags else None
+        if mode in (5, 6, 7) and tags:
+            return None
+        return tags
 
 
 class VlanFilter:

@@ -183,3 +183,27 @@ def test_flow_classifier():
     assert dhcp.matches((tag(1006),), IPV4, 17, 68, 67, 1100)
     assert not dhcp.matches((tag(1006),), IPV4, 17, 68, 67, 1101)
     assert not dhcp.matches((tag(1006),), IPV4, 6, 68, 67, 1100)
+
+
+@pytest.mark.parametrize("mode, foreign, untagged", [
+    (0, "unmodified", "unmodified"), (1, "unmodified", "unmodified"), (5, None, "unmodified"), (8, None, None)])
+def test_downstream_modes(mode, foreign, untagged):
+    """Downstream mode: 0 undoes the matching rule and forwards a frame no rule produced, 5 discards it (an untagged
+    one has nothing to undo and passes), 1 leaves every frame alone, 8 discards every frame."""
+    evtocd = Evtocd([push_rule(1006)], downstream_mode=mode)
+    expect = {"unmodified": (tag(1007),), None: None}[foreign]
+    assert evtocd.downstream((tag(1007),), IPV4) == expect
+    assert evtocd.downstream((), IPV4) == ({"unmodified": (), None: None}[untagged])
+    if mode in (0, 5):
+        assert evtocd.downstream((tag(1006),), IPV4) == ()
+    if mode == 1:
+        assert evtocd.downstream((tag(1006),), IPV4) == (tag(1006),)
+
+
+def test_a_rule_on_extended_criteria_takes_no_frame():
+    """A rule filtering on extended criteria (DHCPv4 ports), which the simulated ONU does not model, never applies:
+    the general rule does."""
+    dhcp_only = bytearray(rule(t_in=(0, 77, 4)))
+    dhcp_only[7] |= 0x10                  # extended criteria 1 (DHCPv4): bits 11..4 of word 2
+    evtocd = Evtocd([bytes(dhcp_only), push_rule(1006)])    # written first: it would win if it applied
+    assert vids(evtocd.upstream((), IPV4)) == [(1006, 0)]
