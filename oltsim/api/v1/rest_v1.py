@@ -102,7 +102,9 @@ def openapi_document(revision: str = "extended", secured: bool = False, events: 
                     "has `dropped` and `reason`) and the connection closes"},
             request=oltsim_pb2.EventFilter.DESCRIPTOR, errors=(400, 404),
             description="`types` filters by event type (repeated, or comma-separated), `onu_serial` by ONU. A "
-                        "reader that does not keep up loses events (counted in `dropped`), never the simulator. "
+                        "reader that does not keep up loses events (`dropped`: how many since the event before, once per "
+                        "gap), never the simulator. Unknown types are 400, an unknown ONU 404, each naming the "
+                        "nearest. "
                         "A `<device>-state-changed` record's `details` hold `device`, `attribute`, `from` and "
                         "`to`; a `service-state-changed` record's (attribute `EapolState` or `DhcpState`) also "
                         "`service`, the service's name on the UNI of `uni_id`."))
