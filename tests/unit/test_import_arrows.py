@@ -57,9 +57,10 @@ def test_lower_layers_do_not_import_the_apis(path):
     assert _reaches(imported(path), UPPER) == []
 
 
-@pytest.mark.parametrize("place", ["serving", "southbound"])
-def test_serving_and_southbound_do_not_import_kafka(place):
-    """The listeners and the OpenOLT southbound do not reach the Kafka event sink (an upper, optional surface)."""
+@pytest.mark.parametrize("place", ["serving", "southbound", "config.py"])
+def test_serving_southbound_and_settings_do_not_import_kafka(place):
+    """The listeners, the OpenOLT southbound and the settings do not reach the Kafka event sink (an upper, optional
+    surface)."""
     for path in _modules(place):
         assert _reaches(imported(path), ("oltsim.kafka",)) == [], path
 
