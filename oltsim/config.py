@@ -5,6 +5,10 @@ file, so existing BBSim configurations load unchanged. Unlike BBSim, every key i
 options the user actually typed override the file, zero is a value like any other, and a configuration that
 cannot be built is refused with one :class:`ConfigError` whose message a person can act on.
 
+Every setting is one row of :data:`SETTINGS` (the table of settings, below): its Settings field, kind, default,
+help, `twistd oltsim` option, YAML key, `bbsim` flag and check. Adding a setting is adding a row there (the comment
+above the table says how) and using it where the daemon is wired (oltsim.tap).
+
 This module is pure: it reads files and builds frozen values, nothing else (no reactor, no sockets).
 """
 from __future__ import annotations

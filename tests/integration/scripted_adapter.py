@@ -57,15 +57,11 @@ def describe(indication: openolt_pb2.Indication) -> str:
 
 def listener_options() -> list[str]:
     """The oltsim options that take a listening endpoint (openolt, grpc-v1, rest-v1, ..., sadis), found from the
-    settings whose default is an endpoint string, so that tests and benchmarks put every one of them on loopback
+    table of settings (the rows of kind endpoint), so that tests and benchmarks put every one of them on loopback
     (none may bind a default port or all interfaces)."""
-    from dataclasses import fields
+    from oltsim.config import SETTINGS
 
-    from oltsim.config import Settings
-    from oltsim.tap import PARAMETERS
-
-    endpoints = {f.name for f in fields(Settings) if isinstance(f.default, str) and f.default.startswith("tcp:")}
-    return [name for name, _, _, _, field in PARAMETERS if field in endpoints]
+    return [row.option for row in SETTINGS if row.kind == "endpoint" and row.option]
 
 
 def free_ports(count: int) -> list[int]:

@@ -149,3 +149,30 @@ def test_the_daemon_waits_for_an_adapter_unless_it_is_its_own(arguments, said):
     children = list(top)
     assert isinstance(children[-1], WaitingForAdapter) is said
     assert sum(isinstance(child, WaitingForAdapter) for child in children) == int(said)
+
+
+def test_the_top_service_declares_its_parts_and_starts_its_children_in_order():
+    """makeService's top service is given its named parts (the model, the hub, the use cases with their capture
+    ring and scenario runner, the event bus, metrics, DMI, the connection watch; Kafka's sink and topic with events
+    on) and its children in start order: the OpenOLT server first, the OLT, the events, then the listeners."""
+    options = Options()
+    options.parseOptions(["--openolt", "tcp:0:interface=127.0.0.1", "--kafka", "127.0.0.1:9092"])
+    top = makeService(options, Clock())
+    assert top.commands.olt is top.olt and top.hub.olt is top.olt and top.dmi.olt is top.olt
+    assert top.commands.scenarios is not None and top.commands.capture is not None
+    assert top.commands.scenarios is top.getServiceNamed("scenario").runner
+    assert top.bus is not None and top.metrics is not None and top.connection_watch in list(top)
+    assert (top.event_topic, top.kafka_events.client_id) == ("BBSim-OLT-0-Events", "BBSim-OLT-0")
+    names = [child.name for child in top if child.name]
+    assert names == ["openolt", "kafka-events", "capture", "scenario", "grpc-v1", "rest-v1", "grpc-v0", "rest-v0",
+                     "sadis", "dmi", "waiting-for-adapter"]
+    assert type(list(top)[1]).__name__ == "OltService"
+
+
+def test_without_events_or_capture_the_top_service_has_neither():
+    """Events off and --capture-size 0: no Kafka sink or topic, no capture ring or its service."""
+    options = Options()
+    options.parseOptions(["--openolt", "tcp:0:interface=127.0.0.1", "--capture-size", "0"])
+    top = makeService(options, Clock())
+    assert top.kafka_events is None and top.event_topic is None and top.commands.capture is None
+    assert not any(child.name in ("kafka-events", "capture") for child in top)
