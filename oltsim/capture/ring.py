@@ -19,12 +19,12 @@ from oltsim.suggest import did_you_mean
 
 log = logger("oltsim.capture")
 
-#: The fewest records the ring keeps (--capture-size, bbsim.capture_size, given as a number: exactly that many; 0
-#: turns capture off); the default (`auto_size`) is this or the ONUs' bring-ups, whichever is larger.
+#: The records the ring keeps by default (--capture-size, bbsim.capture_size; 0 turns capture off); the daemon's ring
+#: (`Capture.for_olt`) keeps the size given or the ONUs' bring-ups (`onu_floor`), whichever is larger.
 DEFAULT_SIZE = 20_000
 #: Records one ONU's bring-up leaves in the ring (activation, MIB upload, flows, EAPOL, DHCP, its annotations and
 #: its NNI frames), measured with the built-in adapter: 384 with one UNI, 569 with four, 813 with eight (one ATT
-#: service a UNI), about 325 + 61 a UNI. `auto_size` keeps ONU_RECORDS + UNI_RECORDS a UNI for each ONU, a third
+#: service a UNI), about 325 + 61 a UNI. `onu_floor` keeps ONU_RECORDS + UNI_RECORDS a UNI for each ONU, a third
 #: more, so that a one-ONU capture right after an OLT's bring-up holds that ONU's whole bring-up, retries included.
 ONU_RECORDS = 420
 UNI_RECORDS = 80
@@ -115,8 +115,8 @@ class Coverage:
 
 def clock_time(seconds: float) -> str:
     """A clock time as UTC ISO 8601 with milliseconds (what the surfaces report a ring's oldest record as)."""
-    moment = time.gmtime(seconds)
-    return time.strftime("%Y-%m-%dT%H:%M:%S", moment) + f".{int(round(seconds % 1 * 1000)) % 1000:03d}Z"
+    whole, milliseconds = divmod(int(round(seconds * 1000)), 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)) + f".{milliseconds:03d}Z"
 
 
 def _cost(data) -> int:
@@ -180,7 +180,7 @@ class Capture:
 
     @classmethod
     def for_olt(cls, olt, size: int = DEFAULT_SIZE, **options) -> "Capture":
-        """The daemon's ring (oltsim.tap): `size` records (--capture-size), or the ONUs' floor (`auto_size`) when
+        """The daemon's ring (oltsim.tap): `size` records (--capture-size), or the ONUs' floor (`onu_floor`) when
         that is more, so that every ONU's bring-up fits whatever the OLT's size."""
         return cls(olt, max(size, onu_floor(olt)), **options)
 
