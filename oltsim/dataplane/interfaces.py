@@ -32,7 +32,7 @@ QUEUE_FRAMES = 1024
 #: Frames one port reads per reactor turn.
 BURST = 64
 #: Frames the pump hands on per reactor turn, over all ports, and per port in one round.
-BUDGET = 512
+BUDGET = 128
 PER_ROUND = 32
 #: The largest frame read (jumbo frames with two tags fit).
 MAX_FRAME = 16384

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Data plane (issue 37): iperf3 TCP through the simulated PON, and what it costs the control plane.
+
+One daemon (`twistd -n --pidfile= oltsim` from this checkout, listeners on free 127.0.0.1 ports, as the other bench/
+programs start it) with `--adapter builtin`, `--onu 8 --uni 1`, the ATT service without EAPOL, every UNI bound in a
+namespace of its own (`--uni-interfaces all --uni-netns`) and the untagged NNI interface moved into a server
+namespace with dnsmasq and iperf3 servers (tests/integration/netlab.py's lab; names start with a random prefix;
+everything is stopped and removed at the end). Each UNI's dhclient takes a lease, then:
+
+- **ping**: the round trip from UNI 0 to the server through oltsim (200 pings, 10 ms apart), against the same over a
+  veth pair between two namespaces (the kernel alone): what the simulated PON adds.
+- **iperf3**, `--seconds` each, TCP: one stream upstream (UNI -> NNI side) and downstream (`-R`), then 8 streams at
+  once over the 8 UNIs (one client per UNI) both ways. Throughput in Mbit/s (the receiver's), and meanwhile the
+  ping round trip, the adapter's control plane (gRPC HeartbeatCheck on the OpenOLT port every 100 ms, and a REST
+  GET /v1/olt/onus/SERIAL), and the daemon's RSS.
+
+Targets (issue 37): one stream >= 300 Mbit/s; control-plane round trips during traffic within 2x of idle; RSS flat
+(<= 10 MiB growth over the runs). The numbers are printed against them whatever they are; exit 0 (a report, not a
+test), 1 if the bench could not run (not root, a tool missing: the reason is printed).
+
+    sudo python bench/dataplane.py [--seconds 10] [--repo PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "bench"), str(REPO / "tests" / "integration")]
+
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
+import grpc  # noqa: E402
+from voltha_protos import openolt_pb2, openolt_pb2_grpc  # noqa: E402
+
+from netlab import Lab, LabUnavailable, require, run  # noqa: E402
+from startup import Daemon, rss_bytes  # noqa: E402
+
+UNIS = 8
+SERVICES = """\
+workflow: att
+services:
+  - name: hsia
+    c_tag: 900
+    c_tag_allocation: unique
+    s_tag: 900
+    s_tag_allocation: shared
+    needs_eapol: false
+    needs_dhcp: true
+    tp_id: 64
+"""
+TARGET_MBITS = 300.0
+TARGET_RATIO = 2.0
+TARGET_RSS_MIB = 10.0
+
+
+class ControlProbe(threading.Thread):
+    """HeartbeatCheck on the OpenOLT port and GET /v1/olt/onus/SERIAL on REST, every `interval` s, timed (ms)."""
+
+    def __init__(self, daemon: Daemon, serial: str, interval: float = 0.1):
+        super().__init__(daemon=True)
+        self.daemon_ = daemon
+        self.serial = serial
+        self.interval = interval
+        self.heartbeats: list[float] = []
+        self.rest: list[float] = []
+        self.failures = 0
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        import http.client
+        channel = grpc.insecure_channel(f"127.0.0.1:{self.daemon_.ports['openolt']}")
+        stub = openolt_pb2_grpc.OpenoltStub(channel)
+        try:
+            while not self.stopping.wait(self.interval):
+                begin = time.perf_counter()
+                try:
+                    stub.HeartbeatCheck(openolt_pb2.Empty(), timeout=5)
+                    self.heartbeats.append((time.perf_counter() - begin) * 1000)
+                except grpc.RpcError:
+                    self.failures += 1
+                begin = time.perf_counter()
+                try:
+                    connection = http.client.HTTPConnection("127.0.0.1", self.daemon_.ports["rest-v1"], timeout=5)
+                    connection.request("GET", f"/v1/olt/onus/{self.serial}")
+                    connection.getresponse().read()
+                    connection.close()
+                    self.rest.append((time.perf_counter() - begin) * 1000)
+                except OSError:
+                    self.failures += 1
+        finally:
+            channel.close()
+
+    def stop(self) -> dict:
+        self.stopping.set()
+        self.join(10)
+        return {"heartbeat_ms": median(self.heartbeats), "heartbeat_p99_ms": p99(self.heartbeats),
+                "rest_ms": median(self.rest), "failures": self.failures}
+
+
+def median(values) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def p99(values) -> float:
+    return sorted(values)[int(len(values) * 0.99)] if values else float("nan")
+
+
+def ping_rtt(netns: str, target: str, count: int = 200, interval: float = 0.01) -> float:
+    """The average round trip (ms) of `count` pings from `netns` to `target`."""
+    done = run("ip", "netns", "exec", netns, "ping", "-q", "-c", str(count), "-i", str(interval), "-W", "1", target,
+               timeout=count * interval + 30, check=False)
+    found = re.search(r"= [\d.]+/([\d.]+)/", done.stdout)
+    return float(found.group(1)) if found else float("nan")
+
+
+def iperf(lab: Lab, clients: list[str], server_ip: str, seconds: float, reverse: bool) -> float:
+    """Mbit/s summed over `clients` (UNI namespaces), each to its own iperf3 server port, at once."""
+    processes = []
+    for index, netns in enumerate(clients):
+        command = ["ip", "netns", "exec", netns, "iperf3", "-J", "-c", server_ip, "-p", str(5201 + index), "-t",
+                   str(seconds)] + (["-R"] if reverse else [])
+        processes.append(subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    total = 0.0
+    for process in processes:
+        out, _ = process.communicate(timeout=seconds + 60)
+        try:
+            total += json.loads(out)["end"]["sum_received"]["bits_per_second"] / 1e6
+        except (ValueError, KeyError):
+            print(f"  iperf3 failed: {out.strip()[-300:]}")
+    return total
+
+
+def veth_baseline(lab: Lab) -> float:
+    """Ping round trip (ms) over a veth pair between two namespaces of the lab: the kernel's part alone."""
+    a, b = lab.netns(f"{lab.prefix}va"), lab.netns(f"{lab.prefix}vb")
+    run("ip", "link", "add", f"{lab.prefix}v0", "type", "veth", "peer", "name", f"{lab.prefix}v1")
+    lab.move(f"{lab.prefix}v0", a, "192.168.251.1/24")
+    lab.move(f"{lab.prefix}v1", b, "192.168.251.2/24")
+    return ping_rtt(a, "192.168.251.2")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="each iperf3 run (default 10)")
+    parser.add_argument("--repo", type=Path, default=REPO, help="the checkout the daemon runs from")
+    args = parser.parse_args(argv)
+    try:
+        require("dnsmasq", "dhclient", "iperf3", "ping")
+    except LabUnavailable as exc:
+        print(f"bench/dataplane.py cannot run: {exc}")
+        return 1
+    workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"oltsim-dataplane-bench-{os.getpid()}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "services.yaml").write_text(SERVICES)
+    lab = Lab(workdir)
+    p = lab.prefix
+    daemon = Daemon("--adapter", "builtin", "--onu", str(UNIS), "--uni", "1", "--services",
+                    str(workdir / "services.yaml"), "--uni-interfaces", "all", "--uni-netns", "--interface-prefix", p,
+                    "--nni-untagged-interface", f"{p}nniu", repo=args.repo)
+    try:
+        daemon.start()
+        server = lab.netns(f"{p}srv")
+        lab.wait_link(f"{p}nniu")
+        lab.move(f"{p}nniu", server, "10.203.0.1/16")
+        lab.dnsmasq(server, f"{p}nniu", "10.203.1.1", "10.203.1.254")
+        for index in range(UNIS):
+            lab.start(server, "iperf3", "-s", "-p", str(5201 + index), log=f"iperf3-{index}.log")
+        unis = [f"{p}u0-{onu}-0" for onu in range(1, UNIS + 1)]
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:   # the ONUs' VLAN operations and flows are in before the clients start
+            flows = json.loads(run("curl", "-s", f"127.0.0.1:{daemon.ports['rest-v1']}/v1/olt/flows").stdout)
+            if sum(1 for f in flows["flows"] if f["flow_type"] == "downstream" and f["onu_id"] > 0) == UNIS:
+                break
+            time.sleep(0.2)
+        for name in unis:
+            lab.dhclient(name, name)
+        for name in unis:
+            lab.wait_address(name, name, timeout=120)
+        time.sleep(1.0)
+        pid = daemon.process.pid
+        rss = [rss_bytes(pid)]
+        serial = "BBSM00000001"
+        baseline = veth_baseline(lab)
+        idle_probe = ControlProbe(daemon, serial)
+        idle_probe.start()
+        idle_ping = ping_rtt(unis[0], "10.203.0.1")
+        idle = idle_probe.stop()
+        print(f"ping round trip: veth {baseline:.3f} ms, through oltsim {idle_ping:.3f} ms "
+              f"(+{idle_ping - baseline:.3f} ms)")
+        print(f"idle control plane: HeartbeatCheck {idle['heartbeat_ms']:.2f} ms (p99 "
+              f"{idle['heartbeat_p99_ms']:.2f}), REST GET onu {idle['rest_ms']:.2f} ms")
+        print(f"{'run':28} {'Mbit/s':>8} {'ping ms':>8} {'hb ms':>7} {'hb x':>5} {'rest ms':>8} {'rest x':>6} "
+              f"{'RSS MiB':>8}")
+        results = {}
+        for name, clients, reverse in (("1 stream up", unis[:1], False), ("1 stream down", unis[:1], True),
+                                       ("8 streams/8 UNIs up", unis, False),
+                                       ("8 streams/8 UNIs down", unis, True)):
+            probe = ControlProbe(daemon, serial)
+            probe.start()
+            pinger = {}
+            ping_thread = threading.Thread(target=lambda: pinger.setdefault(
+                "rtt", ping_rtt(unis[-1], "10.203.0.1", count=int(args.seconds * 10), interval=0.1)))
+            ping_thread.start()
+            mbits = iperf(lab, clients, "10.203.0.1", args.seconds, reverse)
+            ping_thread.join(args.seconds + 60)
+            control = probe.stop()
+            rss.append(rss_bytes(pid))
+            results[name] = mbits
+            print(f"{name:28} {mbits:8.1f} {pinger.get('rtt', float('nan')):8.3f} {control['heartbeat_ms']:7.2f} "
+                  f"{control['heartbeat_ms'] / idle['heartbeat_ms']:5.2f} {control['rest_ms']:8.2f} "
+                  f"{control['rest_ms'] / idle['rest_ms']:6.2f} {rss[-1] / 2**20:8.1f}"
+                  + (f"  ({control['failures']} control calls failed)" if control["failures"] else ""))
+        growth = (max(rss) - rss[0]) / 2**20
+        one = min(results["1 stream up"], results["1 stream down"])
+        print(f"target one stream >= {TARGET_MBITS:.0f} Mbit/s: {one:.1f} -> {'PASS' if one >= TARGET_MBITS else 'MISS'}")
+        print(f"target RSS flat (<= {TARGET_RSS_MIB:.0f} MiB growth): {growth:.1f} MiB -> "
+              f"{'PASS' if growth <= TARGET_RSS_MIB else 'MISS'}")
+        print("target control plane within 2x of idle: see the 'hb x' and 'rest x' columns (<= 2.00 passes)")
+        counters = json.loads(run("curl", "-s", f"127.0.0.1:{daemon.ports['rest-v1']}/v1/dataplane").stdout)
+        drops = {name: entry["dropped"] for name, entry in counters.get("interfaces", {}).items() if entry["dropped"]}
+        print(f"interface drops: {drops or 'none'}")
+        return 0
+    except Exception as exc:
+        print(f"bench/dataplane.py failed: {exc}\n{daemon.output() if daemon.process else ''}")
+        return 1
+    finally:
+        lab.close()
+        daemon.stop()
+        subprocess.run(["rm", "-rf", str(workdir)], check=False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
