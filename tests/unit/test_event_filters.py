@@ -161,3 +161,10 @@ def test_ui_hides_the_chatty_types_as_oltsimctl_does():
     marker = '<script id="hidden-types" type="application/json">'
     hidden = json.loads(body.split(marker, 1)[1].split("</script>", 1)[0])
     assert hidden == list(CHATTY_TYPES) and "omci-indication" in hidden
+
+
+def test_v0s_state_filters_name_the_nearest_state():
+    """The legacy API's oper_state/onu_state filters refuse an unknown value with the values and the nearest one."""
+    from oltsim.api.v0.usecases_v0 import _one_of
+    with pytest.raises(InvalidArgument, match=r"onu_state must be one of .* \(got 'enabld'\); did you mean enabled\?"):
+        _one_of("enabld", ["disabled", "enabled"], "onu_state")

@@ -45,6 +45,7 @@ from oltsim.logs import logger
 from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition, InvalidArgument, NotFound, OltsimError
 from oltsim.model.onu import ONU_MACHINE
+from oltsim.suggest import did_you_mean
 
 log = logger("oltsim.api.v0")
 
@@ -143,7 +144,8 @@ def onu_filter(info, given: set[str] | None, present: bool = False) -> OnuFilter
 def _one_of(value: str, allowed, name: str) -> str:
     text = (value or "").strip().lower()
     if text not in allowed:
-        raise InvalidArgument(f"{name} must be one of {', '.join(allowed)} (got {value!r})")
+        raise InvalidArgument(f"{name} must be one of {', '.join(allowed)} (got {value!r})"
+                              f"{did_you_mean(text, allowed)}")
     return text
 
 
