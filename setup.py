@@ -58,6 +58,7 @@ setup(
         "oltsim.scenario",
         "oltsim.serving",
         "oltsim.capture",
+        "oltsim.dataplane",
         # Twisted discovers plugins in twisted.plugins; named explicitly because
         # twisted/ and twisted/plugins/ deliberately have no __init__.py.
         "twisted.plugins",
