@@ -36,6 +36,10 @@ from oltsim.capture.service import CaptureService
 from oltsim.config import LISTENER_FIELDS, SETTINGS, ConfigError, load_settings, strict_error
 from oltsim.daemon import (CommandLineOptions, DaemonService, OltService, WaitingForAdapter, asyncio_reactor,
                            check_listeners, follow_openolt, loop_engine)
+from oltsim.dataplane.interfaces import plan_interfaces
+from oltsim.dataplane.netns import HostError
+from oltsim.dataplane.pipeline import DataPlane
+from oltsim.dataplane.service import DataPlaneService
 from oltsim.dmi.device import DeviceService, ManagedDevice
 from oltsim.dmi.sw import SoftwareManagementServicer
 from oltsim.kafka import KafkaSink, SinkService
@@ -43,6 +47,7 @@ from oltsim.logs import CONTROL
 from oltsim.model.builder import build_olt, check_buildable
 from oltsim.model.errors import OltsimError
 from oltsim.omci.responder import OmciResponder
+from oltsim.omci.vlanconfig import VlanConfig
 from oltsim.omci.wrappers import OmciFaultWrapper
 from oltsim.packets.engine import ProtocolEngine
 from oltsim.prometheus import AioMetricsInterceptor, Metrics, with_metrics
@@ -107,19 +112,21 @@ def makeService(options, reactor=None):
     CONTROL.set_level(settings.log_level if settings.log_level in ("trace", "debug", "info", "warn",
                                                                      "error") else "info")
     olt, hub, engine, capture = _build_model(settings, reactor)
+    dataplane = _build_dataplane(settings, reactor, olt, engine)
     # security and metrics (issue 5): one registry per service; the token guards the control surfaces only
     metrics = Metrics(olt, hub)
     token = AccessToken(settings.api_token) if settings.api_token else None
     openolt = _build_openolt(settings, reactor, olt, hub, engine, capture, metrics)
     power = OltService(olt, hub, reactor)
     sink, topic, kafka = _build_kafka_events(settings, reactor, olt, metrics)
-    adapter = _build_builtin_adapter(settings, reactor, olt, hub, capture, openolt)
+    adapter = _build_builtin_adapter(settings, reactor, olt, hub, capture, openolt, dataplane)
     bus = EventBus(olt, reactor)
     # Fault scenarios (issue 25): one runner over the same use cases, for the v1 API and --scenario; its stop (before
     # the OLT's, children stop last first) undoes what a running scenario holds.
     commands = V1Commands(olt, openolt=openolt, logs=CONTROL, olt_ip=local_ip(settings.openolt),
                           revision=settings.api_revision, capture=capture,
                           scenarios=lambda commands: ScenarioRunner(olt, commands, clock=reactor))
+    commands.dataplane = dataplane[0] if dataplane else None   # GET /v1/dataplane
     # its stop (before the listeners', children stop last first) ends the live captures, told in the stream
     capturing = [CaptureService(capture)] if capture is not None else []
     scenario = _build_scenario_at_start(options, settings, reactor, olt, commands)
@@ -132,7 +139,8 @@ def makeService(options, reactor=None):
     return DaemonService(
         {name.replace("_", "-"): getattr(settings, name) for name in LISTENER_FIELDS},
         settings.warnings + settings.notes,
-        children=[openolt, power, *kafka, *adapter, *capturing, scenario, *control, *sadis, *dmi, watch, *waiting],
+        children=[openolt, power, *kafka, *adapter, *capturing, scenario, *control, *sadis, *dmi, watch, *waiting,
+                  *dataplane],
         olt=olt, hub=hub, commands=commands, bus=bus, metrics=metrics, dmi=dmi_device, connection_watch=watch,
         kafka_events=sink, event_topic=topic)
 
@@ -188,12 +196,40 @@ def _build_kafka_events(settings, reactor, olt, metrics):
     return sink, topic, [SinkService(sink, "kafka-events")]
 
 
-def _build_builtin_adapter(settings, reactor, olt, hub, capture, openolt) -> list:
+def _build_builtin_adapter(settings, reactor, olt, hub, capture, openolt, dataplane=()) -> list:
     """With --adapter builtin (issue 16), oltsim drives its own OpenOLT side: started after the OLT powers on,
-    stopped before it stops."""
+    stopped before it stops; for the UNIs with an interface (`dataplane`) it also writes their VLAN operations and
+    forwarding flows, and checks their supplicants against --eap-secret (issue 37)."""
     if settings.adapter != "builtin":
         return []
-    return [BuiltinAdapter(olt, hub, OpenoltServicer(olt, hub, capture), reactor, reachable=lambda: openolt.serving)]
+    bound = {(uni.serial, uni.uni_id) for service in dataplane for uni in service.plan.unis}
+    return [BuiltinAdapter(olt, hub, OpenoltServicer(olt, hub, capture), reactor, reachable=lambda: openolt.serving,
+                           forwards=lambda serial, uni_id: (serial, uni_id) in bound,
+                           eap_secret=settings.eap_secret.encode())]
+
+
+def _build_dataplane(settings, reactor, olt, engine) -> list:
+    """The data plane (issue 37) when the settings ask for interfaces (--uni-interfaces, --nni-interface,
+    --nni-untagged-interface), else []: a record of the OMCI the adapter writes, noted in front of the engine's OMCI
+    responder; the pure pipeline over it and the OLT's flows, put in front of `engine` for the bound UNIs; the service
+    making the interfaces. Last among the children: it makes them (as root, in privilegedStartService) once
+    everything else is built and bound, and stops first. A UNI that does not exist is one line and exit 2 now; the
+    host's refusals (no CAP_NET_ADMIN, a name taken) are, when the service starts."""
+    if not (settings.uni_interfaces.strip() or settings.nni_interface or settings.nni_untagged_interface):
+        return []
+    try:
+        plan = plan_interfaces(olt, settings.uni_interfaces.strip() or None, prefix=settings.interface_prefix,
+                               netns=settings.uni_netns, nni=settings.nni_interface or None,
+                               nni_untagged=settings.nni_untagged_interface or None)
+    except HostError as exc:
+        sys.stderr.write(f"oltsim: {exc}\n")
+        raise SystemExit(2) from None
+    vlan_config = VlanConfig()
+    vlan_config.attach(olt)
+    engine.omci_responder = vlan_config.observe(engine.omci_responder)
+    pipeline = DataPlane(olt, reactor, vlan_config=vlan_config, nni_tagged=plan.nni is not None,
+                         nni_untagged=plan.nni_untagged is not None)
+    return [DataPlaneService(olt, pipeline, plan, reactor, engine=engine, exit_on_failure=True)]
 
 
 def _build_scenario_at_start(options, settings, reactor, olt, commands):
