@@ -39,7 +39,7 @@ from oltsim.daemon import (CommandLineOptions, DaemonService, OltService, Waitin
 from oltsim.dataplane.interfaces import plan_interfaces
 from oltsim.dataplane.netns import HostError
 from oltsim.dataplane.pipeline import DataPlane
-from oltsim.dataplane.service import DataPlaneService
+from oltsim.dataplane.service import CaptureWriter, DataPlaneService
 from oltsim.dmi.device import DeviceService, ManagedDevice
 from oltsim.dmi.sw import SoftwareManagementServicer
 from oltsim.kafka import KafkaSink, SinkService
@@ -112,7 +112,7 @@ def makeService(options, reactor=None):
     CONTROL.set_level(settings.log_level if settings.log_level in ("trace", "debug", "info", "warn",
                                                                      "error") else "info")
     olt, hub, engine, capture = _build_model(settings, reactor)
-    dataplane = _build_dataplane(settings, reactor, olt, engine)
+    dataplane = _build_dataplane(settings, reactor, olt, engine, capture)
     # security and metrics (issue 5): one registry per service; the token guards the control surfaces only
     metrics = Metrics(olt, hub)
     token = AccessToken(settings.api_token) if settings.api_token else None
@@ -208,7 +208,7 @@ def _build_builtin_adapter(settings, reactor, olt, hub, capture, openolt, datapl
                            eap_secret=settings.eap_secret.encode())]
 
 
-def _build_dataplane(settings, reactor, olt, engine) -> list:
+def _build_dataplane(settings, reactor, olt, engine, capture=None) -> list:
     """The data plane (issue 37) when the settings ask for interfaces (--uni-interfaces, --nni-interface,
     --nni-untagged-interface), else []: a record of the OMCI the adapter writes, noted in front of the engine's OMCI
     responder; the pure pipeline over it and the OLT's flows, put in front of `engine` for the bound UNIs; the service
@@ -227,8 +227,10 @@ def _build_dataplane(settings, reactor, olt, engine) -> list:
     vlan_config = VlanConfig()
     vlan_config.attach(olt)
     engine.omci_responder = vlan_config.observe(engine.omci_responder)
+    # --capture-data-frames: the data frames in the capture ring too (off: traffic would push the control frames out)
+    writer = CaptureWriter(capture, olt) if settings.capture_data_frames and capture is not None else None
     pipeline = DataPlane(olt, reactor, vlan_config=vlan_config, nni_tagged=plan.nni is not None,
-                         nni_untagged=plan.nni_untagged is not None)
+                         nni_untagged=plan.nni_untagged is not None, capture=writer)
     return [DataPlaneService(olt, pipeline, plan, reactor, engine=engine, exit_on_failure=True)]
 
 

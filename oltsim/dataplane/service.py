@@ -232,3 +232,36 @@ class DataPlaneService(service.Service):
 
 
 __all__ = ["DataPlaneError", "DataPlaneService", "Dropped"]
+
+
+class CaptureWriter:
+    """`--capture-data-frames`: the DataPlane's `capture` callable, putting each data frame in the capture ring
+    (oltsim.capture) beside the control frames: a UNI's frames as its ONU's (in: from the RG, out: to it), the NNI's
+    as the NNI's (NNI 0; out: sent out of it), the untagged NNI's alike. Off by default: traffic would push the
+    control frames out of the ring."""
+
+    def __init__(self, capture, olt):
+        from oltsim.capture import ring
+        self.ring = ring
+        self.capture = capture
+        self.olt = olt
+        self._where: dict[str, tuple] = {}
+
+    def __call__(self, where: str, direction: str, frame: bytes) -> None:
+        ring = self.ring
+        if len(frame) > ring.SNAPLEN:
+            frame = (frame[:ring.SNAPLEN], len(frame))
+        now = self.capture.clock.seconds()
+        outward = direction == "out"
+        if where.startswith("uni "):
+            ids = self._where.get(where)
+            if ids is None:
+                serial, _, uni = where[4:].rpartition("/")
+                onu = self.olt.onu_by_serial(serial)
+                ids = self._where[where] = (onu.serial, onu.pon.id, onu.onu_id, int(uni))
+            serial, pon, onu_id, uni_id = ids
+            # UNI records: True = from the ONU's side towards the OLT, as a packet indication
+            self.capture._add((now, ring.UNI, not outward, serial, pon, onu_id, uni_id, 0, frame))
+        else:
+            # NNI records: True = out of the NNI, as an UplinkPacketOut
+            self.capture._add((now, ring.NNI, outward, "", -1, -1, 0, 0, frame))

@@ -10,6 +10,7 @@ run (--interface-prefix), and every process and namespace a test starts is stopp
 """
 from __future__ import annotations
 
+import http.client
 import subprocess
 import time
 
@@ -104,13 +105,15 @@ def test_a_real_supplicant_and_dhcp_client_on_a_uni_are_authenticated_leased_tag
     """OLT id 10, 16 ONUs on the PON, the second UNI of the third ONU bound: wpa_supplicant authenticates with EAP-MD5
     against the built-in authenticator (its EAPOL reaches the adapter as packet indications; the service shows EAP
     success), dhclient gets a lease from dnsmasq behind the untagged NNI, ping to the server answers, and tshark on
-    the NNI trunk sees the service's S-tag over its C-tag. Then the test replaces the UNI's upstream HSIA flow with
+    the NNI trunk sees the service's S-tag over its C-tag, and the pings are in the capture ring
+    (--capture-data-frames). Then the test replaces the UNI's upstream HSIA flow with
     one for another C-tag: ping fails, the drops are counted at the UNI and no frame more leaves on the NNI."""
     p = lab.prefix
     serial, uni_id = "BBSM000a0003", 1
     uni_ns = f"{p}u0-3-1"
     process = daemon(*dataplane_options(lab, "--olt-id", "10", "--pon", "1", "--onu", "16", "--uni", "2",
-                                        "--uni-interfaces", f"{serial}/{uni_id}", "--eap-secret", "s3cret"))
+                                        "--uni-interfaces", f"{serial}/{uni_id}", "--eap-secret", "s3cret",
+                                        "--capture-data-frames"))
     process.wait_serving()
     server, server_ip = serve_dhcp(lab, 201)
     trunk = tmp_path / "trunk.pcapng"
@@ -136,6 +139,14 @@ def test_a_real_supplicant_and_dhcp_client_on_a_uni_are_authenticated_leased_tag
     read = run("tshark", "-r", str(trunk), "-Y", "icmp", "-T", "fields", "-e", "vlan.id", timeout=60)
     assert f"{svc['STag']},{svc['CTag']}" in read.stdout.split(), read.stdout
     assert svc["CTag"] != service_of(process, "BBSM000a0001", 0)["CTag"]   # its own C-tag, not the first UNI's
+    # --capture-data-frames: the pings are in the capture ring too, as the ONU's frames
+    ring = tmp_path / "ring.pcapng"
+    connection = http.client.HTTPConnection("127.0.0.1", process.ports["rest-v1"], timeout=30)
+    connection.request("GET", f"/v1/capture?since=all&duration=0&onu={serial}")
+    ring.write_bytes(connection.getresponse().read())
+    connection.close()
+    icmp = run("tshark", "-r", str(ring), "-Y", "icmp", "-T", "fields", "-e", "ip.src", timeout=60)
+    assert address in icmp.stdout.split(), icmp.stdout
 
     # A changed VLAN rule: the upstream HSIA flow now wants another C-tag; the UNI's frames match no flow.
     hsia = next(f for f in flows_of(process, onu_id, uni_id)

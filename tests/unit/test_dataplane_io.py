@@ -397,3 +397,24 @@ def test_rest_dataplane_counters():
     assert on.code == 200 and on.json["interfaces"]["u0-1-0"]["serial"] == sim.olt.onus[0].serial
     assert sim.rest.call("GET", "/v1/dataplane?x=1").code == 400
     svc.stopService()
+
+
+def test_capture_writer_puts_data_frames_in_the_ring():
+    """--capture-data-frames: a frame in from a UNI is recorded as its ONU's (towards the OLT), one out of the NNI as
+    the NNI's, and both are in the ring's pcapng."""
+    from oltsim.capture import Capture
+    from oltsim.capture import ring
+    from oltsim.dataplane.service import CaptureWriter
+
+    olt = olt_of()
+    capture = Capture(olt, 100)
+    writer = CaptureWriter(capture, olt)
+    serial = olt.onus[1].serial
+    up, out = b"\x02" * 6 + b"\x2e" * 6 + b"\x08\x00" + b"U" * 50, b"\xff" * 12 + b"\x81\x00" + b"N" * 60
+    writer(f"uni {serial}/1", "in", up)
+    writer("nni", "out", out)
+    first, second = capture.records[-2], capture.records[-1]
+    assert first[1:8] == (ring.UNI, True, serial, olt.onus[1].pon.id, olt.onus[1].onu_id, 1, 0) and first[-1] == up
+    assert second[1:3] == (ring.NNI, True) and second[-1] == out
+    pcap = capture.snapshot()
+    assert up in pcap and out in pcap
