@@ -143,6 +143,9 @@ def main(argv=None) -> int:
     print(f"memory of the ring: {held / MIB:.1f} MiB for {kept} records ({held / max(kept, 1):.0f} bytes a "
           f"record), {per_onu / KIB:.1f} KiB per ONU (target <= {TARGET_KIB_PER_ONU} KiB) -> "
           f"{'PASS' if per_onu <= TARGET_KIB_PER_ONU * KIB else 'FAIL'}")
+    worst = capture.size * capture_ring.RECORD_OVERHEAD + capture.budget
+    print(f"the ring's bound whatever the adapter sends: {capture.size} records x {capture_ring.RECORD_OVERHEAD} "
+          f"bytes + {capture.budget / MIB:.1f} MiB of frames = {worst / MIB:.1f} MiB")
     capture.close()
     olt.stop()
     return 0

@@ -28,6 +28,9 @@ DEFAULT_SIZE = 20_000
 #: more, so that a one-ONU capture right after an OLT's bring-up holds that ONU's whole bring-up, retries included.
 ONU_RECORDS = 420
 UNI_RECORDS = 80
+#: Bytes of frames each record of that floor beyond the size given may hold (a bring-up's records average 66, its
+#: largest DHCP frames about 350): with FRAME_BUDGET for those, the floor's worst case at 16x32 would be 240 MiB.
+FLOOR_FRAME_BUDGET = 160
 MAX_SIZE = 10_000_000
 #: A frame longer than this is kept cut to it (pcapng's captured length, with its original length): extended OMCI
 #: is at most 1980 octets of contents, an Ethernet frame at most 1522.
@@ -160,7 +163,7 @@ class Capture:
     southbound calls `omci_out`, `packet_out` and `uplink_out` for what the adapter sends. Runs on the reactor
     thread, as the model."""
 
-    def __init__(self, olt, size: int | None = None, stream_limit: int = STREAM_LIMIT):
+    def __init__(self, olt, size: int | None = None, stream_limit: int = STREAM_LIMIT, budget: int | None = None):
         if size is None:
             size = auto_size(olt)
         if size < 1:
@@ -168,7 +171,8 @@ class Capture:
         self.olt = olt
         self.clock = olt.clock
         self.size = size
-        self.budget = size * FRAME_BUDGET
+        #: bytes of frames kept at most (size x FRAME_BUDGET unless given)
+        self.budget = size * FRAME_BUDGET if budget is None else budget
         self.stream_limit = stream_limit
         self.records: deque = deque()
         self.frame_bytes = 0
@@ -181,8 +185,12 @@ class Capture:
     @classmethod
     def for_olt(cls, olt, size: int = DEFAULT_SIZE, **options) -> "Capture":
         """The daemon's ring (oltsim.tap): `size` records (--capture-size), or the ONUs' floor (`onu_floor`) when
-        that is more, so that every ONU's bring-up fits whatever the OLT's size."""
-        return cls(olt, max(size, onu_floor(olt)), **options)
+        that is more, so that every ONU's bring-up fits whatever the OLT's size; the floor's records beyond `size`
+        hold FLOOR_FRAME_BUDGET bytes of frames each (a bring-up's need, with room), the others FRAME_BUDGET."""
+        floor = onu_floor(olt)
+        if floor <= size:
+            return cls(olt, size, **options)
+        return cls(olt, floor, budget=size * FRAME_BUDGET + (floor - size) * FLOOR_FRAME_BUDGET, **options)
 
     # ---- recording (hot path) ------------------------------------------------------------------
 

@@ -41,6 +41,10 @@ def test_the_default_ring_is_sized_by_the_olts_onus():
     small = build_olt(load_settings({"pon": 1, "onu": 4, "uni": 4}, None), Clock(), random.Random(0))
     floor = 4 * (capture_ring.ONU_RECORDS + 4 * capture_ring.UNI_RECORDS)
     assert Capture.for_olt(small, 1000).size == floor and Capture.for_olt(small, 50_000).size == 50_000
+    # the floor's records beyond the size given hold FLOOR_FRAME_BUDGET bytes of frames each, the others FRAME_BUDGET
+    assert Capture.for_olt(small, 1000).budget == (1000 * capture_ring.FRAME_BUDGET
+                                                   + (floor - 1000) * capture_ring.FLOOR_FRAME_BUDGET)
+    assert Capture.for_olt(small, 50_000).budget == 50_000 * capture_ring.FRAME_BUDGET
 
 
 def test_the_floor_per_onu_keeps_each_onus_whole_bring_up(rig, monkeypatch):
