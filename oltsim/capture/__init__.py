@@ -25,7 +25,8 @@ longer than SNAPLEN, 2048, is kept cut, with its original length). A record cost
 bytes besides its frame's octets: a baseline OMCI message about 200 bytes, a DHCP frame about 500, an annotation
 about 250 (the event object it keeps); 20,000 records of a bring-up, mostly OMCI, about 4-5 MiB, and at most
 20,000 x (150 + 512) bytes, about 13 MiB, whatever the adapter sends. At 16x32 with 4 UNIs the floor is 378,880
-records: a bring-up fills 290,341 of them, 60 MiB, 120 KiB an ONU (bench/capture_memory.py).
+records: a bring-up fills 290,341 of them, 60 MiB, 120 KiB an ONU (bench/capture_memory.py); the floor's records
+beyond the size given hold FLOOR_FRAME_BUDGET (160) bytes of frames each, so that ring holds 118.7 MiB at most.
 
 The API for the surfaces (REST, gRPC, /ui): all on the reactor thread
 --------------------------------------------------------------------
