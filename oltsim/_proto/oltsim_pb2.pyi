@@ -180,7 +180,7 @@ class CaptureRequest(_message.Message):
     def __init__(self, onu_serials: _Optional[_Iterable[str]] = ..., pon_id: _Optional[int] = ..., omci: _Optional[bool] = ..., packets: _Optional[bool] = ..., since: _Optional[str] = ..., duration: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class CaptureCoverage(_message.Message):
-    __slots__ = ("wrapped", "size", "oldest", "onu_oldest")
+    __slots__ = ("wrapped", "size", "oldest", "onu_oldest", "now")
     class OnuOldestEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -192,11 +192,13 @@ class CaptureCoverage(_message.Message):
     SIZE_FIELD_NUMBER: _ClassVar[int]
     OLDEST_FIELD_NUMBER: _ClassVar[int]
     ONU_OLDEST_FIELD_NUMBER: _ClassVar[int]
+    NOW_FIELD_NUMBER: _ClassVar[int]
     wrapped: bool
     size: int
     oldest: float
     onu_oldest: _containers.ScalarMap[str, float]
-    def __init__(self, wrapped: _Optional[bool] = ..., size: _Optional[int] = ..., oldest: _Optional[float] = ..., onu_oldest: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    now: float
+    def __init__(self, wrapped: _Optional[bool] = ..., size: _Optional[int] = ..., oldest: _Optional[float] = ..., onu_oldest: _Optional[_Mapping[str, float]] = ..., now: _Optional[float] = ...) -> None: ...
 
 class CaptureChunk(_message.Message):
     __slots__ = ("data", "dropped", "coverage")

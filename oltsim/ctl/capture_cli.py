@@ -161,11 +161,13 @@ class Reach:
     size: int = 0
     oldest: float | None = None
     onus: dict = field(default_factory=dict)
+    #: the server's clock when the capture opened (None: not said; this machine's is used)
+    now: float | None = None
 
     @classmethod
     def of_pb(cls, coverage) -> "Reach":
         return cls(coverage.wrapped, coverage.size, coverage.oldest or None,
-                   {serial: when or None for serial, when in coverage.onu_oldest.items()})
+                   {serial: when or None for serial, when in coverage.onu_oldest.items()}, coverage.now or None)
 
     @classmethod
     def of_headers(cls, headers) -> "Reach":
@@ -176,7 +178,8 @@ class Reach:
                 onus[serial] = _iso_seconds(when)
         size = headers.get("X-Oltsim-Ring-Size") or "0"
         return cls(headers.get("X-Oltsim-Ring-Wrapped") == "yes", int(size) if size.isdigit() else 0,
-                   _iso_seconds(headers.get("X-Oltsim-Ring-Oldest") or ""), onus)
+                   _iso_seconds(headers.get("X-Oltsim-Ring-Oldest") or ""), onus,
+                   _iso_seconds(headers.get("X-Oltsim-Ring-Now") or ""))
 
 
 def _iso_seconds(text: str) -> float | None:
@@ -193,9 +196,11 @@ def _clock(seconds: float) -> str:
 
 def reach_line(args, reach: Reach, started: float) -> str:
     """What the ring no longer held of what was asked (`--since`), one line; "" when it held all of it (or did not
-    wrap). `started` is this machine's clock when the capture opened (the ring's times are the server's clock)."""
+    wrap). `started` is this machine's clock when the capture opened, used when the server did not say its own."""
     if not reach.wrapped or args.since is None:
         return ""
+    if reach.now is not None:
+        started = reach.now
     asked = math.inf if args.since.strip().lower() == "all" else parse_duration(args.since)
     if reach.oldest is not None and asked != math.inf and started - asked >= reach.oldest:
         return ""

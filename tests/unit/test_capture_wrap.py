@@ -116,15 +116,21 @@ def test_rest_headers_and_the_grpc_message_carry_the_coverage():
     headers = coverage_headers(coverage)
     assert headers == {"X-Oltsim-Ring-Wrapped": "yes", "X-Oltsim-Ring-Size": "500",
                        "X-Oltsim-Ring-Oldest": "2023-11-14T22:13:20.250Z",
-                       "X-Oltsim-Ring-Oldest-Onu": "BBSM00000001=2023-11-14T22:13:21.500Z, BBSM00000002=none"}
+                       "X-Oltsim-Ring-Oldest-Onu": "BBSM00000001=2023-11-14T22:13:21.500Z, BBSM00000002=none",
+                       "X-Oltsim-Ring-Now": "2023-11-14T22:13:30.000Z"}
     message = coverage_to_pb(coverage)
-    assert message.wrapped and message.size == 500 and message.oldest == EPOCH + 0.25
+    assert message.wrapped and message.size == 500 and message.oldest == EPOCH + 0.25 and message.now == EPOCH + 10
     assert dict(message.onu_oldest) == {"BBSM00000001": EPOCH + 1.5, "BBSM00000002": 0.0}
     from_rest, from_grpc = capture_cli.Reach.of_headers(headers), capture_cli.Reach.of_pb(message)
     assert from_rest == from_grpc == capture_cli.Reach(True, 500, EPOCH + 0.25,
-                                                       {"BBSM00000001": EPOCH + 1.5, "BBSM00000002": None})
+                                                       {"BBSM00000001": EPOCH + 1.5, "BBSM00000002": None},
+                                                       EPOCH + 10)
     assert coverage_headers(capture_ring.Coverage(False, None, EPOCH, 20_000)) == {
-        "X-Oltsim-Ring-Wrapped": "no", "X-Oltsim-Ring-Size": "20000"}
+        "X-Oltsim-Ring-Wrapped": "no", "X-Oltsim-Ring-Size": "20000",
+        "X-Oltsim-Ring-Now": "2023-11-14T22:13:20.000Z"}
+    # how far back the ring reaches is reckoned on the server's clock when it says it, not this machine's
+    skewed = capture_cli.Reach(True, 500, EPOCH, {}, EPOCH + 11.7)
+    assert "the last 11.7 s" in capture_cli.reach_line(_args(since="1m"), skewed, EPOCH + 3600)
 
 
 def _args(**given):

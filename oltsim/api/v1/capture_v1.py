@@ -91,6 +91,7 @@ WRAPPED_HEADER = "X-Oltsim-Ring-Wrapped"
 OLDEST_HEADER = "X-Oltsim-Ring-Oldest"
 ONU_OLDEST_HEADER = "X-Oltsim-Ring-Oldest-Onu"
 SIZE_HEADER = "X-Oltsim-Ring-Size"
+NOW_HEADER = "X-Oltsim-Ring-Now"
 
 
 def coverage_headers(coverage) -> dict[str, str]:
@@ -98,8 +99,10 @@ def coverage_headers(coverage) -> dict[str, str]:
     has let older records go), ``X-Oltsim-Ring-Size`` (the records it keeps at most), ``X-Oltsim-Ring-Oldest`` (the
     time of its oldest record, UTC ISO 8601; absent while it is empty) and, for the ONUs asked,
     ``X-Oltsim-Ring-Oldest-Onu: BBSM00000001=2026-11-28T04:12:40.002Z, BBSM00000002=none`` (none: it keeps no
-    record of that ONU)."""
-    headers = {WRAPPED_HEADER: "yes" if coverage.wrapped else "no", SIZE_HEADER: str(coverage.size)}
+    record of that ONU), and ``X-Oltsim-Ring-Now``, the server's clock then (how far back the oldest is, whatever the
+    client's clock says)."""
+    headers = {WRAPPED_HEADER: "yes" if coverage.wrapped else "no", SIZE_HEADER: str(coverage.size),
+               NOW_HEADER: clock_time(coverage.now)}
     if coverage.oldest is not None:
         headers[OLDEST_HEADER] = clock_time(coverage.oldest)
     if coverage.onus:

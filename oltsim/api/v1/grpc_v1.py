@@ -185,7 +185,8 @@ def capture_query(request: oltsim_pb2.CaptureRequest) -> dict[str, list[str]]:
 def coverage_to_pb(coverage) -> oltsim_pb2.CaptureCoverage:
     """A capture ring's `Coverage` as the CaptureCoverage message (0 for a time it has none of)."""
     return oltsim_pb2.CaptureCoverage(wrapped=coverage.wrapped, size=coverage.size, oldest=coverage.oldest or 0.0,
-                                      onu_oldest={serial: oldest or 0.0 for serial, oldest in coverage.onus})
+                                      onu_oldest={serial: oldest or 0.0 for serial, oldest in coverage.onus},
+                                      now=coverage.now)
 
 
 def event_to_pb(record: dict) -> oltsim_pb2.Event:
