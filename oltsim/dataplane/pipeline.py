@@ -164,9 +164,11 @@ class DataPlane:
         self.nni_untagged = nni_untagged
         self.engine = None
         self._bound: dict[tuple[str, int], _Bound] = {}
+        #: bumped by any change a cached decision may depend on (flows, OMCI, bindings, ONU ids)
         self._generation = 0
         self._flows = FlowTable()
-        self._flows_generation = -1
+        #: the flow table is rebuilt only when flows changed (not for every OMCI change)
+        self._flows_dirty = True
         self._down_cache: dict = {}
         self._down_generation = -1
         self._macs: dict[bytes, tuple[_Bound, bytes, float]] = {}
@@ -184,21 +186,33 @@ class DataPlane:
 
     def _on_event(self, event) -> None:
         kind = type(event)
-        if kind is events.FlowChanged or kind is events.OnuIndication:
+        if kind is events.FlowChanged:
+            self._flows_dirty = True
+            self._generation += 1
+        elif kind is events.OnuIndication:
+            self._generation += 1
+        elif kind is events.StateChanged and event.attribute == "InternalState" and event.device in ("onu", "olt"):
+            # a disabled ONU's flows, or a rebooted OLT's, are forgotten without a FlowChanged each
+            self._flows_dirty = True
             self._generation += 1
 
     def _on_config(self, serial: str) -> None:
+        key = serial_key(serial)
+        for bound in self._bound.values():
+            if serial_key(bound.serial) == key:
+                bound.part = None           # only this ONU's part is compiled again
         self._generation += 1
 
     def _flow_table(self) -> FlowTable:
-        if self._flows_generation != self._generation:
+        if self._flows_dirty:
             self._flows.refresh(self.olt.flows.all())
-            self._flows_generation = self._generation
+            self._flows_dirty = False
         return self._flows
 
     def _compiled(self, bound: _Bound) -> _Bound:
         if bound.generation != self._generation:
-            bound.part = compile_onu_part(self.vlan_config.record(bound.serial), bound.uni.me_id)
+            if bound.part is None:
+                bound.part = compile_onu_part(self.vlan_config.record(bound.serial), bound.uni.me_id)
             bound.up_cache = {}
             bound.probe_tags = None
             bound.last_src = None
@@ -292,7 +306,7 @@ class DataPlane:
         old_tags, tags, ethertype, proto, ports = peeled
         if bound.generation != self._generation:
             self._compiled(bound)
-        if self._flows_generation != self._generation:
+        if self._flows_dirty:
             self._flow_table()
         key = (old_tags, ethertype, proto, ports if proto == IP_UDP or self._flows.uses_ports else b"")
         decision = bound.up_cache.get(key)

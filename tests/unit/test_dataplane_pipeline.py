@@ -345,3 +345,13 @@ def test_a_muted_onu_records_nothing_and_a_delayed_one_records_when_it_answers(l
     assert lab.vlan.record(onu.serial) is None
     lab.clock.advance(2.0)
     assert lab.vlan.record(onu.serial).value(codec.GEM_PORT_NETWORK_CTP, 1100, 1) == 1100
+
+
+def test_an_onu_powered_off_loses_its_flows_for_the_data_plane_too(lab, sub):
+    """Powering an ONU off forgets its flows (no FlowChanged each): a frame for its subscriber that was forwarded
+    a moment before now matches no flow at the NNI."""
+    onu, _ = sub
+    frame = ip_frame(RG_MAC, SERVER_MAC, tags=[(900, 0), (1006, 0)])
+    assert isinstance(lab.dp.from_nni(frame)[0], ToUni)
+    onu.power_off()
+    assert dropped(lab.dp.from_nni(frame)) == [("nni", "no-flow")]
