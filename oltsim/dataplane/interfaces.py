@@ -27,13 +27,17 @@ from oltsim.logs import logger
 
 log = logger("oltsim.dataplane")
 
-#: Frames one port's queue holds before it drops (about 1.5 MB of full-size frames).
+#: Frames one port's queue holds before it drops (about 1.5 MB of full-size frames); an NNI port, which carries
+#: every UNI's downstream traffic, holds NNI_QUEUE_FRAMES.
 QUEUE_FRAMES = 1024
+NNI_QUEUE_FRAMES = 4096
 #: Frames one port reads per reactor turn.
-BURST = 64
-#: Frames the pump hands on per reactor turn, over all ports, and per port in one round.
-BUDGET = 128
-PER_ROUND = 32
+BURST = 32
+#: Frames the pump hands on per reactor turn, over all ports, and per port in one round: small, so that the control
+#: plane waits at most about a millisecond behind a turn (bench/dataplane.py; 128 a turn made HeartbeatCheck 3x
+#: slower under iperf3 than idle, 32 about 2x, with one TCP stream still above 500 Mbit/s).
+BUDGET = 32
+PER_ROUND = 16
 #: The largest frame read (jumbo frames with two tags fit).
 MAX_FRAME = 16384
 _RETRY_READ = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)

@@ -23,7 +23,7 @@ import sys
 
 from twisted.application import service
 
-from oltsim.dataplane.interfaces import InterfacePlan, Pump, TapPort
+from oltsim.dataplane.interfaces import NNI_QUEUE_FRAMES, QUEUE_FRAMES, InterfacePlan, Pump, TapPort
 from oltsim.dataplane.netns import Host, HostError
 from oltsim.dataplane.pipeline import Dropped, PacketIn, ToNni, ToNniUntagged, ToUni
 from oltsim.logs import logger
@@ -120,7 +120,8 @@ class DataPlaneService(service.Service):
                 raise HostError(f"{option} {name}: an interface of that name exists already")
 
     def _port(self, name: str, key) -> TapPort:
-        options = {} if self.queue_frames is None else {"queue_frames": self.queue_frames}
+        default = NNI_QUEUE_FRAMES if key in (NNI, NNI_UNTAGGED) else QUEUE_FRAMES
+        options = {"queue_frames": self.queue_frames or default}
         port = TapPort(name, key, self.pump, reactor=self.clock, system=self.system, **options)
         self.ports[key] = port
         port.open()
