@@ -19,7 +19,7 @@ from oltsim.dataplane import states
 from oltsim.dataplane.flows import FlowTable
 from oltsim.dataplane.onupath import compile_onu_part
 from oltsim.dataplane.vlan import tags_bytes
-from oltsim.dataplane.wire import ETH_EAPOL, IP_UDP, is_dhcp, peel, ports_of
+from oltsim.dataplane.wire import ETH_EAPOL, IP_UDP, MAX_TAGS, is_dhcp, peel, ports_of
 from oltsim.logs import logger
 from oltsim.model import events
 from oltsim.model.errors import NotFound
@@ -98,6 +98,8 @@ REASONS = (
 # ---- internals ------------------------------------------------------------------------------------------------
 
 _FORWARD, _TRAP, _DROP = 0, 1, 2
+#: first octets of the TPIDs a tag may start with (0x8100, 0x88a8, 0x9100)
+_TPID_FIRST = frozenset((0x81, 0x88, 0x91))
 
 
 class _Counter:
@@ -172,6 +174,7 @@ class DataPlane:
         self._down_cache: dict = {}
         self._down_generation = -1
         self._macs: dict[bytes, tuple[_Bound, bytes, float]] = {}
+        self._tuples: dict[bytes, tuple] = {}
         self._nni = _Counter()
         self._nni_untagged = _Counter()
         self._unsubscribe = [olt.subscribe(self._on_event), self.vlan_config.subscribe(self._on_config)]
@@ -409,12 +412,18 @@ class DataPlane:
             self.capture("nni", "in", frame)
         return self._down(frame, "nni", nni)
 
-    def _down(self, frame: bytes, where: str, counter: _Counter) -> list:
+    def _down(self, frame: bytes, where: str, counter: _Counter, insert: bytes = b"") -> list:
+        """The downstream path of `frame`; `insert` (from the untagged NNI) are tags as on the tagged NNI that go in
+        front of the frame's own: the frame is decided as if it had them, without copying it to add them."""
         peeled = peel(frame)
         if peeled is None:
             counter.drop("malformed")
             return [Dropped(where, "malformed")]
         old_tags, tags, ethertype, proto, ports = peeled
+        cut = 12 + len(old_tags)
+        if insert:
+            old_tags = insert + old_tags
+            tags = (self._tag_tuple(insert) + tags)[:MAX_TAGS]
         if self._down_generation != self._generation:
             self._flow_table()
             self._down_cache = {}
@@ -430,7 +439,7 @@ class DataPlane:
         if verdict == _FORWARD:
             _, flow, bound, reason, uni_tags, watch, vid = decision
             flow.counter[0] += 1
-            flow.counter[1] += len(frame)
+            flow.counter[1] += len(frame) + len(insert)
             bcounter = bound.counter
             if bound.onu.state not in ACTIVE_STATES:
                 reason = "onu-not-active"
@@ -439,7 +448,7 @@ class DataPlane:
             if reason is not None:
                 bcounter.drop(reason)
                 return [Dropped(bound.where, reason)]
-            out = frame[:12] + uni_tags + frame[12 + len(old_tags):]
+            out = frame[:12] + uni_tags + frame[cut:]
             bcounter.tx_frames += 1
             bcounter.tx_bytes += len(out)
             if self.capture is not None:
@@ -455,6 +464,8 @@ class DataPlane:
             counter.drop(reason)
             return [Dropped(where, reason)]
         flow = decision[1]
+        if insert:
+            frame = frame[:12] + insert + frame[12:]
         flow.counter[0] += 1
         flow.counter[1] += len(frame)
         indication = events.PacketIndication("nni", flow.network_intf_id if flow.network_intf_id >= 0 else 0, frame)
@@ -522,13 +533,12 @@ class DataPlane:
         from its configuration), then handled as `from_nni`."""
         counter = self._nni_untagged
         counter.rx_frames += 1
-        if type(frame) is not bytes or peel(frame) is None:
+        if type(frame) is not bytes or len(frame) < 14 or (frame[12] in _TPID_FIRST and peel(frame) is None):
             counter.drop("malformed")
             return [Dropped("nni-untagged", "malformed")]
         counter.rx_bytes += len(frame)
         if self.capture is not None:
             self.capture("nni-untagged", "in", frame)
-        head, tail = frame[:12], frame[12:]
         if frame[0] & 1:
             out, seen = [], set()
             for bound in {id(b): b for b in self._bound.values()}.values():
@@ -536,14 +546,24 @@ class DataPlane:
                 if not tags or tags in seen:
                     continue
                 seen.add(tags)
-                out.extend(o for o in self._down(head + tags + tail, "nni-untagged", counter)
-                           if type(o) is not Dropped)
+                out.extend(o for o in self._down(frame, "nni-untagged", counter, tags) if type(o) is not Dropped)
             return out
         entry = self._macs.get(frame[0:6])
         if entry is None:
             counter.drop("no-subscriber")
             return [Dropped("nni-untagged", "no-subscriber")]
-        return self._down(head + entry[1] + tail, "nni-untagged", counter)
+        return self._down(frame, "nni-untagged", counter, entry[1])
+
+    def _tag_tuple(self, octets: bytes) -> tuple:
+        """`(tpid, tci)` pairs of tag octets (cached: a handful of distinct tag stacks)."""
+        tags = self._tuples.get(octets)
+        if tags is None:
+            tags = tuple((int.from_bytes(octets[i:i + 2], "big"), int.from_bytes(octets[i + 2:i + 4], "big"))
+                         for i in range(0, len(octets) - 3, 4))
+            if len(self._tuples) >= CACHE_LIMIT:
+                self._tuples.clear()
+            self._tuples[octets] = tags
+        return tags
 
     def _probe(self, bound: _Bound) -> bytes:
         """The tags an untagged IPv4 frame from the UNI would have on the tagged NNI (b"" when it is not
