@@ -355,3 +355,34 @@ def test_an_onu_powered_off_loses_its_flows_for_the_data_plane_too(lab, sub):
     assert isinstance(lab.dp.from_nni(frame)[0], ToUni)
     onu.power_off()
     assert dropped(lab.dp.from_nni(frame)) == [("nni", "no-flow")]
+
+
+def test_priority_tagged_frames_keep_their_priority_up_to_the_nni(lab, sub):
+    """With the adapter's prio-tagged rule beside the untagged one (VOLTHA writes both when it stacks), a frame the
+    RG prio-tags with priority 5 leaves the ONU with C-tag 1006 priority 5, and the OLT's push copies it into the
+    S-tag (the flow does not remark); downstream it comes back untagged (the untagged rule's inverse comes first)."""
+    onu, _ = sub
+    from dataplane_lab import rule
+    assert lab.set(onu, EVTOCD, lab.ids(UNI)["evtocd"], {6: rule(f_in=(8, 0, 0), remove=1, t_in=(8, 1006, 4))}) == 0
+    out = lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC, tags=[(0, 5)]))
+    assert tags_of(out[0].frame) == [(900, 5), (1006, 5)]
+    back = lab.dp.from_nni(ip_frame(RG_MAC, SERVER_MAC, tags=[(900, 5), (1006, 5)]))
+    assert back == [ToUni(onu.serial, UNI, ip_frame(RG_MAC, SERVER_MAC))]
+
+
+def test_a_server_reply_on_the_untagged_nni_caught_by_an_nni_trap_reaches_the_adapter_tagged(lab, sub):
+    """dnsmasq's reply on the untagged NNI, for a learned subscriber, matching an NNI DHCP trap flow: the adapter
+    gets it as PktInd(nni) with the subscriber's S-tag and C-tag, as from a real NNI (dhcpl2relay's view)."""
+    onu, _ = sub
+    from voltha_protos import openolt_pb2
+    from oltsim.openoltpb import flow_from_pb
+    lab.olt.flow_add(flow_from_pb(openolt_pb2.Flow(
+        access_intf_id=-1, onu_id=-1, uni_id=-1, flow_id=9, flow_type="downstream", network_intf_id=0,
+        gemport_id=-1, alloc_id=-1, priority=10000,
+        classifier=openolt_pb2.Classifier(eth_type=0x0800, ip_proto=17, src_port=67, dst_port=68, o_pbits=0xFF),
+        action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True)))))
+    lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC))                  # learns RG_MAC
+    reply = ip_frame(RG_MAC, SERVER_MAC, sport=67, dport=68)
+    out = lab.dp.from_nni_untagged(reply)
+    assert [type(o) for o in out] == [PacketIn]
+    assert out[0].indication.intf_type == "nni" and tags_of(out[0].indication.pkt) == [(900, 0), (1006, 0)]
