@@ -123,6 +123,8 @@ class DataPlaneService(service.Service):
         default = NNI_QUEUE_FRAMES if key in (NNI, NNI_UNTAGGED) else QUEUE_FRAMES
         options = {"queue_frames": self.queue_frames or default}
         port = TapPort(name, key, self.pump, reactor=self.clock, system=self.system, **options)
+        # the model's port whose packet counter (the OpenOLT PortStatistics) counts this interface's frames
+        port.model_port = self.olt.nnis[0] if key in (NNI, NNI_UNTAGGED) else self.olt.onu_by_serial(key[0]).pon
         self.ports[key] = port
         port.open()
         return port
@@ -185,6 +187,7 @@ class DataPlaneService(service.Service):
     def _frame_in(self, port: TapPort, frame: bytes) -> None:
         key = port.key
         dataplane = self.dataplane
+        port.model_port.packet_count += 1    # the OpenOLT port statistics count real frames too
         if key == NNI:
             outputs = dataplane.from_nni(frame)
         elif key == NNI_UNTAGGED:
@@ -214,7 +217,8 @@ class DataPlaneService(service.Service):
             if port is None:
                 self.undeliverable += 1
                 continue
-            port.send(out.frame)
+            if port.send(out.frame):
+                port.model_port.packet_count += 1
 
     # ---- counters ------------------------------------------------------------------------------------------------
 

@@ -333,8 +333,9 @@ def test_failed_start_exits_2_with_one_line(capsys, monkeypatch):
 
 def test_frames_flow_to_the_dataplane_and_outputs_go_out():
     """A frame read on a UNI is handed to DataPlane.from_uni, one on the NNIs to from_nni / from_nni_untagged; each
-    output goes out of its interface (ToUni to that UNI's), packet indications are counted, and an output for an
-    interface not made is counted as undeliverable."""
+    output goes out of its interface (ToUni to that UNI's), packet indications are counted, an output for an
+    interface not made is counted as undeliverable, and the frames count in the model's NNI and PON packet counters
+    (what the OpenOLT port statistics report)."""
     olt = olt_of()
     serial = olt.onus[0].serial
     plan = plan_interfaces(olt, "2", nni="nni0", nni_untagged="nniu0")
@@ -362,6 +363,8 @@ def test_frames_flow_to_the_dataplane_and_outputs_go_out():
     assert list(tunnel(system, ports[(serial, 1)]).writeBuffer) == [b"Ddown"]
     counters = svc.counters()
     assert counters["packet_ins"] == 1 and counters["undeliverable"] == 1
+    # the OpenOLT port statistics count them: the NNIs 2 in + 2 out, the PON 1 in + 1 out (from 0)
+    assert olt.nnis[0].packet_count == 4 and olt.pons[0].packet_count == 2
     assert counters["interfaces"]["u0-1-0"]["rx_frames"] == 1 and counters["interfaces"]["nni0"]["tx_frames"] == 1
     assert counters["interfaces"]["u0-1-1"]["serial"] == serial
     svc.stopService()
