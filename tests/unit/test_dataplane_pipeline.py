@@ -386,3 +386,24 @@ def test_a_server_reply_on_the_untagged_nni_caught_by_an_nni_trap_reaches_the_ad
     out = lab.dp.from_nni_untagged(reply)
     assert [type(o) for o in out] == [PacketIn]
     assert out[0].indication.intf_type == "nni" and tags_of(out[0].indication.pkt) == [(900, 0), (1006, 0)]
+
+
+def test_random_frames_and_random_rules_never_raise(lab, sub):
+    """2,000 random frames (tag-like prefixes, EAPOL and DHCP EtherTypes and ports, any length) on every entry point,
+    after random EVTOCD entries and VLAN filters were written over OMCI: every call returns outputs, none raises."""
+    import random as rnd
+    onu, _ = sub
+    r = rnd.Random(37)
+    ids = lab.ids(UNI)
+    for _ in range(8):
+        lab.set(onu, EVTOCD, ids["evtocd"], {6: bytes(r.randrange(256) for _ in range(16))})
+    lab.set(onu, VTFD, ids["ani_port"], {1: bytes(r.randrange(256) for _ in range(24)), 2: r.choice((0, 0x10, 0x12,
+                                                                                                     0x7F)), 3: 13})
+    pieces = [b"\x81\x00", b"\x88\xa8", b"\x91\x00", b"\x88\x8e", b"\x08\x00", b"\x00\x43\x00\x44", b"\x45", b"\x11"]
+    for _ in range(2000):
+        frame = bytes(r.randrange(256) for _ in range(r.randrange(12))) + b"".join(
+            r.choice(pieces) + bytes(r.randrange(256) for _ in range(r.randrange(4))) for _ in range(r.randrange(8)))
+        for outputs in (lab.dp.from_uni(onu.serial, UNI, frame), lab.dp.from_nni(frame),
+                        lab.dp.from_nni_untagged(frame), lab.dp.onu_packet_out(onu.serial, UNI, GEM, frame),
+                        lab.dp.uplink_packet_out(0, frame)):
+            assert isinstance(outputs, list)
