@@ -166,7 +166,8 @@ def test_a_real_supplicant_and_dhcp_client_on_a_uni_are_authenticated_leased_tag
 
 def test_64_unis_get_64_leases_from_one_dnsmasq(daemon, lab, tmp_path):
     """4 PONs x 16 ONUs, every UNI bound in a namespace of its own: 64 dhclients get 64 different leases from one
-    dnsmasq on the untagged NNI, and every service shows DHCP ack."""
+    dnsmasq on the untagged NNI, and every service shows DHCP ack; stopped with SIGTERM, oltsim exits 0 and leaves
+    none of its interfaces or namespaces behind."""
     services = tmp_path / "services.yaml"
     services.write_text(NO_EAPOL_SERVICES)
     process = daemon(*dataplane_options(lab, "--pon", "4", "--onu", "16", "--uni", "1", "--uni-interfaces", "all",
@@ -185,6 +186,12 @@ def test_64_unis_get_64_leases_from_one_dnsmasq(daemon, lab, tmp_path):
     status, body = process.rest_get("/v1/olt/onus")
     states = [s["DhcpState"] for onu in body["items"] for u in onu["unis"] for s in u["services"]]
     assert states.count(DHCP_OK) == 64, states
+    # SIGTERM: exit 0, every interface and every namespace oltsim made gone
+    process.process.terminate()
+    assert process.wait_exit(30) == 0, process.log[-3000:]
+    namespaces = run("ip", "netns", "list").stdout
+    assert not [n for n in namespaces.split() if n.startswith(f"{lab.prefix}u")], namespaces
+    assert f"{lab.prefix}nni" not in run("ip", "-br", "link").stdout
 
 
 def test_a_taken_interface_name_is_refused_in_one_line_with_nothing_left(daemon, lab):
