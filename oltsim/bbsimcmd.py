@@ -15,6 +15,7 @@ one (``flag provided but not defined: -onuu; did you mean -onu?``).
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from dataclasses import dataclass, field
@@ -137,10 +138,11 @@ class HelpRequested(Exception):
 @dataclass
 class Parsed:
     """What a command line asks for: ``given`` maps Settings fields to typed values (only the flags given, the last
-    of each), ``config`` is the YAML file or None, ``ignored`` the flags given that have no effect here, once each
-    in the order first given."""
+    of each), ``typed`` the same fields' values as typed, ``config`` is the YAML file or None, ``ignored`` the flags
+    given that have no effect here, once each in the order first given."""
 
     given: dict[str, object] = field(default_factory=dict)
+    typed: dict[str, str] = field(default_factory=dict)
     config: str | None = None
     ignored: list[str] = field(default_factory=list)
 
@@ -240,7 +242,22 @@ def parse(argv: list[str]) -> Parsed:
             parsed.given.pop(flag.setting, None)  # BBSim: a blank file name means the derived ranges
         else:
             parsed.given[flag.setting] = value
+            parsed.typed[flag.setting] = text
     return parsed
+
+
+def listener_names(parsed: Parsed, settings) -> dict[str, str]:
+    """How a failed start names each listener that has a bbsim flag (the daemon's listener name -> text): the flag
+    and the value typed (``-rest_api_address :50071``), or the flag and the endpoint it was left at."""
+    names = {}
+    for setting in LISTENER_FIELDS:
+        flag = FLAG_OF.get(setting)
+        if flag is None:
+            continue
+        typed = parsed.typed.get(setting)
+        names[setting.replace("_", "-")] = (f"-{flag} {typed}" if typed is not None
+                                           else f"-{flag} (not given: {getattr(settings, setting)})")
+    return names
 
 
 def config_file(parsed: Parsed, cwd: str = "") -> str | None:
@@ -299,9 +316,10 @@ def check(parsed: Parsed, config: str | None):
     return settings
 
 
-def run(argv: list[str], settings) -> None:
+def run(argv: list[str], settings, names: dict[str, str] | None = None) -> None:
     """Run `twistd` with ``argv`` in this process, in the foreground, with exactly ``settings`` (which the options
-    in ``argv`` describe, bools set to false included); returns when the daemon has stopped."""
+    in ``argv`` describe, bools set to false included); returns when the daemon has stopped. A listener that cannot
+    bind is named as ``names`` says (`listener_names`: bbsim's flags), by `bbsim`."""
     from twisted.python import usage as twisted_usage
     from twisted.scripts import twistd
 
@@ -312,10 +330,12 @@ def run(argv: list[str], settings) -> None:
         sys.stderr.write(f"{PROGRAM}: {exc}\n")
         raise SystemExit(2) from None
     config.subOptions.settings = settings
+    config.subOptions.program = PROGRAM
+    config.subOptions.listener_names = names or {}
     twistd.runApp(config)
 
 
-def main(argv: list[str] | None = None, stderr: TextIO | None = None, start=run) -> int:
+def main(argv: list[str] | None = None, stderr: TextIO | None = None, start=None) -> int:
     """The `bbsim` console command: parse, warn once per ignored flag, check, then run the daemon (``start``) until
     it stops. Returns the exit status: 0, or 2 with one line on stderr for a wrong flag or value."""
     argv = sys.argv[1:] if argv is None else list(argv)
@@ -342,6 +362,8 @@ def main(argv: list[str] | None = None, stderr: TextIO | None = None, start=run)
         stderr.write(f"{PROGRAM}: {prefix}{exc}\n")
         return 2
     stderr.flush()
+    if start is None:  # the daemon itself, told how bbsim's flags name its listeners
+        start = functools.partial(run, names=listener_names(parsed, settings))
     start(twistd_argv(parsed, config), settings)
     return 0
 

@@ -53,9 +53,13 @@ class DaemonService(service.MultiService):
 
     def __init__(self, endpoints: dict[str, str], warnings: tuple[str, ...] = (), *, children=(), olt=None,
                  hub=None, commands=None, bus=None, metrics=None, dmi=None, connection_watch=None, kafka_events=None,
-                 event_topic: str | None = None):
+                 event_topic: str | None = None, program: str = "oltsim", listener_names: dict | None = None):
         super().__init__()
         self.endpoints = endpoints
+        #: how a failed start's line names the program and each listener: `bbsim` names its own flags
+        #: (``bbsim: -rest_api_address :50071: address already in use``), oltsim its options and endpoints
+        self.program = program
+        self.listener_names = dict(listener_names or {})
         #: the configuration's warnings and notes (oltsim.config.ConfigWarning), logged once at start
         self.warnings = warnings
         #: where the one line of a failed start goes (None: the process's real stderr)
@@ -106,7 +110,9 @@ class DaemonService(service.MultiService):
                     raise
                 # twistd has redirected sys.stderr into the log by now; the line goes to the real stderr.
                 stderr = self.stderr or sys.__stderr__ or sys.stderr
-                stderr.write(f"oltsim: {listen_failure(child.name, self.endpoints[child.name], exc)}\n")
+                line = listen_failure(child.name, self.endpoints[child.name], exc,
+                                      self.listener_names.get(child.name))
+                stderr.write(f"{self.program}: {line}\n")
                 stderr.flush()
                 raise SystemExit(1) from None
 
@@ -242,9 +248,10 @@ def log_config_warnings(warnings) -> None:
             config_log.warn("config-warning: {text}", text=str(warning))
 
 
-def listen_failure(option: str, endpoint: str, error: CannotListenError) -> str:
+def listen_failure(option: str, endpoint: str, error: CannotListenError, named: str | None = None) -> str:
     """One line for a listener that could not bind: ``--OPTION ENDPOINT: reason`` in the operating system's words,
-    lower-cased (``address already in use``), and for an interface that does not resolve, which one."""
+    lower-cased (``address already in use``), and for an interface that does not resolve, which one; ``named``
+    replaces ``--OPTION ENDPOINT`` (how `bbsim` names the listener: its flag and the value typed)."""
     reason = error.socketError
     text = getattr(reason, "strerror", None) or str(reason) or "cannot listen"
     text = text[0].lower() + text[1:]
@@ -252,7 +259,7 @@ def listen_failure(option: str, endpoint: str, error: CannotListenError) -> str:
         text = f"interface {error.interface} does not resolve ({text})"
     elif getattr(reason, "errno", None) == errno.EADDRNOTAVAIL:
         text = f"interface {error.interface} is not an address of this host ({text})"
-    return f"--{option} {endpoint}: {text}"
+    return f"{named or f'--{option} {endpoint}'}: {text}"
 
 
 def usage_error_line(options: usage.Options, argv: list[str], error: usage.UsageError) -> str:

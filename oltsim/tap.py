@@ -142,7 +142,9 @@ def makeService(options, reactor=None):
         children=[openolt, power, *kafka, *adapter, *capturing, scenario, *control, *sadis, *dmi, watch, *waiting,
                   *dataplane],
         olt=olt, hub=hub, commands=commands, bus=bus, metrics=metrics, dmi=dmi_device, connection_watch=watch,
-        kafka_events=sink, event_topic=topic)
+        kafka_events=sink, event_topic=topic,
+        # `bbsim` (oltsim.bbsimcmd.run) names itself and its flags in a failed start's line
+        program=getattr(options, "program", "oltsim"), listener_names=getattr(options, "listener_names", None))
 
 
 def _build_model(settings, reactor):
