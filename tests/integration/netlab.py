@@ -21,7 +21,8 @@ from pathlib import Path
 from headless import _apt, install_allowed, INSTALL_VARIABLE, APT_TIMEOUT
 
 #: program -> the Debian package that has it
-TOOLS = {"dnsmasq": "dnsmasq", "dhclient": "isc-dhcp-client", "wpa_supplicant": "wpasupplicant",
+#: (dnsmasq-base: the program without the system service, which would take port 53 on a machine with systemd)
+TOOLS = {"dnsmasq": "dnsmasq-base", "dhclient": "isc-dhcp-client", "wpa_supplicant": "wpasupplicant",
          "tshark": "tshark", "iperf3": "iperf3", "ping": "iputils-ping"}
 STOP_TIMEOUT = 5.0
 
@@ -197,7 +198,10 @@ class Lab:
         for process in reversed(self.processes):
             self.stop(process)
         self.processes.clear()
-        for name in reversed(self.namespaces):
+        # the lab's own, then any left under its prefix by an oltsim that could not stop (killed): this run's only
+        listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, timeout=10).stdout.split()
+        leftover = [name for name in listed if name.startswith(self.prefix) and name not in self.namespaces]
+        for name in [*reversed(self.namespaces), *leftover]:
             subprocess.run(["ip", "netns", "delete", name], capture_output=True, timeout=10)
         self.namespaces.clear()
         for folder in self.resolv_dirs:
