@@ -15,7 +15,6 @@ from twisted.internet.error import CannotListenError
 from twisted.python import usage
 
 from oltsim import __version__
-from oltsim.api.site import ApiSite
 from oltsim.config import LISTENER_FIELDS, ConfigWarning
 from oltsim.logs import logger
 from oltsim.model import events
@@ -25,7 +24,7 @@ from oltsim.serving.onloop import NotOnLoop, check_asyncio_reactor
 from oltsim.serving.security import check_listener
 from oltsim.suggest import did_you_mean
 
-__all__ = ["CommandLineOptions", "DaemonService", "OltService", "QuietSite", "WaitingForAdapter", "asyncio_reactor",
+__all__ = ["CommandLineOptions", "DaemonService", "OltService", "WaitingForAdapter", "asyncio_reactor",
            "check_listeners", "follow_openolt", "listen_failure", "log_config_warnings", "loop_engine",
            "usage_error_line"]
 
@@ -188,15 +187,6 @@ def follow_openolt(openolt):
             elif not event.running and openolt.serving:
                 openolt.stop_server()
     return follow
-
-
-class QuietSite(ApiSite):
-    """A Site that logs only failed requests: one access-log line per request costs more than
-    answering a cached read, and the handlers already log what went wrong."""
-
-    def log(self, request):
-        if request.code >= 400:
-            super().log(request)
 
 
 class CommandLineOptions(usage.Options):

@@ -1,6 +1,6 @@
 """What each of the daemon's servers carries: the gRPC services registered on the OpenOLT, v1, v0 and DMI servers
 (each with server reflection, as BBSim has, so that grpcurl-style clients need no proto files), and a REST
-listener's site behind its limits. :mod:`oltsim.tap` hands these to the servers it builds.
+listener's site behind its limits; the gRPC servers themselves. :mod:`oltsim.tap` builds the daemon's with these.
 """
 from __future__ import annotations
 
@@ -12,17 +12,44 @@ from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
 from oltsim._proto import bbsim_dmi_pb2, bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc, oltsim_pb2
 from oltsim.api.v1.grpc_v1 import add_to_server as add_oltsim_to_server
-from oltsim.daemon import QuietSite
+from oltsim.api.site import ApiSite
+from oltsim.daemon import loop_engine
 from oltsim.dmi import transceivers as dmi_transceivers
 from oltsim.dmi.hw import HWManagementServicer
 from oltsim.dmi.hw_events import EventsServicer
 from oltsim.dmi.hw_metrics import MetricsServicer
-from oltsim.prometheus import counted
+from oltsim.prometheus import AioMetricsInterceptor, counted
 from oltsim.serving.connlimit import ConnectionLimits, LimitedFactory
+from oltsim.serving.grpcserver import GrpcServerService
 from oltsim.serving.onloop import on_loop
-from oltsim.serving.security import guard
+from oltsim.serving.security import guard, interceptors
 
-__all__ = ["add_dmi", "add_openolt", "add_v0", "add_v1", "rest_site"]
+__all__ = ["QuietSite", "add_dmi", "add_openolt", "add_v0", "add_v1", "connection_limits", "grpc_server", "rest_site"]
+
+
+class QuietSite(ApiSite):
+    """A Site that logs only failed requests: one access-log line per request costs more than
+    answering a cached read, and the handlers already log what went wrong."""
+
+    def log(self, request):
+        if request.code >= 400:
+            super().log(request)
+
+
+def connection_limits(settings) -> dict:
+    """Connections per Twisted listener (REST, SADIS, an ssl: gRPC port's TLS relay; oltsim.serving.connlimit): at
+    most max_connections open, max_connections_per_peer from one address, one beyond closes the idlest."""
+    return dict(max_connections=settings.max_connections, max_connections_per_peer=settings.max_connections_per_peer)
+
+
+def grpc_server(name: str, settings, reactor, metrics, add, token=None, **limits) -> GrpcServerService:
+    """The gRPC server of listener `name` (its setting, ``grpc-v1`` for ``grpc_v1``) on the reactor's loop (no thread
+    hops; pygrpc-native's front unless TLS or the user asks for grpc.aio) carrying what `add(server)` registers,
+    its calls counted in `metrics` and, with a `token`, refused without it; `limits` go to GrpcServerService."""
+    endpoint = getattr(settings, name.replace("-", "_"))
+    return GrpcServerService(name, endpoint, add, reactor=reactor, engine=loop_engine(settings.grpc_engine, endpoint),
+                             interceptors=[AioMetricsInterceptor(metrics, name), *interceptors(token, name)],
+                             **connection_limits(settings), **limits)
 
 
 def rest_site(resource, surface: str, metrics, settings, reactor, token=None, headers=(), public=()):

@@ -35,7 +35,7 @@ from oltsim.capture import Capture
 from oltsim.capture.service import CaptureService
 from oltsim.config import LISTENER_FIELDS, SETTINGS, ConfigError, load_settings, strict_error
 from oltsim.daemon import (CommandLineOptions, DaemonService, OltService, WaitingForAdapter, asyncio_reactor,
-                           check_listeners, follow_openolt, loop_engine)
+                           check_listeners, follow_openolt)
 from oltsim.dataplane.interfaces import plan_interfaces
 from oltsim.dataplane.netns import HostError
 from oltsim.dataplane.pipeline import DataPlane
@@ -50,15 +50,14 @@ from oltsim.omci.responder import OmciResponder
 from oltsim.omci.vlanconfig import VlanConfig
 from oltsim.omci.wrappers import OmciFaultWrapper
 from oltsim.packets.engine import ProtocolEngine
-from oltsim.prometheus import AioMetricsInterceptor, Metrics, with_metrics
+from oltsim.prometheus import Metrics, with_metrics
 from oltsim.scenario.atstart import ScenarioAtStart, check_scenario, scenario_for_start
 from oltsim.scenario.runner import ScenarioRunner
-from oltsim.servers import add_dmi, add_openolt, add_v0, add_v1, rest_site
+from oltsim.servers import add_dmi, add_openolt, add_v0, add_v1, grpc_server, rest_site
 from oltsim.serving.descriptors import GrpcConnectionWatch, open_files_limit
 from oltsim.serving.endpoints import local_ip, port_of
-from oltsim.serving.grpcserver import GrpcServerService
 from oltsim.serving.onloop import on_loop
-from oltsim.serving.security import AccessToken, interceptors, server_service
+from oltsim.serving.security import AccessToken, server_service
 from oltsim.southbound.builtin import BuiltinAdapter
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
 
@@ -161,23 +160,9 @@ def _build_model(settings, reactor):
     return olt, IndicationHub(olt), engine, capture
 
 
-def _connections(settings) -> dict:
-    """Connections per Twisted listener (REST, SADIS, an ssl: gRPC port's TLS relay; oltsim.serving.connlimit)."""
-    return dict(max_connections=settings.max_connections, max_connections_per_peer=settings.max_connections_per_peer)
-
-
-def _grpc_server(name: str, settings, reactor, metrics, add, token=None, **limits):
-    """The gRPC server of listener `name` on the reactor's loop (no thread hops; pygrpc-native's front unless TLS or
-    the user asks for grpc.aio), its calls counted in `metrics` and, with a `token`, refused without it."""
-    endpoint = getattr(settings, name.replace("-", "_"))
-    return GrpcServerService(name, endpoint, add, reactor=reactor, engine=loop_engine(settings.grpc_engine, endpoint),
-                             interceptors=[AioMetricsInterceptor(metrics, name), *interceptors(token, name)],
-                             **_connections(settings), **limits)
-
-
 def _build_openolt(settings, reactor, olt, hub, engine, capture, metrics):
     """The OpenOLT server (~240 calls per ONU at bring-up), which the model starts and stops (reboot)."""
-    openolt = _grpc_server("openolt", settings, reactor, metrics, lambda server: add_openolt(
+    openolt = grpc_server("openolt", settings, reactor, metrics, lambda server: add_openolt(
         server, on_loop(OpenoltServicer(olt, hub, capture), openolt_pb2_grpc.OpenoltServicer)),
         bulk_methods=("/openolt.Openolt/OmciMsgOut",))
     openolt.on_stopping.append(hub.end_all)
@@ -251,7 +236,7 @@ def _build_control_apis(settings, reactor, commands, bus, metrics, token) -> lis
     """v1 gRPC, v1 REST, v0 gRPC and v0 REST, in that order. Open calls are capped per server (RESOURCE_EXHAUSTED
     beyond; HTTP/2 streams per connection are set above that cap, grpcserver.STREAMS_ABOVE_CAP), so that no client,
     token or not, can wedge them."""
-    grpc_v1 = _grpc_server("grpc-v1", settings, reactor, metrics, lambda server: add_v1(
+    grpc_v1 = grpc_server("grpc-v1", settings, reactor, metrics, lambda server: add_v1(
         server, on_loop(BBSimServicer(commands), bbsim_pb2_grpc.BBSimServicer),
         on_loop(OltsimServicer(bus, commands=commands), oltsim_pb2_grpc.OltsimServicer)),
         token=token, max_calls=settings.max_api_calls)
@@ -263,7 +248,7 @@ def _build_control_apis(settings, reactor, commands, bus, metrics, token) -> lis
                              reactor=reactor)
     rest_v1.setName("rest-v1")
     v0_commands = V0Commands(commands.olt, olt_ip=commands.olt_ip)
-    grpc_v0 = _grpc_server("grpc-v0", settings, reactor, metrics, lambda server: add_v0(
+    grpc_v0 = grpc_server("grpc-v0", settings, reactor, metrics, lambda server: add_v0(
         server, on_loop(LegacyServicer(v0_commands), legacy_pb2_grpc.BBSimServiceServicer)),
         token=token, max_calls=settings.max_api_calls)
     rest_v0 = server_service(settings.rest_v0, rest_site(V0Rest(v0_commands, secured=secured).resource(), "rest-v0",
@@ -296,7 +281,7 @@ def _build_dmi(settings, reactor, olt, metrics):
     device = ManagedDevice(olt, reactor, random.Random(), sink_factory=lambda address: KafkaSink(
         address, reactor=reactor, name="dmi", metrics=metrics, client_id=f"BBSim-OLT-DMIServer-{settings.olt_id}"))
     software = SoftwareManagementServicer(device)
-    server = _grpc_server("dmi", settings, reactor, metrics, lambda grpc_server: add_dmi(grpc_server, device, software),
+    server = grpc_server("dmi", settings, reactor, metrics, lambda server: add_dmi(server, device, software),
                           max_calls=settings.max_api_calls)
     server.on_stopping.append(software.close_all)
     server.on_stopping.append(device.close_streams)
