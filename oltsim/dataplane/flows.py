@@ -7,6 +7,7 @@ reads the classifier and action from it once. Matching follows what an OpenOLT d
   the outer / inner tag, `o_pbits` / `i_pbits` (0..7 match, anything above = any; `i_pbits` 0 = any, as adapters
   leave it unset), `eth_type`, `ip_proto`, `src_port` / `dst_port` (0 = any); an upstream flow also matches only
   the GEM ports it names (when the ONU's GEM port is known);
+- multicast flows (flow_type multicast) also match `dst_ip` (0 = any group);
 - action: `remove_outer_tag` pops, `add_outer_tag` pushes `o_vid` (priority `o_pbits` when `remark_outer_pbits`,
   else the priority of the tag below; TPID `o_tpid` or 0x8100), `translate_outer_tag` / `translate_inner_tag` set the
   VID of the outer / inner tag, `remark_inner_pbits` its priority, `add_inner_tag` / `remove_inner_tag` likewise;
@@ -32,7 +33,7 @@ class CompiledFlow:
     __slots__ = ("key", "flow_id", "flow_type", "pon", "onu_id", "uni_id", "gems", "gemport_id", "network_intf_id",
                  "priority", "tag_count", "o_vid", "i_vid", "o_pbits", "i_pbits", "eth_type", "ip_proto",
                  "src_port", "dst_port", "trap", "pop", "push", "push_pbits", "push_tpid", "translate_outer",
-                 "translate_inner", "inner_pbits", "add_inner", "remove_inner", "label", "counter")
+                 "translate_inner", "inner_pbits", "add_inner", "remove_inner", "label", "counter", "dst_ip")
 
     def __init__(self, flow):
         self.key = flow.key
@@ -51,6 +52,7 @@ class CompiledFlow:
         if flow.payload:
             msg = openolt_pb2.Flow()
             msg.MergeFromString(flow.payload)
+        self.dst_ip = b""
         if msg is None:
             self.priority = 0
             self.tag_count = None
@@ -71,6 +73,7 @@ class CompiledFlow:
         self.i_pbits = c.i_pbits if c.i_pbits else ANY_PBITS
         self.eth_type, self.ip_proto = c.eth_type, c.ip_proto
         self.src_port, self.dst_port = c.src_port, c.dst_port
+        self.dst_ip = c.dst_ip.to_bytes(4, "big") if c.dst_ip else b""
         self.trap = cmd.trap_to_host
         self.pop = cmd.remove_outer_tag
         self.push = a.o_vid if cmd.add_outer_tag else None
@@ -158,19 +161,22 @@ class FlowTable:
     def __init__(self):
         self.upstream: dict[tuple[int, int, int], list[CompiledFlow]] = {}
         self.downstream: list[CompiledFlow] = []
+        #: multicast flows (flow_type multicast): group traffic from the NNI, replicated to the UNIs that joined
+        self.multicast: list[CompiledFlow] = []
         self.uses_ports = False
         self._compiled: dict[tuple, tuple[object, CompiledFlow]] = {}
 
     def refresh(self, stored) -> None:
         """Compile `stored` (the OLT's Flow objects)."""
-        compiled, up, down = {}, {}, []
+        compiled, up, down, multicast = {}, {}, [], []
         uses_ports = False
         for flow in stored:
-            if flow.flow_type == "multicast":
-                continue
             old = self._compiled.get(flow.key)
             cf = old[1] if old is not None and old[0] is flow else CompiledFlow(flow)
             compiled[flow.key] = (flow, cf)
+            if flow.flow_type == "multicast":
+                multicast.append(cf)
+                continue
             uses_ports = uses_ports or cf.uses_ports
             if flow.flow_type in ("upstream", "bidirectional") and flow.access_intf_id >= 0:
                 up.setdefault((cf.pon, cf.onu_id, cf.uni_id), []).append(cf)
@@ -179,7 +185,9 @@ class FlowTable:
         for flows in up.values():
             flows.sort(key=_order)
         down.sort(key=_order)
+        multicast.sort(key=_order)
         self._compiled, self.upstream, self.downstream, self.uses_ports = compiled, up, down, uses_ports
+        self.multicast = multicast
 
     def all(self) -> list[CompiledFlow]:
         return [cf for _, cf in self._compiled.values()]
@@ -188,6 +196,13 @@ class FlowTable:
         """The upstream flow of the UNI a frame matches, or None."""
         for cf in self.upstream.get((pon, onu_id, uni_id), ()):
             if cf.matches(tags, ethertype, proto, sport, dport, gem):
+                return cf
+        return None
+
+    def first_multicast(self, tags, ethertype, proto, group: bytes):
+        """The multicast flow a group frame (IPv4 destination `group`) from the NNI matches, or None."""
+        for cf in self.multicast:
+            if (not cf.dst_ip or cf.dst_ip == group) and cf.matches(tags, ethertype, proto, 0, 0, None):
                 return cf
         return None
 

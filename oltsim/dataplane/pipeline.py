@@ -6,6 +6,8 @@ bridge port, the 802.1p mapper choosing the GEM port), then the OLT's part, from
 packet indication to the adapter (as today's simulated protocols raise them), a forwarding flow pushes or
 translates the outer tag and sends it out of the NNI. Downstream the other way: the NNI frame's tags select a
 downstream flow, which pops or translates, then the ONU's EVTOCD reverse operation and its filter, then the UNI.
+Group traffic matching a multicast flow goes to every bound UNI whose client joined the group (IGMP reports seen
+upstream, `oltsim.dataplane.multicast`), without the group's VLAN.
 
 Nothing here does I/O or reads the time by itself: methods return `Output` values that the caller (the service
 owning the interfaces) carries out, on the reactor thread. What to do per UNI and per GEM is computed when OMCI or
@@ -15,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from oltsim.dataplane import states
+from oltsim.dataplane import multicast, states
 from oltsim.dataplane.flows import FlowTable
 from oltsim.dataplane.onupath import compile_onu_part
-from oltsim.dataplane.vlan import tags_bytes
+from oltsim.dataplane.vlan import tag, tags_bytes
 from oltsim.dataplane.wire import ETH_EAPOL, IP_UDP, MAX_TAGS, is_dhcp, peel, ports_of
 from oltsim.logs import logger
 from oltsim.model import events
@@ -89,6 +91,7 @@ REASONS = (
     "no-gem",             # the 802.1p mapper / bridge gives the frame no GEM port
     "no-flow",            # no flow of the OLT matches the frame's ONU, UNI, GEM port and tags
     "no-subscriber",      # untagged NNI: the destination MAC was never learned and is not broadcast
+    "no-member",          # multicast: no bound UNI joined the group (IGMP) a multicast flow carries
     "queue-full",         # reserved for the caller: the interface's bounded queue was full
 )
 
@@ -98,6 +101,9 @@ REASONS = (
 # ---- internals ------------------------------------------------------------------------------------------------
 
 _FORWARD, _TRAP, _DROP = 0, 1, 2
+#: what an upstream frame's decision says to look at: service states (EAPOL, DHCP) or group membership (IGMP)
+_STATES, _IGMP = 1, 2
+IP_IGMP = 2
 #: first octets of the TPIDs a tag may start with (0x8100, 0x88a8, 0x9100)
 _TPID_FIRST = frozenset((0x81, 0x88, 0x91))
 
@@ -123,7 +129,7 @@ class _Bound:
     """One bound UNI: its model objects, counters, and decisions compiled for the current configuration."""
 
     __slots__ = ("serial", "uni", "onu", "where", "counter", "generation", "part", "up_cache", "nni_tags",
-                 "probe_tags", "last_src")
+                 "probe_tags", "last_src", "groups")
 
     def __init__(self, uni):
         self.uni = uni
@@ -139,6 +145,8 @@ class _Bound:
         self.probe_tags: bytes | None = None
         #: the source MAC learned last (with the current configuration): the same again needs no learning
         self.last_src: bytes | None = None
+        #: multicast groups (IPv4 addresses, 4 octets) its client joined (oltsim.dataplane.multicast)
+        self.groups: set = set()
 
 
 class DataPlane:
@@ -330,8 +338,10 @@ class DataPlane:
         flow_counter[1] += len(frame) - len(old_tags) + len(onu_tags)
         if watch or verdict == _TRAP:
             at_olt = frame[:12] + onu_tags + frame[cut:]
-            if watch:
+            if watch == _STATES:
                 states.follow_upstream(bound.uni, at_olt, vid)
+            elif watch == _IGMP:
+                multicast.apply(bound.groups, at_olt)
             if verdict == _TRAP:
                 uni = bound.uni
                 indication = events.PacketIndication("pon", onu.pon.id, at_olt, onu.onu_id, uni.id, gem,
@@ -372,7 +382,7 @@ class DataPlane:
                                           gem)
         if flow is None:
             return (_DROP, "no-flow")
-        watch = ethertype == ETH_EAPOL or is_dhcp(proto, ports)
+        watch = _STATES if ethertype == ETH_EAPOL or is_dhcp(proto, ports) else (_IGMP if proto == IP_IGMP else 0)
         vid = onu_tags[0][1] & 0xFFF if onu_tags else None
         if flow.trap:
             return (_TRAP, tags_bytes(onu_tags), b"", flow, gem if gem is not None else flow.gemport_id, watch, vid)
@@ -401,7 +411,8 @@ class DataPlane:
 
     def from_nni(self, frame: bytes) -> list:
         """A frame as on a real NNI (S-tag, C-tag): a downstream flow pops or translates, the ONU's EVTOCD reverses
-        its rule: `ToUni`, `PacketIn` (NNI trap flows), or `Dropped`."""
+        its rule: `ToUni`, `PacketIn` (NNI trap flows), or `Dropped`. Group traffic a multicast flow takes: `ToUni`
+        for each bound UNI that joined the group."""
         nni = self._nni
         nni.rx_frames += 1
         if type(frame) is not bytes:
@@ -424,6 +435,13 @@ class DataPlane:
         if insert:
             old_tags = insert + old_tags
             tags = (self._tag_tuple(insert) + tags)[:MAX_TAGS]
+        if frame[0] == 1 and frame[1] == 0 and frame[2] == 0x5E and ethertype == 0x0800:
+            flows = self._flow_table()
+            if flows.multicast:
+                group = frame[cut + 18:cut + 22]          # the IPv4 header starts 2 octets after the tags
+                flow = flows.first_multicast(tags, ethertype, proto, group)
+                if flow is not None:
+                    return self._replicate(frame, cut, len(insert), flow, group, where, counter)
         if self._down_generation != self._generation:
             self._flow_table()
             self._down_cache = {}
@@ -471,6 +489,30 @@ class DataPlane:
         indication = events.PacketIndication("nni", flow.network_intf_id if flow.network_intf_id >= 0 else 0, frame)
         self.olt.emit(indication)
         return [PacketIn(indication, flow.flow_id)]
+
+    def _replicate(self, frame: bytes, cut: int, inserted: int, flow, group: bytes, where: str,
+                   counter: _Counter) -> list:
+        """A multicast flow's group frame to every bound UNI whose client joined the group, without the group's
+        VLAN tags (the ONU's multicast operations take them off)."""
+        flow.counter[0] += 1
+        flow.counter[1] += len(frame) + inserted
+        plain = frame[:12] + frame[cut:]
+        out = []
+        for bound in self._members():
+            if group in bound.groups and bound.onu.state in ACTIVE_STATES and bound.uni.state == "up":
+                bound.counter.tx_frames += 1
+                bound.counter.tx_bytes += len(plain)
+                if self.capture is not None:
+                    self.capture(bound.where, "out", plain)
+                out.append(ToUni(bound.serial, bound.uni.id, plain))
+        if not out:
+            counter.drop("no-member")
+            return [Dropped(where, "no-member")]
+        return out
+
+    def _members(self) -> list:
+        """Every bound UNI once."""
+        return list({id(b): b for b in self._bound.values()}.values())
 
     def _decide_down(self, tags, ethertype: int, proto: int, ports: bytes) -> tuple:
         """The decision for frames of one signature from the NNI: (_DROP, reason, bound UNI or None),
@@ -530,7 +572,8 @@ class DataPlane:
     def from_nni_untagged(self, frame: bytes) -> list:
         """A frame from the untagged NNI: matched back to its subscriber by the learned destination MAC (broadcast
         and multicast: to every bound UNI, with the tags its frames carry on the tagged NNI, learned or worked out
-        from its configuration), then handled as `from_nni`."""
+        from its configuration), then handled as `from_nni`. IPv4 group traffic a multicast flow names goes in that
+        flow's VLAN (to the UNIs that joined)."""
         counter = self._nni_untagged
         counter.rx_frames += 1
         if type(frame) is not bytes or len(frame) < 14 or (frame[12] in _TPID_FIRST and peel(frame) is None):
@@ -539,6 +582,13 @@ class DataPlane:
         counter.rx_bytes += len(frame)
         if self.capture is not None:
             self.capture("nni-untagged", "in", frame)
+        if frame[0] == 1 and frame[1] == 0 and frame[2] == 0x5E:
+            # group traffic: as it would come on the tagged NNI, in the VLAN of the multicast flow for its group
+            group = frame[30:34]
+            for flow in self._flow_table().multicast:
+                if not flow.dst_ip or flow.dst_ip == group:
+                    return self._down(frame, "nni-untagged", counter, tags_bytes((tag(flow.o_vid),)) if flow.o_vid
+                                      else b"")
         if frame[0] & 1:
             out, seen = [], set()
             for bound in {id(b): b for b in self._bound.values()}.values():

@@ -407,3 +407,41 @@ def test_random_frames_and_random_rules_never_raise(lab, sub):
                         lab.dp.from_nni_untagged(frame), lab.dp.onu_packet_out(onu.serial, UNI, GEM, frame),
                         lab.dp.uplink_packet_out(0, frame)):
             assert isinstance(outputs, list)
+
+
+def untagged(frame: bytes) -> bytes:
+    """`frame` without its VLAN tags (what a real RG sends)."""
+    eth = f.parse_ethernet(frame)
+    return f.build_ethernet(eth.dst, eth.src, eth.ethertype, eth.payload, pad=False)
+
+
+def test_multicast_group_traffic_reaches_only_the_unis_that_joined(lab, sub):
+    """A multicast flow (VLAN 55, group 239.1.1.1): group traffic from either NNI reaches the bound UNI whose RG sent
+    an IGMP report (trapped to the adapter and snooped), untagged, and not the other bound UNI; after the RG leaves,
+    the group's frames are dropped as no-member."""
+    from voltha_protos import openolt_pb2
+    from oltsim.openoltpb import flow_from_pb
+    from oltsim.packets import igmp
+    onu, _ = sub
+    lab.subscriber(PON, 3, 0, 1030)
+    group = bytes([239, 1, 1, 1])
+    lab.flow(onu, UNI, "upstream", dict(eth_type=0x0800, ip_proto=2, o_vid=1006, pkt_tag_type="single_tag",
+                                        o_pbits=ANY_PBITS), dict(trap_to_host=True), gem=GEM, priority=10000,
+             alloc=GEM)
+    lab.olt.flow_add(flow_from_pb(openolt_pb2.Flow(
+        access_intf_id=-1, onu_id=-1, uni_id=-1, flow_id=77, flow_type="multicast", network_intf_id=0,
+        gemport_id=-1, alloc_id=-1, priority=1000, group_id=1,
+        classifier=openolt_pb2.Classifier(o_vid=55, dst_ip=int.from_bytes(group, "big"), pkt_tag_type="single_tag",
+                                          o_pbits=ANY_PBITS))))
+    join = lab.dp.from_uni(onu.serial, UNI, untagged(igmp.join_v2_frame(RG_MAC, group, 0, 0)))
+    assert [type(o) for o in join] == [PacketIn]
+    stream = f.build_ethernet(bytes.fromhex("01005e010101"), SERVER_MAC, f.ETH_IPV4,
+                              f.build_ipv4_udp(bytes([10, 9, 9, 9]), group, 1234, 5004, b"video"), pad=False)
+    tagged = f.build_ethernet(bytes.fromhex("01005e010101"), SERVER_MAC, f.ETH_IPV4,
+                              f.build_ipv4_udp(bytes([10, 9, 9, 9]), group, 1234, 5004, b"video"), [f.VlanTag(55)],
+                              pad=False)
+    assert lab.dp.from_nni(tagged) == [ToUni(onu.serial, UNI, stream)]
+    assert lab.dp.from_nni_untagged(stream) == [ToUni(onu.serial, UNI, stream)]
+    lab.dp.from_uni(onu.serial, UNI, untagged(igmp.leave_v2_frame(RG_MAC, group, 0, 0)))
+    assert dropped(lab.dp.from_nni(tagged)) == [("nni", "no-member")]
+    assert lab.dp.counters()["flows"]["-1/77/multicast"]["frames"] == 3

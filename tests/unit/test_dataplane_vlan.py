@@ -207,3 +207,23 @@ def test_a_rule_on_extended_criteria_takes_no_frame():
     dhcp_only[7] |= 0x10                  # extended criteria 1 (DHCPv4): bits 11..4 of word 2
     evtocd = Evtocd([bytes(dhcp_only), push_rule(1006)])    # written first: it would win if it applied
     assert vids(evtocd.upstream((), IPV4)) == [(1006, 0)]
+
+
+def test_igmp_membership_from_v2_and_v3_reports():
+    """v2 reports join and leaves leave; v3 EXCLUDE records and INCLUDE records with sources join, an INCLUDE record
+    without sources leaves; anything that is not IGMP changes nothing."""
+    from oltsim.dataplane import multicast
+    from oltsim.packets import frames as f, igmp
+    g1, g2, g3 = bytes([239, 1, 1, 1]), bytes([239, 1, 1, 2]), bytes([239, 1, 1, 3])
+    groups = set()
+    multicast.apply(groups, igmp.join_v2_frame(b"\x02" * 6, g1, 7, 0))
+    report = f.build_igmp_v3_report([f.IgmpRecord(4, g2), f.IgmpRecord(1, g3, (bytes([10, 0, 0, 1]),))])
+    ip = f.build_ipv4(f.ZERO_IP, bytes([224, 0, 0, 22]), f.IP_PROTO_IGMP, report)
+    multicast.apply(groups, f.build_ethernet(f.BROADCAST_MAC, b"\x02" * 6, f.ETH_IPV4, ip))
+    assert groups == {g1, g2, g3}
+    leave = f.build_igmp_v3_report([f.IgmpRecord(3, g2)])
+    ip = f.build_ipv4(f.ZERO_IP, bytes([224, 0, 0, 22]), f.IP_PROTO_IGMP, leave)
+    multicast.apply(groups, f.build_ethernet(f.BROADCAST_MAC, b"\x02" * 6, f.ETH_IPV4, ip))
+    multicast.apply(groups, igmp.leave_v2_frame(b"\x02" * 6, g1, 7, 0))
+    multicast.apply(groups, b"\x00" * 20)
+    assert groups == {g3}
