@@ -3,6 +3,7 @@ the YAML keys, `bbsim`'s flags, the per-field checks and docs/options.md all com
 against them, so that adding a setting is adding one row."""
 import dataclasses
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -210,3 +211,30 @@ def test_settings_fields_are_the_rows_then_what_the_files_give():
     assert names[len(SCALAR):] == ["services", "workflow", "pon_ranges", "config_path", "services_path",
                                    "pon_ranges_path", "warnings", "notes"]
     assert "s3cret" not in repr(load_settings({"api_token": "s3cret"}, None))
+
+
+def test_adding_a_row_is_all_a_new_setting_needs(tmp_path, monkeypatch):
+    """config.py with one more row (the docstring's example) has the Settings field with its default, reads its
+    YAML key and the value given for its option, refuses a value outside its check with the usual message, and
+    the docs page gets its line: nothing else is edited."""
+    source = (ROOT / "oltsim" / "config.py").read_text(encoding="utf-8")
+    end_of_table = "\n)\n\n#: Settings field -> its row"
+    assert source.count(end_of_table) == 1
+    row = ('    Setting("frame_budget", "int", 512, "bytes kept of each captured frame (default {default})",\n'
+           '            option="frame-budget", yaml="bbsim.frame_budget", check=Between(64, 65535)),')
+    name = "oltsim_config_with_one_more_row"
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(name, loader=None))
+    monkeypatch.setitem(sys.modules, name, module)  # dataclasses look their module up while building classes
+    exec(compile(source.replace(end_of_table, "\n" + row + end_of_table), "config.py", "exec"), module.__dict__)
+
+    assert module.Settings().frame_budget == 512
+    assert module.OPTION_OF["frame_budget"] == "frame-budget" and module._BBSIM_KEYS["frame_budget"] == "frame_budget"
+    path = tmp_path / "oltsim.yaml"
+    path.write_text("bbsim:\n  frame_budget: 1000\n")
+    assert module.load_settings({}, str(path)).frame_budget == 1000
+    assert module.load_settings({"frame_budget": "2048"}, None).frame_budget == 2048
+    with pytest.raises(module.ConfigError, match=r"^frame_budget must be between 64 and 65535 \(got 10\)$"):
+        module.load_settings({"frame_budget": 10}, None)
+    monkeypatch.setattr(config, "SETTINGS", module.SETTINGS)
+    assert ("| `--frame-budget` | `bbsim.frame_budget` |  | 512 | 64..65535 | bytes kept of each captured frame |"
+            in _generator().render())
