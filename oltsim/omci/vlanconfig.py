@@ -2,9 +2,10 @@
 
 The responder (`oltsim.omci.responder`) answers Create, Set and Delete on any G.988 class without keeping what they
 said; the data plane needs it. `VlanConfig.observe(handler)` (a `VlanRecorder`, an `oltsim.omci.wrappers.OmciWrapper`)
-stands in front of the responder or of the wrappers already in front of it: each Create, Set or Delete of a class below (and each MIB Reset) is noted before the responder sees it, and applied to the ONU's record
-only when the responder's answer (an `OmciIndication` on the OLT's events, see `attach`) says success, so that a
-refused, muted or delayed request is recorded as the ONU took it. An ONU that is disabled (powered off, rebooted,
+stands in front of the responder or of the wrappers already in front of it: each Create, Set or Delete of a class
+below (and each MIB Reset) is noted before the responder sees it, and applied to the ONU's record only when the
+responder's answer (an `OmciIndication` on the OLT's events, see `attach`) says success, so that a refused, muted or
+delayed request is recorded as the ONU took it. An ONU that is disabled (powered off, rebooted,
 deleted) and a MIB Reset forget the record, as a real ONU's volatile MIB does.
 
 Recorded classes (G.988): MAC bridge port configuration data (47), VLAN tagging filter data (84), IEEE 802.1p mapper
