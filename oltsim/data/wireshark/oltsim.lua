@@ -247,8 +247,9 @@ DissectorTable.get("ethertype"):add(0x88b5, omci)
 local annotation = Proto("oltsim", "oltsim annotation")
 local annotation_text = ProtoField.string("oltsim.annotation", "Annotation")
 annotation.fields = { annotation_text }
-local column_protocol = Field.new("exported_pdu.col_proto_str")
-local exported = Field.new("exported_pdu.exported_pdu")
+-- fields of Wireshark's exported PDU dissector; a Wireshark without them still gets the OMCI part above
+local has_column, column_protocol = pcall(Field.new, "exported_pdu.col_proto_str")
+local has_exported, exported = pcall(Field.new, "exported_pdu.exported_pdu")
 
 function annotation.dissector(tvb, pinfo, tree)
     local marker = column_protocol()
@@ -265,4 +266,6 @@ function annotation.dissector(tvb, pinfo, tree)
     tree:add(annotation, payload.range, "oltsim annotation"):add(annotation_text, payload.range, text)
 end
 
-register_postdissector(annotation)
+if has_column and has_exported then
+    register_postdissector(annotation)
+end
