@@ -245,12 +245,14 @@ class DataPlane:
     def bind_uni(self, serial: str, uni_id: int) -> None:
         """The UNI now has a real interface: its simulated supplicant and DHCP client step aside (attempts under way
         are abandoned, flows no longer start them) and its service states follow the frames seen (EAP Success,
-        DHCP ACK). NotFound for an unknown serial or UNI."""
+        DHCP ACK). Binding a bound UNI again changes nothing. NotFound for an unknown serial or UNI."""
         onu = self.olt.onu_by_serial(serial)
         if not isinstance(uni_id, int) or not 0 <= uni_id < len(onu.unis) or onu.unis[uni_id].kind != "ETH":
             raise NotFound(f"UNI {uni_id} not found on ONU {onu.serial} (it has Ethernet UNIs "
                            f"{', '.join(str(u.id) for u in onu.eth_unis) or 'none'})")
         uni = onu.unis[uni_id]
+        if (onu.serial, uni_id) in self._bound:
+            return                         # bound already: its counters and learned addresses stay
         bound = _Bound(uni)
         self._bound[(onu.serial, uni_id)] = bound
         self._bound[(serial_key(onu.serial), uni_id)] = bound

@@ -445,3 +445,12 @@ def test_multicast_group_traffic_reaches_only_the_unis_that_joined(lab, sub):
     lab.dp.from_uni(onu.serial, UNI, untagged(igmp.leave_v2_frame(RG_MAC, group, 0, 0)))
     assert dropped(lab.dp.from_nni(tagged)) == [("nni", "no-member")]
     assert lab.dp.counters()["flows"]["-1/77/multicast"]["frames"] == 3
+
+
+def test_binding_twice_keeps_the_counters(lab, sub):
+    """bind_uni on a UNI already bound changes nothing: its counters and learned MACs stay."""
+    onu, _ = sub
+    lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC))
+    lab.dp.bind_uni(onu.serial.upper(), UNI)
+    assert lab.dp.counters()["unis"]["BBSM000a010b/2"]["rx_frames"] == 1
+    assert lab.dp.bound() == [("BBSM000a010b", UNI)] and "02:00:00:aa:00:01" in lab.dp.macs()
