@@ -7,7 +7,8 @@ reads the classifier and action from it once. Matching follows what an OpenOLT d
   the outer / inner tag, `o_pbits` / `i_pbits` (0..7 match, anything above = any; `i_pbits` 0 = any, as adapters
   leave it unset), `eth_type`, `ip_proto`, `src_port` / `dst_port` (0 = any); an upstream flow also matches only
   the GEM ports it names (when the ONU's GEM port is known);
-- multicast flows (flow_type multicast) also match `dst_ip` (0 = any group);
+- multicast flows (flow_type multicast) also match `dst_ip` (0 = any group); the MAC and other IP address fields
+  of a classifier are not matched (VOLTHA's unicast flows leave them empty);
 - action: `remove_outer_tag` pops, `add_outer_tag` pushes `o_vid` (priority `o_pbits` when `remark_outer_pbits`,
   else the priority of the tag below; TPID `o_tpid` or 0x8100), `translate_outer_tag` / `translate_inner_tag` set the
   VID of the outer / inner tag, `remark_inner_pbits` its priority, `add_inner_tag` / `remove_inner_tag` likewise;
