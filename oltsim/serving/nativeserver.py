@@ -51,9 +51,11 @@ log = logger("oltsim.serving.nativeserver")
 
 #: events taken from the front per trip into Python; a burst of calls costs one wake-up of the loop per batch
 BATCH = 256
-#: the front's tokio I/O threads. Two measured better than one on 2 cores with bbr at 16x32 (three interleaved runs
-#: each: bbr 10.1 s against 12.9 s, daemon CPU 9.1 s against 11.5 s; bigger batches reach the reactor).
-IO_THREADS = 2
+#: the front's tokio I/O threads. Two once measured better on 2 cores with bbr at 16x32 (bigger batches reached the
+#: reactor); on VOLTHA's recorded session (bench/replay.py, issue 39) one costs less: daemon CPU lower in each of 7
+#: interleaved pairs, medians 8.4 and 10.3 s against 10.4 and 12.5 s (a loaded 2-core machine), the reactor thread's
+#: too: each respond() and stream_try_send() with the GIL held is cheaper without a second I/O thread to contend.
+IO_THREADS = 1
 #: seconds a stopping server leaves the front to write the statuses of the calls it just ended
 _FLUSH_PAUSE = 0.05
 #: grpcio's default limit on a received message
