@@ -211,3 +211,27 @@ def test_a_taken_interface_name_is_refused_in_one_line_with_nothing_left(daemon,
     finally:
         subprocess.run(["ip", "link", "delete", f"{p}u0-1-1"], capture_output=True, timeout=10)
 
+
+
+def test_without_cap_net_admin_the_start_is_refused_in_one_line(tmp_path):
+    """oltsim without CAP_NET_ADMIN (dropped from its bounding set by setpriv) and UNI interfaces asked for: exit 2
+    with one line saying what is missing, before the reactor runs, and no namespace made."""
+    import os
+    import shutil
+    from scripted_adapter import free_ports
+    from test_daemon import LISTENERS, TWISTD, environment
+    if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv (util-linux)")
+    prefix = f"c{os.getpid() % 0x1000:03x}"
+    listen = [arg for name, port in zip(LISTENERS, free_ports(len(LISTENERS)))
+              for arg in (f"--{name}", f"tcp:{port}:interface=127.0.0.1")]
+    done = subprocess.run(["setpriv", "--bounding-set", "-net_admin", "--", *TWISTD, "-n", "--pidfile=", "oltsim",
+                           *listen, "--uni-interfaces", "1", "--uni-netns", "--interface-prefix", prefix],
+                          cwd=tmp_path, env=environment(), capture_output=True, text=True, timeout=60)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    lines = [line for line in output.splitlines() if line.startswith("oltsim: ")]
+    assert lines == ["oltsim: making TAP interfaces needs CAP_NET_ADMIN: run oltsim as root, or give it the "
+                     "capability (setcap cap_net_admin+ep, or docker run --cap-add NET_ADMIN)"], output
+    assert "Traceback" not in output
+    assert prefix not in run("ip", "netns", "list").stdout
