@@ -11,6 +11,8 @@ run (--interface-prefix), and every process and namespace a test starts is stopp
 from __future__ import annotations
 
 import http.client
+import json
+import sys
 import subprocess
 import time
 
@@ -235,3 +237,75 @@ def test_without_cap_net_admin_the_start_is_refused_in_one_line(tmp_path):
                      "capability (setcap cap_net_admin+ep, or docker run --cap-add NET_ADMIN)"], output
     assert "Traceback" not in output
     assert prefix not in run("ip", "netns", "list").stdout
+
+
+FLOOD = """
+import socket, sys, time
+sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+sock.bind((sys.argv[1], 0))
+frame = b"\\xff" * 6 + b"\\x02\\x00\\x00\\x00\\x00\\x99" + b"\\x88\\xb5" + bytes(46)
+end = time.monotonic() + float(sys.argv[2])
+sent = 0
+while time.monotonic() < end:
+    for _ in range(1000):
+        try:
+            sock.send(frame)
+            sent += 1
+        except OSError:
+            time.sleep(0.001)
+print(sent)
+"""
+
+
+def test_a_flood_on_one_uni_starves_neither_another_uni_nor_the_control_plane(daemon, lab, tmp_path):
+    """One UNI's RG sends frames as fast as it can (a raw socket in its namespace) while another UNI's dhclient
+    takes a lease and pings the server and a HeartbeatCheck goes to the OpenOLT port every 100 ms: the lease comes,
+    the pings answer, every heartbeat is answered, and what oltsim cannot take of the flood is dropped in the
+    flooder's own queues (its TAP's in the kernel, its interface's in oltsim), none at the quiet UNI."""
+    import threading
+
+    services = tmp_path / "services.yaml"
+    services.write_text(NO_EAPOL_SERVICES)
+    process = daemon(*dataplane_options(lab, "--onu", "2", "--uni", "1", "--uni-interfaces", "all",
+                                        "--services", str(services)))
+    process.wait_serving()
+    _, server_ip = serve_dhcp(lab, 205)
+    flooder, quiet = f"{lab.prefix}u0-1-0", f"{lab.prefix}u0-2-0"
+    wait_for("both ONUs' forwarding flows", lambda: sum(
+        1 for f in process.rest_get("/v1/olt/flows")[1]["flows"]
+        if f["flow_type"] == "downstream" and f.get("onu_id", -1) > 0) == 2)
+    flood = lab.start(flooder, sys.executable, "-c", FLOOD, flooder, "20", log="flood.log")
+    beats = {"ok": 0, "failed": 0}
+    stop = threading.Event()
+
+    def heartbeat():
+        with grpc.insecure_channel(f"127.0.0.1:{process.ports['openolt']}") as channel:
+            stub = openolt_pb2_grpc.OpenoltStub(channel)
+            while not stop.wait(0.1):
+                try:
+                    stub.HeartbeatCheck(openolt_pb2.Empty(), timeout=5)
+                    beats["ok"] += 1
+                except grpc.RpcError:
+                    beats["failed"] += 1
+
+    beating = threading.Thread(target=heartbeat, daemon=True)
+    beating.start()
+    try:
+        time.sleep(1.0)   # the flood is on
+        lab.dhclient(quiet, quiet)
+        lab.wait_address(quiet, quiet)
+        ping = run("ip", "netns", "exec", quiet, "ping", "-c", "5", "-i", "0.2", "-W", "2", server_ip, check=False)
+        assert ping.returncode == 0, ping.stdout + ping.stderr
+        assert flood.poll() is None, "the flood ended before the other UNI was through: " + lab.log("flood.log")
+    finally:
+        stop.set()
+        beating.join(10)
+    assert beats["ok"] > 0 and beats["failed"] == 0, beats
+    counters = dataplane(process)
+    assert counters["interfaces"][flooder]["rx_frames"] > 10000, counters
+    # what oltsim could not take stayed in the flooder's own queues: its TAP's (the kernel drops there: TX, seen
+    # from the namespace) and its interface's in oltsim (queue-full); the quiet UNI lost nothing
+    stats = run("ip", "-n", flooder, "-s", "-j", "link", "show", "dev", flooder).stdout
+    kernel_dropped = json.loads(stats)[0]["stats64"]["tx"]["dropped"]
+    assert kernel_dropped + counters["interfaces"][flooder]["dropped"].get("queue-full", 0) > 0, (stats, counters)
+    assert not counters["interfaces"][quiet]["dropped"], counters
