@@ -209,3 +209,9 @@ class CaptureChunk(_message.Message):
     dropped: int
     coverage: CaptureCoverage
     def __init__(self, data: _Optional[bytes] = ..., dropped: _Optional[int] = ..., coverage: _Optional[_Union[CaptureCoverage, _Mapping]] = ...) -> None: ...
+
+class DataPlaneCounters(_message.Message):
+    __slots__ = ("json",)
+    JSON_FIELD_NUMBER: _ClassVar[int]
+    json: str
+    def __init__(self, json: _Optional[str] = ...) -> None: ...

@@ -70,6 +70,11 @@ class OltsimStub:
                 request_serializer=oltsim__pb2.CaptureRequest.SerializeToString,
                 response_deserializer=oltsim__pb2.CaptureChunk.FromString,
                 _registered_method=True)
+        self.GetDataPlane = channel.unary_unary(
+                '/oltsim.v1.Oltsim/GetDataPlane',
+                request_serializer=oltsim__pb2.Empty.SerializeToString,
+                response_deserializer=oltsim__pb2.DataPlaneCounters.FromString,
+                _registered_method=True)
 
 
 class OltsimServicer:
@@ -128,6 +133,13 @@ class OltsimServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetDataPlane(self, request, context):
+        """The data plane's counters, as REST GET /v1/dataplane: FAILED_PRECONDITION when no interface is configured.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OltsimServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -165,6 +177,11 @@ def add_OltsimServicer_to_server(servicer, server):
                     servicer.Capture,
                     request_deserializer=oltsim__pb2.CaptureRequest.FromString,
                     response_serializer=oltsim__pb2.CaptureChunk.SerializeToString,
+            ),
+            'GetDataPlane': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetDataPlane,
+                    request_deserializer=oltsim__pb2.Empty.FromString,
+                    response_serializer=oltsim__pb2.DataPlaneCounters.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -357,6 +374,33 @@ class Oltsim:
             '/oltsim.v1.Oltsim/Capture',
             oltsim__pb2.CaptureRequest.SerializeToString,
             oltsim__pb2.CaptureChunk.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetDataPlane(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/oltsim.v1.Oltsim/GetDataPlane',
+            oltsim__pb2.Empty.SerializeToString,
+            oltsim__pb2.DataPlaneCounters.FromString,
             options,
             channel_credentials,
             insecure,

@@ -27,6 +27,7 @@ from oltsim.dataplane.interfaces import NNI_QUEUE_FRAMES, QUEUE_FRAMES, Interfac
 from oltsim.dataplane.netns import Host, HostError
 from oltsim.dataplane.pipeline import Dropped, PacketIn, ToNni, ToNniUntagged, ToUni
 from oltsim.logs import logger
+from oltsim.model.errors import FailedPrecondition
 
 log = logger("oltsim.dataplane")
 
@@ -237,6 +238,15 @@ class DataPlaneService(service.Service):
 
 
 __all__ = ["DataPlaneError", "DataPlaneService", "Dropped"]
+
+
+def counters_of(service) -> dict:
+    """What GET /v1/dataplane and oltsim.v1.Oltsim/GetDataPlane answer: `service`'s counters, or FailedPrecondition
+    (one line naming the options) when there is no data plane (None)."""
+    if service is None:
+        raise FailedPrecondition("the data plane is off: start oltsim with --uni-interfaces, --nni-interface or "
+                                 "--nni-untagged-interface (docs/dataplane.md)")
+    return service.counters()
 
 
 class CaptureWriter:

@@ -421,3 +421,29 @@ def test_capture_writer_puts_data_frames_in_the_ring():
     assert second[1:3] == (ring.NNI, True) and second[-1] == out
     pcap = capture.snapshot()
     assert up in pcap and out in pcap
+
+
+def test_grpc_get_dataplane_is_the_rest_document():
+    """oltsim.v1.Oltsim/GetDataPlane answers the JSON GET /v1/dataplane answers, and FAILED_PRECONDITION naming the
+    options when the data plane is off."""
+    import json as json_module
+
+    from conftest import Aborted, grpc_call
+    from oltsim._proto import oltsim_pb2, oltsim_pb2_grpc
+    from oltsim.api.v1.grpc_v1 import OltsimServicer
+    from oltsim.serving.onloop import on_loop
+    from conftest import Sim
+
+    sim = Sim()
+    servicer = on_loop(OltsimServicer(commands=sim.commands), oltsim_pb2_grpc.OltsimServicer)
+    sim.commands.dataplane = None
+    with pytest.raises(Aborted) as refused:
+        grpc_call(servicer, "GetDataPlane", oltsim_pb2.Empty())
+    assert "FAILED_PRECONDITION" in str(refused.value) and "--uni-interfaces" in str(refused.value)
+    svc = DataPlaneService(sim.olt, FakeDataPlane(), plan_interfaces(sim.olt, "1"), Reactor(), host=FakeHost(),
+                           system=memory_system())
+    svc.startService()
+    sim.commands.dataplane = svc
+    answer = grpc_call(servicer, "GetDataPlane", oltsim_pb2.Empty())
+    assert json_module.loads(answer.json) == sim.rest.call("GET", "/v1/dataplane").json
+    svc.stopService()

@@ -122,8 +122,8 @@ def test_oltsim_service_is_a_separate_package():
     service = oltsim_pb2.DESCRIPTOR.services_by_name["Oltsim"]
     assert service.full_name == "oltsim.v1.Oltsim"
     methods = service.methods_by_name
-    assert sorted(methods) == ["Capture", "GetAlarms", "GetScenario", "RunScenario", "StopScenario",
-                               "StreamEvents", "VersionDetails"]
+    assert sorted(methods) == ["Capture", "GetAlarms", "GetDataPlane", "GetScenario", "RunScenario",
+                               "StopScenario", "StreamEvents", "VersionDetails"]
     assert methods["VersionDetails"].output_type.full_name == "oltsim.v1.VersionDetails"
     assert methods["StreamEvents"].server_streaming
     assert not methods["StreamEvents"].client_streaming

@@ -1,6 +1,7 @@
 """gRPC `bbsim.BBSim` (wire-compatible with BBSim, so bbsimctl works) and our own `oltsim.v1.Oltsim`."""
 from __future__ import annotations
 
+import json
 import platform
 
 import google.protobuf
@@ -11,6 +12,7 @@ from oltsim import __version__
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api.grpc_common import abort_for, delegating_servicer
 from oltsim.api.v1 import capture_v1 as capture_rest
+from oltsim.dataplane.service import counters_of
 from oltsim.model.errors import NotFound, Unavailable
 from oltsim.serving.onloop import AsyncStreamQueue
 
@@ -106,6 +108,11 @@ class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
             raise NotImplementedError("this server has no alarms to show")
         return self._commands.GetAlarms(request)
 
+    def GetDataPlane(self, request, context):
+        """The data plane's counters as the JSON of GET /v1/dataplane (FAILED_PRECONDITION when it is off)."""
+        counters = counters_of(getattr(self._commands, "dataplane", None))
+        return oltsim_pb2.DataPlaneCounters(json=json.dumps(counters, separators=(",", ":")))
+
     def _need_commands(self):
         if self._commands is None:
             raise NotImplementedError("this server has no scenarios to run")
@@ -159,6 +166,9 @@ def add_to_server(servicer, server) -> None:
         "Capture": grpc.unary_stream_rpc_method_handler(
             servicer.Capture, request_deserializer=oltsim_pb2.CaptureRequest.FromString,
             response_serializer=oltsim_pb2.CaptureChunk.SerializeToString),
+        "GetDataPlane": grpc.unary_unary_rpc_method_handler(
+            servicer.GetDataPlane, request_deserializer=oltsim_pb2.Empty.FromString,
+            response_serializer=oltsim_pb2.DataPlaneCounters.SerializeToString),
     }
     server.add_registered_method_handlers(oltsim_pb2.DESCRIPTOR.services_by_name["Oltsim"].full_name, handlers)
 

@@ -16,7 +16,8 @@ from oltsim.api.openapi import ExtraPath, build_document
 from oltsim.api.v1 import capture_v1 as capture_rest
 from oltsim.api.restkit import (ListWriter, Route, bad_url, build_request, json_bytes, json_response, page, page_of,
                              query_params, register_routes, render_error)
-from oltsim.model.errors import FailedPrecondition, InvalidArgument
+from oltsim.dataplane.service import counters_of
+from oltsim.model.errors import InvalidArgument
 
 #: The data plane's counters (issue 37)
 DATAPLANE_PATH = "/v1/dataplane"
@@ -110,6 +111,7 @@ def openapi_document(revision: str = "extended", secured: bool = False, events: 
                         "`service`, the service's name on the UNI of `uni_id`."))
     extra.append(ExtraPath(
         "GET", DATAPLANE_PATH, "The data plane's counters", errors=(400, 404, 409, 503),
+        rpc="oltsim.v1.Oltsim/GetDataPlane",
         description="With interfaces (--uni-interfaces, --nni-interface, --nni-untagged-interface; "
                     "docs/dataplane.md): `unis` (by SERIAL/UNI), `flows` (by PON/flow id/type) and `nni`: frames "
                     "and bytes in (rx) and out (tx) and `dropped` by reason; `interfaces` (by name): what each TAP "
@@ -381,11 +383,7 @@ class V1Rest:
         unknown = set(query_params(request))
         if unknown:
             raise InvalidArgument(f"unknown parameter(s) {', '.join(sorted(unknown))}; {DATAPLANE_PATH} takes none")
-        service = getattr(self.commands, "dataplane", None)
-        if service is None:
-            raise FailedPrecondition("the data plane is off: start oltsim with --uni-interfaces, --nni-interface "
-                                     "or --nni-untagged-interface (docs/dataplane.md)")
-        return json_response(request, 200, json_bytes(service.counters()))
+        return json_response(request, 200, json_bytes(counters_of(getattr(self.commands, "dataplane", None))))
 
     @app.route("/", methods=["GET"], branch=False)
     def index(self, request):
