@@ -586,6 +586,33 @@ def alarms(conn, args, out) -> int:
     return EXIT_OK
 
 
+# ---- the data plane (oltsim.v1.Oltsim/GetDataPlane; docs/dataplane.md) ---------------------------------------
+
+def _drops(dropped: dict) -> str:
+    return ",".join(f"{reason}={count}" for reason, count in sorted(dropped.items())) or "-"
+
+
+def dataplane(conn, args, out) -> int:
+    """`dataplane`: the data plane's counters, one row per bound UNI (SERIAL/UNI) and for the NNI and the untagged NNI:
+    frames and bytes into the simulator (RX) and out of it (TX), and the drops by reason; then one row per
+    interface with what it read and wrote and its own drops; or `-o json` (GET /v1/dataplane's document)."""
+    from oltsim._proto import oltsim_pb2
+    counters = json.loads(conn.call("GetDataPlane", oltsim_pb2.Empty(), service="oltsim").json)
+    if args.output == "json":
+        print_json(out, counters)
+        return EXIT_OK
+    rows = [[where, str(c.get("rx_frames", 0)), str(c.get("rx_bytes", 0)), str(c.get("tx_frames", 0)),
+             str(c.get("tx_bytes", 0)), _drops(c.get("dropped", {}))]
+            for where, c in [*sorted(counters.get("unis", {}).items()),
+                             *[(name, counters[name]) for name in ("nni", "nni_untagged") if counters.get(name)]]]
+    out.write(columns(["WHERE", "RX_FRAMES", "RX_BYTES", "TX_FRAMES", "TX_BYTES", "DROPPED"], rows, rstrip=True))
+    interfaces = [[name, str(c["rx_frames"]), str(c["tx_frames"]), str(c.get("queued", 0)), _drops(c["dropped"])]
+                  for name, c in sorted(counters.get("interfaces", {}).items())]
+    if interfaces:
+        out.write("\n" + columns(["INTERFACE", "READ", "WRITTEN", "QUEUED", "DROPPED"], interfaces, rstrip=True))
+    return EXIT_OK
+
+
 # ---- scenarios (oltsim.v1.Oltsim/RunScenario, GetScenario, StopScenario; docs/scenarios.md) ------------------
 
 #: The states a scenario ends in, and the exit code each gives `scenario run` (done 0, the others 1).

@@ -150,6 +150,11 @@ def test_a_real_supplicant_and_dhcp_client_on_a_uni_are_authenticated_leased_tag
     icmp = run("tshark", "-r", str(ring), "-Y", "icmp", "-T", "fields", "-e", "ip.src", timeout=60)
     assert address in icmp.stdout.split(), icmp.stdout
 
+    # oltsimctl dataplane: the UNI's row from the daemon's gRPC port
+    table = run(sys.executable, "-m", "oltsim.ctl.oltsimctl", "--server", f"127.0.0.1:{process.ports['grpc-v1']}",
+                "dataplane", timeout=30)
+    assert any(line.split()[0] == f"{serial}/{uni_id}" for line in table.stdout.splitlines()), table.stdout
+
     # A changed VLAN rule: the upstream HSIA flow now wants another C-tag; the UNI's frames match no flow.
     hsia = next(f for f in flows_of(process, onu_id, uni_id)
                 if f["flow_type"] == "upstream" and f["action"]["cmd"]["add_outer_tag"])

@@ -447,3 +447,36 @@ def test_grpc_get_dataplane_is_the_rest_document():
     answer = grpc_call(servicer, "GetDataPlane", oltsim_pb2.Empty())
     assert json_module.loads(answer.json) == sim.rest.call("GET", "/v1/dataplane").json
     svc.stopService()
+
+
+def test_oltsimctl_dataplane_table_and_json():
+    """`oltsimctl dataplane` shows one row per bound UNI and NNI (frames, bytes, drops by reason) and one per
+    interface; `-o json` the document as it came."""
+    import io
+    import json as json_module
+    from types import SimpleNamespace
+
+    from oltsim._proto import oltsim_pb2
+    from oltsim.ctl import subcommands
+
+    document = {"unis": {"BBSM00000001/0": {"rx_frames": 6, "rx_bytes": 516, "tx_frames": 2, "tx_bytes": 180,
+                                            "dropped": {"no-flow": 5, "onu-not-active": 1}}},
+                "flows": {}, "nni": {"rx_frames": 0, "rx_bytes": 0, "tx_frames": 0, "tx_bytes": 0, "dropped": {}},
+                "interfaces": {"u0-1-0": {"name": "u0-1-0", "rx_frames": 6, "tx_frames": 2, "queued": 0,
+                                          "dropped": {"queue-full": 3}}}}
+
+    class Connection:
+        def call(self, method, request, service="bbsim", timeout=None):
+            assert (method, service) == ("GetDataPlane", "oltsim")
+            return oltsim_pb2.DataPlaneCounters(json=json_module.dumps(document))
+
+    out = io.StringIO()
+    assert subcommands.dataplane(Connection(), SimpleNamespace(output=None), out) == 0
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == ["WHERE", "RX_FRAMES", "RX_BYTES", "TX_FRAMES", "TX_BYTES", "DROPPED"]
+    assert lines[1].split() == ["BBSM00000001/0", "6", "516", "2", "180", "no-flow=5,onu-not-active=1"]
+    assert lines[2].split() == ["nni", "0", "0", "0", "0", "-"]
+    assert lines[-1].split() == ["u0-1-0", "6", "2", "0", "queue-full=3"]
+    out = io.StringIO()
+    subcommands.dataplane(Connection(), SimpleNamespace(output="json"), out)
+    assert json_module.loads(out.getvalue()) == document
