@@ -25,9 +25,11 @@ from twisted.application import service
 
 from oltsim.dataplane.interfaces import NNI_QUEUE_FRAMES, QUEUE_FRAMES, InterfacePlan, Pump, TapPort
 from oltsim.dataplane.netns import Host, HostError
-from oltsim.dataplane.pipeline import Dropped, PacketIn, ToNni, ToNniUntagged, ToUni
+from oltsim.dataplane.pipeline import PacketIn, ToNni, ToNniUntagged, ToUni
 from oltsim.logs import logger
 from oltsim.model.errors import FailedPrecondition
+
+__all__ = ["CaptureWriter", "DataPlaneError", "DataPlaneService", "counters_of"]
 
 log = logger("oltsim.dataplane")
 
@@ -236,8 +238,6 @@ class DataPlaneService(service.Service):
         return {**counted, "interfaces": interfaces, "packet_ins": self.packet_ins,
                 "undeliverable": self.undeliverable}
 
-
-__all__ = ["DataPlaneError", "DataPlaneService", "Dropped"]
 
 
 def counters_of(service) -> dict:
