@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -105,6 +106,12 @@ class ControlProbe(threading.Thread):
                 "rest_ms": median(self.rest), "failures": self.failures}
 
 
+def rest_json(daemon: Daemon, path: str):
+    """GET `path` on the daemon's v1 REST port, as JSON."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{daemon.ports['rest-v1']}{path}", timeout=10) as answer:
+        return json.load(answer)
+
+
 def median(values) -> float:
     return statistics.median(values) if values else float("nan")
 
@@ -176,7 +183,7 @@ def main(argv=None) -> int:
         unis = [f"{p}u0-{onu}-0" for onu in range(1, UNIS + 1)]
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:   # the ONUs' VLAN operations and flows are in before the clients start
-            flows = json.loads(run("curl", "-s", f"127.0.0.1:{daemon.ports['rest-v1']}/v1/olt/flows").stdout)
+            flows = rest_json(daemon, "/v1/olt/flows")
             if sum(1 for f in flows["flows"] if f["flow_type"] == "downstream" and f["onu_id"] > 0) == UNIS:
                 break
             time.sleep(0.2)
@@ -228,7 +235,7 @@ def main(argv=None) -> int:
         worst = max(ratios)
         print(f"target control plane within {TARGET_RATIO:.0f}x of idle (HeartbeatCheck and REST medians): worst "
               f"{worst:.2f}x -> {'PASS' if worst <= TARGET_RATIO else 'MISS'}")
-        counters = json.loads(run("curl", "-s", f"127.0.0.1:{daemon.ports['rest-v1']}/v1/dataplane").stdout)
+        counters = rest_json(daemon, "/v1/dataplane")
         drops = {name: entry["dropped"] for name, entry in counters.get("interfaces", {}).items() if entry["dropped"]}
         print(f"interface drops: {drops or 'none'}")
         return 0
