@@ -32,12 +32,12 @@ log = logger("oltsim.dataplane")
 QUEUE_FRAMES = 1024
 NNI_QUEUE_FRAMES = 4096
 #: Frames one port reads per reactor turn.
-BURST = 32
+BURST = 16
 #: Frames the pump hands on per reactor turn, over all ports, and per port in one round: small, so that the control
-#: plane waits at most about a millisecond behind a turn (bench/dataplane.py; 128 a turn made HeartbeatCheck 3x
-#: slower under iperf3 than idle, 32 about 2x, with one TCP stream still above 500 Mbit/s).
-BUDGET = 32
-PER_ROUND = 16
+#: plane waits well under a millisecond behind a turn (bench/dataplane.py under iperf3: 128 a turn made
+#: HeartbeatCheck 3x slower than idle, 32 about 2x, 16 about 1.2-2x, one TCP stream above 500 Mbit/s throughout).
+BUDGET = 16
+PER_ROUND = 8
 #: The largest frame read (jumbo frames with two tags fit).
 MAX_FRAME = 16384
 _RETRY_READ = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
