@@ -14,6 +14,7 @@ its own queue and its share of a turn, and the control plane runs between turns.
 from __future__ import annotations
 
 import errno
+import struct
 from collections import deque
 from dataclasses import dataclass
 
@@ -41,6 +42,8 @@ PER_ROUND = 8
 #: The largest frame read (jumbo frames with two tags fit).
 MAX_FRAME = 16384
 _RETRY_READ = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
+#: ioctl TUNSETCARRIER (_IOW('T', 226, int), Linux 5.0+): the TAP's carrier, as the RG sees its link
+TUNSETCARRIER = 0x400454E2
 
 
 # ---- which UNIs, and their names ---------------------------------------------------------------------------
@@ -182,6 +185,7 @@ class TapPort(TuntapPort):
         self.queue_frames = queue_frames
         self.burst = burst
         self.scheduled = False
+        self.carrier = True
         self.rx_frames = self.rx_bytes = 0
         self.tx_frames = self.tx_bytes = 0
         self.dropped = {}                   # reason -> frames
@@ -230,6 +234,18 @@ class TapPort(TuntapPort):
             self.pump.wake(self)
         return None
 
+    def set_carrier(self, on: bool) -> bool:
+        """Tell the kernel the link is up (`on`) or down, as an RG's Ethernet link follows its UNI; False when the
+        kernel cannot (before Linux 5.0, or a closed port)."""
+        if not self.connected:
+            return False
+        try:
+            self._system.ioctl(self._fileno, TUNSETCARRIER, struct.pack("i", 1 if on else 0))
+        except OSError:
+            return False
+        self.carrier = on
+        return True
+
     def send(self, frame: bytes) -> bool:
         """Write one frame out of the interface; False (counted by errno) when the kernel refuses it."""
         if not self.connected:
@@ -246,7 +262,7 @@ class TapPort(TuntapPort):
 
     def counters(self) -> dict:
         """This interface's frames and bytes read and written, and its drops by reason."""
-        return {"name": self.name, "rx_frames": self.rx_frames, "rx_bytes": self.rx_bytes,
+        return {"name": self.name, "carrier": self.carrier, "rx_frames": self.rx_frames, "rx_bytes": self.rx_bytes,
                 "tx_frames": self.tx_frames, "tx_bytes": self.tx_bytes, "queued": len(self.queue),
                 "dropped": dict(self.dropped)}
 

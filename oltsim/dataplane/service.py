@@ -27,6 +27,7 @@ from oltsim.dataplane.interfaces import NNI_QUEUE_FRAMES, QUEUE_FRAMES, Interfac
 from oltsim.dataplane.netns import Host, HostError
 from oltsim.dataplane.pipeline import PacketIn, ToNni, ToNniUntagged, ToUni
 from oltsim.logs import logger
+from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition
 
 __all__ = ["CaptureWriter", "DataPlaneError", "DataPlaneService", "counters_of"]
@@ -69,6 +70,8 @@ class DataPlaneService(service.Service):
         self.undeliverable = 0
         self._attached = False
         self._up = False
+        self._unsubscribe = None
+        self._carrier_refused = False
 
     # ---- service -----------------------------------------------------------------------------------------------
 
@@ -160,6 +163,12 @@ class DataPlaneService(service.Service):
             except Exception as exc:
                 raise DataPlaneError(f"UNI {uni.serial}/{uni.uni_id} cannot be bound: {exc}") from None
             self.bound.append((uni.serial, uni.uni_id))
+        # each UNI interface's carrier follows its UNI (an RG sees its link go down with the ONU or a locked UNI:
+        # wpa_supplicant authenticates again when it comes back)
+        self._unsubscribe = self.olt.subscribe(self._on_event)
+        for uni in plan.unis:
+            model = self.olt.onu_by_serial(uni.serial).unis[uni.uni_id]
+            self._carrier(uni.serial, uni.uni_id, model.state == "up")
         self._up = True
         log.info("dataplane-started unis={unis} nni={nni} nni_untagged={untagged} netns={netns}",
                  unis=len(plan.unis), nni=plan.nni or "-", untagged=plan.nni_untagged or "-",
@@ -168,6 +177,9 @@ class DataPlaneService(service.Service):
     def _remove(self) -> None:
         """Undo whatever `_make` did, in reverse; goes on past a step that fails (logged)."""
         self._up = False
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
         for serial, uni_id in reversed(self.bound):
             try:
                 self.dataplane.unbind_uni(serial, uni_id)
@@ -184,6 +196,22 @@ class DataPlaneService(service.Service):
             if why is not None:
                 log.error("dataplane-netns-not-deleted netns={name} why={why}", name=name, why=why)
         self.made_netns.clear()
+
+    def _on_event(self, event) -> None:
+        if (type(event) is events.StateChanged and event.device == "uni" and event.attribute == "OperState"
+                and (event.serial, event.uni_id) in self.ports):
+            try:
+                self._carrier(event.serial, event.uni_id, event.dest == "up")
+            except Exception:
+                log.failure("dataplane-carrier-failed serial={serial} uni={uni}", serial=event.serial,
+                            uni=event.uni_id)
+
+    def _carrier(self, serial: str, uni_id: int, on: bool) -> None:
+        port = self.ports.get((serial, uni_id))
+        if port is not None and not port.set_carrier(on) and not self._carrier_refused:
+            self._carrier_refused = True   # an old kernel: the links stay up; said once
+            log.warn("dataplane-carrier-unsupported interface={name}: the UNI interfaces' links stay up whatever "
+                     "their UNI's state (TUNSETCARRIER needs Linux 5.0)", name=port.name)
 
     # ---- frames --------------------------------------------------------------------------------------------------
 

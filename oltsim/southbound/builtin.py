@@ -754,6 +754,8 @@ class BuiltinAdapter(service.Service):
                     gemport_id=ids.gems[eapol[0]], priority=10000, cookie=ids.eapol_flow_id,
                     classifier=openolt_pb2.Classifier(eth_type=f.ETH_EAPOL, o_vid=EAPOL_VID),
                     action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True))), onu)
+                if self.forwards(onu.serial, uni_id):
+                    self._ask_identity(onu, uni_id, ids.gems[eapol[0]], uni.services[eapol[0]])
             else:
                 self._dhcp_flows(onu, uni)
         onu.step = "authenticating"
@@ -906,6 +908,14 @@ class BuiltinAdapter(service.Service):
                 if model is not None and 0 <= ind.uni_id < len(model.unis):
                     self._dhcp_flows(onu, model.unis[ind.uni_id])
                     self._check_ready(onu)
+
+    def _ask_identity(self, onu: AdapterOnu, uni_id: int, gem: int, svc) -> None:
+        """A bound UNI's port is up (again): as an 802.1X authenticator does, ask its supplicant who it is (EAP-Request/
+        Identity to its MAC), so that a real supplicant authenticates again after an ONU power cycle (a wired
+        wpa_supplicant does not restart by itself when its link comes back)."""
+        mac = f.mac_bytes(svc.mac)
+        session = self.sessions[mac] = _Session(eap_id=1)
+        self._packet_out(onu, uni_id, gem, identity_request_frame(mac, session.eap_id))
 
     def _relay_up(self, onu: AdapterOnu, frame: f.Frame) -> None:
         """A DHCP Discover or Request from a UNI to the NNI, with the service's S-tag pushed."""

@@ -314,3 +314,48 @@ def test_a_flood_on_one_uni_starves_neither_another_uni_nor_the_control_plane(da
     kernel_dropped = json.loads(stats)[0]["stats64"]["tx"]["dropped"]
     assert kernel_dropped + counters["interfaces"][flooder]["dropped"].get("queue-full", 0) > 0, (stats, counters)
     assert not counters["interfaces"][quiet]["dropped"], counters
+
+
+def rest_call(process, method: str, path: str) -> int:
+    connection = http.client.HTTPConnection("127.0.0.1", process.ports["rest-v1"], timeout=10)
+    try:
+        connection.request(method, path)
+        response = connection.getresponse()
+        response.read()
+        return response.status
+    finally:
+        connection.close()
+
+
+def test_after_an_onu_power_cycle_the_real_supplicant_authenticates_again_and_traffic_resumes(daemon, lab):
+    """The RG's link follows its UNI: the ONU shut down over REST takes the UNI interface's carrier down, powered on
+    it comes back; wpa_supplicant authenticates again (the ONU's VLAN rule is EAPOL's 4091 again until then), the
+    service shows EAP success, and ping through the same lease answers again."""
+    p = lab.prefix
+    serial, uni_ns = "BBSM00000001", f"{p}u0-1-0"
+    process = daemon(*dataplane_options(lab, "--onu", "1", "--uni", "1", "--uni-interfaces", "all",
+                                        "--reboot-delay", "1"))
+    process.wait_serving()
+    _, server_ip = serve_dhcp(lab, 206)
+    wait_for("the EAPOL trap flow", lambda: any(f["classifier"]["eth_type"] == 0x888E
+                                                for f in process.rest_get("/v1/olt/flows")[1]["flows"]))
+    lab.wpa_supplicant(uni_ns, uni_ns, "user", "password")
+    wait_for("EAP success", lambda: service_of(process, serial, 0)["EapolState"] == EAP_OK,
+             explain=lambda: lab.log(f"{uni_ns}.wpa.log")[-3000:])
+    lab.dhclient(uni_ns, uni_ns)
+    lab.wait_address(uni_ns, uni_ns)
+    assert run("ip", "netns", "exec", uni_ns, "ping", "-c", "2", "-W", "2", server_ip, check=False).returncode == 0
+
+    def carrier() -> bool:
+        return "NO-CARRIER" not in run("ip", "-n", uni_ns, "link", "show", "dev", uni_ns).stdout
+
+    successes = lab.log(f"{uni_ns}.wpa.log").count("CTRL-EVENT-EAP-SUCCESS")
+    assert rest_call(process, "DELETE", f"/v1/olt/onus/{serial}") == 200
+    wait_for("the UNI interface's carrier down", lambda: not carrier())
+    assert rest_call(process, "POST", f"/v1/olt/onus/{serial}") == 200
+    wait_for("the carrier back", carrier)
+    wait_for("a second EAP success", lambda: lab.log(f"{uni_ns}.wpa.log").count("CTRL-EVENT-EAP-SUCCESS") > successes,
+             explain=lambda: lab.log(f"{uni_ns}.wpa.log")[-3000:])
+    wait_for("EAP success on the service", lambda: service_of(process, serial, 0)["EapolState"] == EAP_OK)
+    wait_for("ping through the same lease", lambda: run("ip", "netns", "exec", uni_ns, "ping", "-c", "1", "-W", "1",
+                                                       server_ip, check=False).returncode == 0, 30)

@@ -17,6 +17,9 @@ from oltsim.packets.engine import ProtocolEngine
 from oltsim.southbound import builtin
 from oltsim.southbound.builtin import BuiltinAdapter
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
+from oltsim.dataplane.pipeline import DataPlane, ToUni
+from oltsim.omci.vlanconfig import VlanConfig
+from oltsim.packets import eapol
 
 EAP_OK = "eap_response_success_received"
 DHCP_OK = "dhcp_ack_received"
@@ -41,36 +44,80 @@ class Recording(OpenoltServicer):
         return super().FlowAdd(request, context)
 
 
+class FakeRG:
+    """The real supplicant on a bound UNI, in memory: answers the EAP requests the data plane delivers to its UNI
+    (Identity, then MD5-Challenge with `password`) by sending its responses into the data plane from that UNI."""
+
+    def __init__(self, dataplane, password: bytes = b"password"):
+        self.dataplane = dataplane
+        self.password = password
+        self.requests = []
+
+    def deliver(self, outputs) -> None:
+        for out in outputs:
+            if not isinstance(out, ToUni):
+                continue
+            frame = f.decode(out.frame)
+            if frame.kind != "eapol" or frame.eap is None or frame.eap.code != f.EAP_REQUEST:
+                continue
+            self.requests.append((out.serial, out.uni_id, frame.eth.src, frame.eap.type))
+            mac = frame.eth.dst
+            if frame.eap.type == f.EAP_TYPE_IDENTITY:
+                reply = eapol.identity_response_frame(mac, frame.eap.id)
+            else:
+                challenge = eapol.parse_md5_challenge(frame.eap.data)
+                value = bytes((eapol.MD5_VALUE_SIZE,)) + eapol.md5_response(frame.eap.id, challenge, self.password)
+                reply = eapol.eap_frame(mac, mac, f.build_eap(f.EAP_RESPONSE, frame.eap.id, f.EAP_TYPE_MD5, value))
+            self.deliver(self.dataplane.from_uni(out.serial, out.uni_id, reply))
+
+
 def rig(bound, **given):
+    """The southbound in memory with the built-in adapter; the `bound` (serial, UNI) pairs bound to the real pipeline
+    (its OMCI record in front of the responder) with a FakeRG as their supplicant."""
     settings = load_settings({"pon": 1, "onu": 2, "uni": 2, **given}, None)
     clock = Clock()
     olt = build_olt(settings, clock, random.Random(0))
     omci = OmciResponder.from_settings(settings)
     omci.attach(olt)
-    ProtocolEngine.from_settings(settings, omci_responder=omci.handle).attach(olt)
+    vlan_config = VlanConfig()
+    vlan_config.attach(olt)
+    engine = ProtocolEngine.from_settings(settings, omci_responder=vlan_config.observe(omci.handle))
+    engine.attach(olt)
+    dataplane = DataPlane(olt, clock, vlan_config=vlan_config, nni_tagged=False, nni_untagged=False)
+    rg = FakeRG(dataplane)
+    dataplane.attach(engine, rg.deliver)
+    for serial, uni_id in bound:
+        dataplane.bind_uni(serial, uni_id)
     hub = IndicationHub(olt)
     servicer = Recording(olt, hub)
     adapter = BuiltinAdapter(olt, hub, servicer, clock, random.Random(1),
                              forwards=lambda serial, uni_id: (serial, uni_id) in bound)
+    adapter.rg = rg
     olt.start()
     adapter.startService()
     for _ in range(600):
         clock.advance(0.1)
-        if all(s.eapol_state == EAP_OK and s.dhcp_state == DHCP_OK for onu in olt.onus for s in onu.services):
+        if all(s.eapol_state == EAP_OK and (s.dhcp_state == DHCP_OK or (onu.serial, u.id) in bound)
+               for onu in olt.onus for u in onu.unis for s in u.services):
             break
     return olt, servicer, adapter, clock
 
 
 def test_bound_uni_gets_bridge_vlan_omci_and_hsia_flows():
     """A bound UNI's ONU is sent MAC bridge, 802.1p mapper, GEM interworking, VLAN filter (4091) and EVTOCD (create,
-    TPIDs, untagged -> push 4091), then after EAP success the filter [4091, C-tag] and the untagged -> push C-tag rule;
-    the HSIA flows (upstream: C-tag single tagged, push the S-tag; downstream: S-tag over C-tag, pop) and one NNI DHCP
-    trap flow are added; the other ONU gets none of it, and every subscriber still comes up."""
+    TPIDs, untagged -> push 4091); the adapter asks the UNI's supplicant for its identity (from its own MAC), and after
+    the real supplicant's EAP success (through the pipeline) the filter [4091, C-tag] and the untagged -> push C-tag
+    rule follow, with the HSIA flows (upstream: C-tag single tagged, push the S-tag; downstream: S-tag over C-tag,
+    pop) and one NNI DHCP trap flow; the other ONU gets none of it, and every simulated subscriber still comes up."""
     settings_olt = build_olt(load_settings({"pon": 1, "onu": 2, "uni": 2}, None), Clock(), random.Random(0))
     serial = settings_olt.onus[0].serial
     olt, servicer, adapter, clock = rig({(serial, 1)})
-    assert all(s.eapol_state == EAP_OK and s.dhcp_state == DHCP_OK for onu in olt.onus for s in onu.services)
+    assert all(s.eapol_state == EAP_OK and s.dhcp_state == DHCP_OK for onu in olt.onus for u in onu.unis
+               for s in u.services if (onu.serial, u.id) != (serial, 1))
     uni = olt.onu_by_serial(serial).unis[1]
+    assert uni.services[0].eapol_state == EAP_OK          # the FakeRG's EAP, seen by the pipeline
+    first = adapter.rg.requests[0]
+    assert first == (serial, 1, adapter.authenticator_mac, f.EAP_TYPE_IDENTITY)   # asked, not waiting for a Start
     svc = uni.services[0]
     onu_id = adapter.onus[serial].onu_id
     sent = [(cls, action) for oid, action, cls, _, _ in servicer.omci if oid == onu_id and cls in (45, 47, 84, 130,

@@ -480,3 +480,39 @@ def test_oltsimctl_dataplane_table_and_json():
     out = io.StringIO()
     subcommands.dataplane(Connection(), SimpleNamespace(output="json"), out)
     assert json_module.loads(out.getvalue()) == document
+
+
+class CarrierSystem(MemoryIOSystem):
+    """MemoryIOSystem that also takes TUNSETCARRIER, recording (fd, on) per call."""
+
+    def __init__(self):
+        super().__init__()
+        self.registerSpecialDevice(Tunnel._DEVICE_NAME, Tunnel)
+        self.carrier_calls = []
+
+    def ioctl(self, fd, request, args):
+        if request == itf.TUNSETCARRIER:
+            self.carrier_calls.append((fd, int.from_bytes(args, "little")))
+            return args
+        return super().ioctl(fd, request, args)
+
+
+def test_uni_interface_carrier_follows_its_uni():
+    """A UNI interface's link is down while its UNI is (the ONU not up yet, or locked), up when the UNI comes up and
+    down again when it goes down, as an RG's Ethernet link; the counters show it."""
+    olt = olt_of()
+    plan = plan_interfaces(olt, "1")
+    system = CarrierSystem()
+    svc = DataPlaneService(olt, FakeDataPlane(), plan, Reactor(), host=FakeHost(), system=system)
+    svc.startService()
+    port = svc.ports[(olt.onus[0].serial, 0)]
+    assert system.carrier_calls == [(port.fileno(), 0)] and not svc.counters()["interfaces"]["u0-1-0"]["carrier"]
+    uni = olt.onus[0].unis[0]
+    uni.enable()
+    assert system.carrier_calls[-1] == (port.fileno(), 1) and port.carrier
+    uni.disable()
+    assert system.carrier_calls[-1] == (port.fileno(), 0) and not port.carrier
+    svc.stopService()
+    calls = len(system.carrier_calls)
+    uni.enable()
+    assert len(system.carrier_calls) == calls        # stopped: no longer followed
