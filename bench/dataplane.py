@@ -229,7 +229,8 @@ def main(argv=None) -> int:
                   + (f"  ({control['failures']} control calls failed)" if control["failures"] else ""))
         growth = (max(rss) - rss[0]) / 2**20
         one = min(results["1 stream up"], results["1 stream down"])
-        print(f"target one stream >= {TARGET_MBITS:.0f} Mbit/s: {one:.1f} -> {'PASS' if one >= TARGET_MBITS else 'MISS'}")
+        verdict = "PASS" if one >= TARGET_MBITS else "MISS"
+        print(f"target one stream >= {TARGET_MBITS:.0f} Mbit/s: {one:.1f} -> {verdict}")
         print(f"target RSS flat (<= {TARGET_RSS_MIB:.0f} MiB growth): {growth:.1f} MiB -> "
               f"{'PASS' if growth <= TARGET_RSS_MIB else 'MISS'}")
         worst = max(ratios)
