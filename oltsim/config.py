@@ -1369,20 +1369,20 @@ def _validate_interfaces(s: Settings) -> None:
     if spec and spec.lower() != "all" and not spec.isdigit():
         for item in spec.split(","):
             if not _UNI_PICK.fullmatch(item):
-                raise ConfigError(f"uni_interfaces: {item.strip()!r} is not SERIAL/UNI (for example "
-                                  f"BBSM00000001/0); the value is all, a count or a comma list of SERIAL/UNI",
-                                  "uni_interfaces")
-    names = [("interface_prefix", s.interface_prefix, s.interface_prefix),
-             ("nni_interface", s.nni_interface, s.nni_interface),
-             ("nni_untagged_interface", s.nni_untagged_interface, s.nni_untagged_interface)]
+                raise ConfigError(f"{item.strip()!r} is not SERIAL/UNI (for example BBSM00000001/0); the UNI "
+                                  f"interfaces are all, a count or a comma list of SERIAL/UNI", "uni_interfaces")
+    names = [("interface_prefix", s.interface_prefix, f"the prefix {s.interface_prefix!r}"),
+             ("nni_interface", s.nni_interface, f"the NNI interface {s.nni_interface!r}"),
+             ("nni_untagged_interface", s.nni_untagged_interface,
+              f"the untagged NNI interface {s.nni_untagged_interface!r}")]
     if spec:
         longest = f"{s.interface_prefix}u{max(s.pon - 1, 0)}-{s.onu}-{max(s.uni - 1, 0)}"
         names.append(("interface_prefix", longest, f"the UNI interface {longest}"))
     for field_name, name, what in names:
         if not _INTERFACE_NAME.fullmatch(name):
-            raise ConfigError(f"{field_name}: {name!r} may hold only letters, digits, '_', '.' and '-'", field_name)
+            raise ConfigError(f"{what} may hold only letters, digits, '_', '.' and '-'", field_name)
         if len(name) > MAX_INTERFACE_NAME:
-            raise ConfigError(f"{field_name}: {what} is {len(name)} characters long; Linux allows at most "
+            raise ConfigError(f"{what} would be {len(name)} characters long; Linux allows at most "
                               f"{MAX_INTERFACE_NAME} in an interface name", field_name)
     if s.nni_interface and s.nni_interface == s.nni_untagged_interface:
         raise ConfigError("nni_untagged_interface must differ from nni_interface", "nni_untagged_interface")

@@ -516,3 +516,18 @@ def test_uni_interface_carrier_follows_its_uni():
     calls = len(system.carrier_calls)
     uni.enable()
     assert len(system.carrier_calls) == calls        # stopped: no longer followed
+
+
+@pytest.mark.parametrize("given, message", [
+    ({"uni_interfaces": "foo"}, "'foo' is not SERIAL/UNI (for example BBSM00000001/0)"),
+    ({"uni_interfaces": "all", "interface_prefix": "toolongprefix"},
+     "the UNI interface toolongprefixu0-1-3 would be 19 characters long; Linux allows at most 15"),
+    ({"nni_interface": "a/b"}, "the NNI interface 'a/b' may hold only letters, digits"),
+    ({"nni_interface": "n0", "nni_untagged_interface": "n0"}, "nni_untagged_interface must differ from nni_interface"),
+])
+def test_settings_refuse_bad_interface_names(given, message):
+    """The data plane's settings are checked with the rest of the configuration: a malformed UNI list, a UNI name the
+    OLT's shape makes too long, a name Linux refuses and one name for both NNIs are one ConfigError naming it."""
+    from oltsim.config import ConfigError
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load_settings(given, None)
