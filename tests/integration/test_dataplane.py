@@ -350,10 +350,13 @@ def test_after_an_onu_power_cycle_the_real_supplicant_authenticates_again_and_tr
         return "NO-CARRIER" not in run("ip", "-n", uni_ns, "link", "show", "dev", uni_ns).stdout
 
     successes = lab.log(f"{uni_ns}.wpa.log").count("CTRL-EVENT-EAP-SUCCESS")
+    follows = "dataplane-carrier-unsupported" not in process.log   # TUNSETCARRIER needs Linux 5.0
     assert rest_call(process, "DELETE", f"/v1/olt/onus/{serial}") == 200
-    wait_for("the UNI interface's carrier down", lambda: not carrier())
+    if follows:
+        wait_for("the UNI interface's carrier down", lambda: not carrier())
     assert rest_call(process, "POST", f"/v1/olt/onus/{serial}") == 200
-    wait_for("the carrier back", carrier)
+    if follows:
+        wait_for("the carrier back", carrier)
     wait_for("a second EAP success", lambda: lab.log(f"{uni_ns}.wpa.log").count("CTRL-EVENT-EAP-SUCCESS") > successes,
              explain=lambda: lab.log(f"{uni_ns}.wpa.log")[-3000:])
     wait_for("EAP success on the service", lambda: service_of(process, serial, 0)["EapolState"] == EAP_OK)
