@@ -45,7 +45,8 @@ services:
 
 @pytest.fixture
 def lab(tmp_path):
-    """A Lab (netlab.Lab) with dnsmasq, dhclient, wpa_supplicant, tshark and ping; skips when it cannot be had."""
+    """A Lab (netlab.Lab) with dnsmasq, dhclient, wpa_supplicant, tshark and ping; skips when it cannot be had. Tests
+    ask for it before `daemon`, so that oltsim stops (removing what it made) before the lab is taken down."""
     try:
         require("dnsmasq", "dhclient", "wpa_supplicant", "tshark", "ping")
     except LabUnavailable as exc:
@@ -103,7 +104,7 @@ def dataplane(process) -> dict:
 
 
 def test_a_real_supplicant_and_dhcp_client_on_a_uni_are_authenticated_leased_tagged_and_dropped_when_a_rule_changes(
-        daemon, lab, tmp_path):
+        lab, daemon, tmp_path):
     """OLT id 10, 16 ONUs on the PON, the second UNI of the third ONU bound: wpa_supplicant authenticates with EAP-MD5
     against the built-in authenticator (its EAPOL reaches the adapter as packet indications; the service shows EAP
     success), dhclient gets a lease from dnsmasq behind the untagged NNI, ping to the server answers, and tshark on
@@ -171,7 +172,7 @@ def test_a_real_supplicant_and_dhcp_client_on_a_uni_are_authenticated_leased_tag
     assert after["interfaces"][f"{p}nniu"]["tx_frames"] == before["interfaces"][f"{p}nniu"]["tx_frames"]
 
 
-def test_64_unis_get_64_leases_from_one_dnsmasq(daemon, lab, tmp_path):
+def test_64_unis_get_64_leases_from_one_dnsmasq(lab, daemon, tmp_path):
     """4 PONs x 16 ONUs, every UNI bound in a namespace of its own: 64 dhclients get 64 different leases from one
     dnsmasq on the untagged NNI, and every service shows DHCP ack; stopped with SIGTERM, oltsim exits 0 and leaves
     none of its interfaces or namespaces behind."""
@@ -201,7 +202,7 @@ def test_64_unis_get_64_leases_from_one_dnsmasq(daemon, lab, tmp_path):
     assert f"{lab.prefix}nni" not in run("ip", "-br", "link").stdout
 
 
-def test_a_taken_interface_name_is_refused_in_one_line_with_nothing_left(daemon, lab):
+def test_a_taken_interface_name_is_refused_in_one_line_with_nothing_left(lab, daemon):
     """An interface of one of the names already there: oltsim exits 2 with one line naming it, and the namespaces
     and interfaces it made before it looked are gone (it made none: the names are checked first)."""
     p = lab.prefix
@@ -262,7 +263,7 @@ print(sent)
 """
 
 
-def test_a_flood_on_one_uni_starves_neither_another_uni_nor_the_control_plane(daemon, lab, tmp_path):
+def test_a_flood_on_one_uni_starves_neither_another_uni_nor_the_control_plane(lab, daemon, tmp_path):
     """One UNI's RG sends frames as fast as it can (a raw socket in its namespace) while another UNI's dhclient
     takes a lease and pings the server and a HeartbeatCheck goes to the OpenOLT port every 100 ms: the lease comes,
     the pings answer, every heartbeat is answered, and what oltsim cannot take of the flood is dropped in the
@@ -327,7 +328,7 @@ def rest_call(process, method: str, path: str) -> int:
         connection.close()
 
 
-def test_after_an_onu_power_cycle_the_real_supplicant_authenticates_again_and_traffic_resumes(daemon, lab):
+def test_after_an_onu_power_cycle_the_real_supplicant_authenticates_again_and_traffic_resumes(lab, daemon):
     """The RG's link follows its UNI: the ONU shut down over REST takes the UNI interface's carrier down, powered on
     it comes back; wpa_supplicant authenticates again (the ONU's VLAN rule is EAPOL's 4091 again until then), the
     service shows EAP success, and ping through the same lease answers again."""
