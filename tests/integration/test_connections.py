@@ -47,8 +47,14 @@ def answer_of(sock: socket.socket, path: str) -> bytes:
 
 
 def get_status(port: int, path: str, source: str = "127.0.0.1") -> int | None:
-    """The status of GET `path` on a new connection from `source`; None when it is closed unanswered."""
-    with held(port, source) as sock:
+    """The status of GET `path` on a new connection from `source`; None when it is closed unanswered (a refusal can
+    reset the connection before connect() returns: Python's connect with a timeout reads the socket's error after the
+    handshake, and a loaded machine lets the server's reset arrive first)."""
+    try:
+        sock = held(port, source)
+    except ConnectionResetError:
+        return None
+    with sock:
         answer = answer_of(sock, path)
     return int(answer.split(b" ", 2)[1]) if answer else None
 
