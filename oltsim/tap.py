@@ -124,8 +124,8 @@ def makeService(options, reactor=None):
     # the OLT's, children stop last first) undoes what a running scenario holds.
     commands = V1Commands(olt, openolt=openolt, logs=CONTROL, olt_ip=local_ip(settings.openolt),
                           revision=settings.api_revision, capture=capture,
-                          scenarios=lambda commands: ScenarioRunner(olt, commands, clock=reactor))
-    commands.dataplane = dataplane[0] if dataplane else None   # GET /v1/dataplane
+                          scenarios=lambda commands: ScenarioRunner(olt, commands, clock=reactor),
+                          dataplane=dataplane[0] if dataplane else None)
     # its stop (before the listeners', children stop last first) ends the live captures, told in the stream
     capturing = [CaptureService(capture)] if capture is not None else []
     scenario = _build_scenario_at_start(options, settings, reactor, olt, commands)

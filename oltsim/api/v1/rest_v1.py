@@ -383,7 +383,7 @@ class V1Rest:
         unknown = set(query_params(request))
         if unknown:
             raise InvalidArgument(f"unknown parameter(s) {', '.join(sorted(unknown))}; {DATAPLANE_PATH} takes none")
-        return json_response(request, 200, json_bytes(counters_of(getattr(self.commands, "dataplane", None))))
+        return json_response(request, 200, json_bytes(counters_of(self.commands.dataplane)))
 
     @app.route("/", methods=["GET"], branch=False)
     def index(self, request):

@@ -51,7 +51,7 @@ class V1Commands:
     """
 
     def __init__(self, olt, *, openolt=None, logs=None, olt_ip: str = "127.0.0.1", revision: str = "extended",
-                 capture=None, scenarios=None):
+                 capture=None, scenarios=None, dataplane=None):
         self.olt = olt
         self.openolt = openolt
         self.logs = logs
@@ -60,6 +60,8 @@ class V1Commands:
         self.capture = capture
         #: the scenario runner (oltsim.scenario.runner.ScenarioRunner), or None
         self.scenarios = scenarios(self) if scenarios is not None else None
+        #: the data plane's service (oltsim.dataplane.service.DataPlaneService) when interfaces are on, else None
+        self.dataplane = dataplane
         self._cache: dict = {}
 
     def cached(self, key, build):
