@@ -255,13 +255,16 @@ class DataPlaneService(service.Service):
 
     def counters(self) -> dict:
         """The DataPlane's counters, with each interface's own (frames read and written, drops of its queue and of
-        the kernel's refusals) under "interfaces"."""
+        the kernel's refusals) under "interfaces": a UNI's names its `serial` and `uni_id`, an NNI's the `port` whose
+        counters it feeds (`nni` or `nni_untagged`)."""
         counted = self.dataplane.counters()
         interfaces = {}
         for key, port in self.ports.items():
             entry = port.counters()
             if isinstance(key, tuple):
                 entry.update(serial=key[0], uni_id=key[1])
+            else:
+                entry.update(port="nni" if key == NNI else "nni_untagged")
             interfaces[port.name] = entry
         return {**counted, "interfaces": interfaces, "packet_ins": self.packet_ins,
                 "undeliverable": self.undeliverable}

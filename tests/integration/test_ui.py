@@ -9,12 +9,18 @@ panel's texts; REST is asked the same questions over the real port. Every wait i
 """
 from __future__ import annotations
 
+import os
+import random
 import re
+import socket
+import time
 
 import pytest
 import pytest_twisted
 import treq
+from twisted.internet import reactor
 from twisted.internet.defer import inlineCallbacks
+from twisted.internet.task import deferLater
 from twisted.internet.threads import deferToThread
 
 from oltsim.api.eventtypes import CHATTY_TYPES
@@ -631,7 +637,8 @@ def test_each_subscribers_eapol_and_dhcp_progress_is_marked_on_its_onu(tmp_path,
 @pytest_twisted.inlineCallbacks
 def test_the_builtin_adapters_bring_up_ends_with_every_subscriber_done(tmp_path, chrome):
     """Opened before the built-in adapter brings 2x2 ONUs up (ATT: one hsia service per UNI, EAPOL then DHCP), the
-    page ends with each ONU carrying four squares drawn `done`, as REST's EapolState and DhcpState say."""
+    page ends with each ONU carrying four squares drawn `done`, as REST's EapolState and DhcpState say; without a
+    data plane, no data plane section is shown."""
     sim = start_oltsim(tmp_path, "--pon", "2", "--onu", "2", "--delay", "0", "--adapter", "builtin")
     page = Page(chrome)
     try:
@@ -644,6 +651,10 @@ def test_the_builtin_adapters_bring_up_ends_with_every_subscriber_done(tmp_path,
         yield deferToThread(page.until, lambda p: progress_of(p, serials) == {s: done for s in serials},
                             "every subscriber done")
         assert legend_progress(page) == {"done": 16}
+        # no data plane (GET /v1/dataplane answers 409): its section is not shown
+        assert (yield sim.request("GET", "/v1/dataplane"))[0] == 409
+        assert page.js("return [window.oltsimUi.dataplane(), document.getElementById('dataplane-section').hidden]") \
+            == [None, True]
         onus = yield sim.get("/v1/olt/onus")
         assert {(s["EapolState"], s["DhcpState"]) for onu in onus["items"] for uni in onu["unis"]
                 for s in uni["services"]} == {("eap_response_success_received", "dhcp_ack_received")}
@@ -724,5 +735,102 @@ def test_the_page_fills_the_window(tmp_path, chrome, size, least_cell):
         for panel in ("events", "alarms"):
             assert g["height"] - 20 <= g[panel]["bottom"] <= g["height"], (panel, g)
         assert g["events"]["bottom"] - g["events"]["top"] >= 110, g
+    finally:
+        yield stop_oltsim(sim)
+
+
+def tap_unavailable() -> str | None:
+    """Why this process cannot make TAP interfaces, or None."""
+    if os.geteuid() != 0:
+        return "a data plane needs root (CAP_NET_ADMIN) for its TAP interfaces"
+    if not os.path.exists("/dev/net/tun"):
+        return "a data plane needs /dev/net/tun"
+    return None
+
+
+def without_ipv6(interface: str) -> None:
+    """Keep the kernel's own IPv6 frames (router solicitations, MLD) off `interface`, so that only the test's frames
+    count on it (no-op where IPv6 is off altogether)."""
+    knob = f"/proc/sys/net/ipv6/conf/{interface}/disable_ipv6"
+    if os.path.exists(knob):
+        with open(knob, "w") as f:
+            f.write("1")
+
+
+def send_frames(interface: str, count: int, size: int = 60) -> None:
+    """Send `count` broadcast frames of an experimental ethertype (0x88b5) out of `interface` (from the RG's side:
+    into the simulator)."""
+    frame = b"\xff" * 6 + bytes.fromhex("020000000001") + b"\x88\xb5"
+    frame += bytes(size - len(frame))
+    with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as s:
+        s.bind((interface, 0))
+        for _ in range(count):
+            s.send(frame)
+
+
+def dataplane_row(counters: dict, key: str) -> dict:
+    """The row the page should draw for `key` (SERIAL/UNI, nni, nni_untagged) from GET /v1/dataplane's answer: the
+    pipeline's counters, its drops and its interface's own drops by reason."""
+    counted = counters["unis"][key] if "/" in key else counters[key]
+    itf = next(c for c in counters["interfaces"].values()
+               if (f"{c.get('serial')}/{c.get('uni_id')}" if "serial" in c else c.get("port")) == key)
+    dropped = dict(counted["dropped"])
+    for reason, n in itf["dropped"].items():
+        dropped[reason] = dropped.get(reason, 0) + n
+    return {"rxFrames": counted["rx_frames"], "rxBytes": counted["rx_bytes"], "txFrames": counted["tx_frames"],
+            "txBytes": counted["tx_bytes"], "dropped": dropped}
+
+
+@pytest.mark.dataplane
+@pytest_twisted.inlineCallbacks
+def test_the_data_planes_counters_are_shown_and_follow_the_traffic(tmp_path, chrome):
+    """With the data plane on (one bound UNI, an untagged NNI: real TAP interfaces), the page shows a row for the UNI
+    and one for the NNI; frames the RG sends on the UNI's interface show up in the UNI's row as REST counts them:
+    frames and bytes in, and, as the UNI has not authenticated (no flow takes them), the drops by reason."""
+    why = tap_unavailable()
+    if why:
+        pytest.skip(why)
+    prefix = f"w{random.randrange(0x1000):03x}"
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "1", "--uni", "1", "--delay", "0", "--adapter", "builtin",
+                       "--uni-interfaces", "1", "--interface-prefix", prefix,
+                       "--nni-untagged-interface", f"{prefix}nu")
+    page = Page(chrome)
+    try:
+        counters = yield sim.get("/v1/dataplane")
+        (uni_name, uni), = [(name, c) for name, c in counters["interfaces"].items() if "serial" in c]
+        for name in counters["interfaces"]:   # before the UNI's carrier is up: nothing but the test's frames
+            without_ipv6(name)
+        key = f"{uni['serial']}/{uni['uni_id']}"
+
+        def opened():
+            page.open(sim.rest + "/ui")
+            rows = page.until(lambda p: p.status() == "live" and p.js("return window.oltsimUi.dataplane()"),
+                              "the data plane's rows")
+            assert [row["key"] for row in rows] == [key, "nni_untagged"]
+            assert rows[1]["label"] == f"NNI untagged {prefix}nu"
+        yield deferToThread(opened)
+
+        deadline = time.monotonic() + WAIT
+        while not (yield sim.get("/v1/dataplane"))["interfaces"][uni_name]["carrier"]:
+            assert time.monotonic() < deadline, f"{uni_name}'s carrier did not come up (its UNI up) in {WAIT:g} s"
+            yield deferLater(reactor, 0.1, lambda: None)
+        yield deferToThread(send_frames, uni_name, 5)
+        deadline = time.monotonic() + WAIT
+        while True:
+            counted = dataplane_row((yield sim.get("/v1/dataplane")), key)
+            if counted["rxFrames"] >= 5:
+                break
+            assert time.monotonic() < deadline, f"the simulator did not read the 5 frames in {WAIT:g} s: {counted}"
+            yield deferLater(reactor, 0.1, lambda: None)
+        assert counted["rxFrames"] == 5 and counted["rxBytes"] == 300, counted
+        assert sum(counted["dropped"].values()) == 5, counted
+
+        def shown(p):
+            rows = p.js("return window.oltsimUi.dataplane()") or []
+            return next((row for row in rows if row["key"] == key and row["rxFrames"] == 5), None)
+        row = yield deferToThread(page.until, shown, "the UNI's 5 frames")
+        assert {name: row[name] for name in counted} == counted
+        assert row["text"][1] == "5 · 300 B"
+        assert row["text"][3] == ", ".join(f"{reason} {n}" for reason, n in sorted(counted["dropped"].items()))
     finally:
         yield stop_oltsim(sim)

@@ -334,8 +334,8 @@ def test_failed_start_exits_2_with_one_line(capsys, monkeypatch):
 def test_frames_flow_to_the_dataplane_and_outputs_go_out():
     """A frame read on a UNI is handed to DataPlane.from_uni, one on the NNIs to from_nni / from_nni_untagged; each
     output goes out of its interface (ToUni to that UNI's), packet indications are counted, an output for an
-    interface not made is counted as undeliverable, and the frames count in the model's NNI and PON packet counters
-    (what the OpenOLT port statistics report)."""
+    interface not made is counted as undeliverable, the frames count in the model's NNI and PON packet counters
+    (what the OpenOLT port statistics report), and each interface's counters name what it serves (UNI, NNI port)."""
     olt = olt_of()
     serial = olt.onus[0].serial
     plan = plan_interfaces(olt, "2", nni="nni0", nni_untagged="nniu0")
@@ -367,6 +367,7 @@ def test_frames_flow_to_the_dataplane_and_outputs_go_out():
     assert olt.nnis[0].packet_count == 4 and olt.pons[0].packet_count == 2
     assert counters["interfaces"]["u0-1-0"]["rx_frames"] == 1 and counters["interfaces"]["nni0"]["tx_frames"] == 1
     assert counters["interfaces"]["u0-1-1"]["serial"] == serial
+    assert counters["interfaces"]["nni0"]["port"] == "nni" and counters["interfaces"]["nniu0"]["port"] == "nni_untagged"
     svc.stopService()
     assert not reactor.getDelayedCalls()
 
