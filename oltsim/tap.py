@@ -115,7 +115,8 @@ def makeService(options, reactor=None):
     # security and metrics (issue 5): one registry per service; the token guards the control surfaces only
     metrics = Metrics(olt, hub)
     token = AccessToken(settings.api_token) if settings.api_token else None
-    openolt = _build_openolt(settings, reactor, olt, hub, engine, capture, metrics)
+    openolt = _build_openolt(settings, reactor, olt, hub, engine, capture, metrics,
+                             dataplane[0].dataplane if dataplane else None)
     power = OltService(olt, hub, reactor)
     sink, topic, kafka = _build_kafka_events(settings, reactor, olt, metrics)
     adapter = _build_builtin_adapter(settings, reactor, olt, hub, capture, openolt, dataplane)
@@ -160,10 +161,11 @@ def _build_model(settings, reactor):
     return olt, IndicationHub(olt), engine, capture
 
 
-def _build_openolt(settings, reactor, olt, hub, engine, capture, metrics):
-    """The OpenOLT server (~240 calls per ONU at bring-up), which the model starts and stops (reboot)."""
+def _build_openolt(settings, reactor, olt, hub, engine, capture, metrics, traffic=None):
+    """The OpenOLT server (~240 calls per ONU at bring-up), which the model starts and stops (reboot); with the data
+    plane (`traffic`, its pipeline), the GEM port and alloc id statistics report its flows' counters."""
     openolt = grpc_server("openolt", settings, reactor, metrics, lambda server: add_openolt(
-        server, on_loop(OpenoltServicer(olt, hub, capture), openolt_pb2_grpc.OpenoltServicer)),
+        server, on_loop(OpenoltServicer(olt, hub, capture, traffic), openolt_pb2_grpc.OpenoltServicer)),
         bulk_methods=("/openolt.Openolt/OmciMsgOut",))
     openolt.on_stopping.append(hub.end_all)
     openolt.on_stopping.append(engine.flush_logs)

@@ -193,6 +193,10 @@ class FlowTable:
     def all(self) -> list[CompiledFlow]:
         return [cf for _, cf in self._compiled.values()]
 
+    def pairs(self) -> list[tuple[object, CompiledFlow]]:
+        """(the OLT's Flow object, its compiled flow) for every flow."""
+        return list(self._compiled.values())
+
     def first_upstream(self, pon: int, onu_id: int, uni_id: int, tags, ethertype, proto, sport, dport, gem):
         """The upstream flow of the UNI a frame matches, or None."""
         for cf in self.upstream.get((pon, onu_id, uni_id), ()):

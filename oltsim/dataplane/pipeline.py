@@ -679,3 +679,34 @@ class DataPlane:
         flows = {cf.label: {"frames": cf.counter[0], "bytes": cf.counter[1]} for cf in self._flow_table().all()}
         return {"unis": unis, "flows": flows, "nni": self._nni.as_dict(),
                 "nni_untagged": self._nni_untagged.as_dict()}
+
+    def gem_statistics(self, pon: int, onu_id: int, gemport_id: int) -> tuple[int, int, int, int] | None:
+        """What the OpenOLT GetGemPortStatistics reports for the ONU's GEM port: (rx frames, rx bytes, tx frames,
+        tx bytes) as its flows counted them, upstream flows' frames as received on it (traps included, as a real
+        OLT's GEM counters count what the adapter is sent), downstream flows' as sent on it. Only flows on that GEM
+        port alone count (a flow spread over several by p-bits is not split among them); None when no upstream or
+        downstream flow of the ONU is on it."""
+        rx, tx = [0, 0], [0, 0]
+        found = False
+        for _, cf in self._flow_table().pairs():
+            if cf.pon != pon or cf.onu_id != onu_id or cf.gems != {gemport_id}:
+                continue
+            if cf.flow_type == "upstream":
+                rx[0] += cf.counter[0]
+                rx[1] += cf.counter[1]
+            elif cf.flow_type == "downstream":
+                tx[0] += cf.counter[0]
+                tx[1] += cf.counter[1]
+            else:
+                continue
+            found = True
+        return (rx[0], rx[1], tx[0], tx[1]) if found else None
+
+    def alloc_statistics(self, pon: int, onu_id: int, alloc_id: int) -> int | None:
+        """What the OpenOLT GetAllocIdStatistics reports for the ONU's alloc id (T-CONT): the bytes its upstream
+        flows counted; None when no upstream flow of the ONU names it."""
+        total = None
+        for flow, cf in self._flow_table().pairs():
+            if cf.pon == pon and cf.onu_id == onu_id and cf.flow_type == "upstream" and flow.alloc_id == alloc_id:
+                total = (total or 0) + cf.counter[1]
+        return total

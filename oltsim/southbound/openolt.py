@@ -116,11 +116,14 @@ def _log_drops(counts: dict) -> None:
 class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
     """OpenOLT device-level RPCs over the OLT model, on the reactor thread (see the module docstring)."""
 
-    def __init__(self, olt, hub: IndicationHub, capture=None):
+    def __init__(self, olt, hub: IndicationHub, capture=None, traffic=None):
         self._olt = olt
         self._hub = hub
         #: the capture ring (oltsim.capture.Capture) told what the adapter sends, None when capture is off
         self._capture = capture
+        #: the data plane (oltsim.dataplane.pipeline.DataPlane: gem_statistics, alloc_statistics) whose flows'
+        #: counters GetGemPortStatistics and GetAllocIdStatistics report, None when it is off (BBSim's answers)
+        self._traffic = traffic
 
     def _abort(self, context, exc):
         abort_for(context, exc)
@@ -335,10 +338,19 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
 
     def GetGemPortStatistics(self, request, context):
         onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
+        counted = self._traffic.gem_statistics(onu.pon.id, onu.onu_id, request.gemport_id) if self._traffic else None
+        if counted is not None:   # the data plane's frames on it (docs/dataplane.md, "Counters")
+            rx_frames, rx_bytes, tx_frames, tx_bytes = counted
+            return openolt_pb2.GemPortStatistics(intf_id=onu.pon.id, gemport_id=request.gemport_id,
+                                                 rx_packets=rx_frames, rx_bytes=rx_bytes, tx_packets=tx_frames,
+                                                 tx_bytes=tx_bytes, timestamp=int(self._olt.clock.seconds()))
         return openolt_pb2.GemPortStatistics(intf_id=onu.pon.id, gemport_id=request.gemport_id)
 
     def GetAllocIdStatistics(self, request, context):
         onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
+        counted = self._traffic.alloc_statistics(onu.pon.id, onu.onu_id, request.alloc_id) if self._traffic else None
+        if counted is not None:   # the data plane's upstream bytes on it (docs/dataplane.md, "Counters")
+            return openolt_pb2.OnuAllocIdStatistics(intfId=onu.pon.id, allocId=request.alloc_id, rxBytes=counted)
         return openolt_pb2.OnuAllocIdStatistics(intfId=onu.pon.id, allocId=request.gemport_id)
 
     def GetPonPortStatistics(self, request, context):

@@ -156,6 +156,23 @@ def test_a_real_supplicant_and_dhcp_client_on_a_uni_are_authenticated_leased_tag
                 "dataplane", timeout=30)
     assert any(line.split()[0] == f"{serial}/{uni_id}" for line in table.stdout.splitlines()), table.stdout
 
+    # GetGemPortStatistics (the adapter's read for voltctl's onu_alloc_gem_from_olt): the HSIA GEM port's flows,
+    # upstream as received, downstream as sent, as GET /v1/dataplane counts them per flow
+    flows = flows_of(process, onu_id, uni_id)
+    gem = next(f["gemport_id"] for f in flows if f["flow_type"] == "upstream" and f["action"]["cmd"]["add_outer_tag"])
+
+    def on_gem(counters: dict, flow_type: str) -> int:
+        return sum(counters["flows"].get(f"{f.get('access_intf_id', 0)}/{f['flow_id']}/{flow_type}", {})
+                   .get("frames", 0) for f in flows if f["flow_type"] == flow_type and f.get("gemport_id") == gem)
+    first = dataplane(process)
+    with grpc.insecure_channel(f"127.0.0.1:{process.ports['openolt']}") as channel:
+        stats = openolt_pb2_grpc.OpenoltStub(channel).GetGemPortStatistics(
+            openolt_pb2.OnuPacket(intf_id=0, onu_id=onu_id, gemport_id=gem), timeout=10)
+    last = dataplane(process)
+    assert stats.gemport_id == gem and stats.rx_packets >= 3 and stats.tx_packets >= 3, stats
+    assert on_gem(first, "upstream") <= stats.rx_packets <= on_gem(last, "upstream"), (stats, first["flows"])
+    assert on_gem(first, "downstream") <= stats.tx_packets <= on_gem(last, "downstream"), (stats, first["flows"])
+
     # A changed VLAN rule: the upstream HSIA flow now wants another C-tag; the UNI's frames match no flow.
     hsia = next(f for f in flows_of(process, onu_id, uni_id)
                 if f["flow_type"] == "upstream" and f["action"]["cmd"]["add_outer_tag"])

@@ -454,3 +454,37 @@ def test_binding_twice_keeps_the_counters(lab, sub):
     lab.dp.bind_uni(onu.serial.upper(), UNI)
     assert lab.dp.counters()["unis"]["BBSM000a010b/2"]["rx_frames"] == 1
     assert lab.dp.bound() == [("BBSM000a010b", UNI)] and "02:00:00:aa:00:01" in lab.dp.macs()
+
+
+def test_gem_port_and_alloc_statistics_report_the_flows_counters(lab, sub):
+    """With the data plane, the OpenOLT GetGemPortStatistics of the subscriber's GEM port reports its flows' frames
+    and bytes (upstream as received on it, with the C-tag the ONU pushed; downstream as sent on it) and
+    GetAllocIdStatistics its upstream bytes; for a GEM port or alloc id no flow is on, and without the data plane,
+    both answer byte for byte as before."""
+    from voltha_protos import openolt_pb2
+    from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
+
+    onu, _ = sub
+    up, down = ip_frame(SERVER_MAC, RG_MAC), ip_frame(RG_MAC, SERVER_MAC, tags=[(900, 0), (1006, 0)])
+    for _ in range(2):
+        assert [type(o) for o in lab.dp.from_uni(onu.serial, UNI, up)] == [ToNni, ToNniUntagged]
+    assert [type(o) for o in lab.dp.from_nni(down)] == [ToUni]
+    hub = IndicationHub(lab.olt)
+    on, off = OpenoltServicer(lab.olt, hub, traffic=lab.dp), OpenoltServicer(lab.olt, hub)
+    gem = openolt_pb2.OnuPacket(intf_id=PON, onu_id=onu.onu_id, gemport_id=GEM)
+    stats = on.GetGemPortStatistics(gem, None)
+    assert (stats.rx_packets, stats.rx_bytes, stats.tx_packets, stats.tx_bytes) == (2, 2 * (len(up) + 4), 1,
+                                                                                     len(down))
+    assert (stats.intf_id, stats.gemport_id, stats.timestamp) == (PON, GEM, int(lab.clock.seconds()))
+    alloc = on.GetAllocIdStatistics(openolt_pb2.OnuPacket(intf_id=PON, onu_id=onu.onu_id, alloc_id=GEM), None)
+    assert (alloc.intfId, alloc.allocId, alloc.rxBytes) == (PON, GEM, 2 * (len(up) + 4))
+    before_gem = openolt_pb2.GemPortStatistics(intf_id=PON, gemport_id=GEM).SerializeToString()
+    before_alloc = openolt_pb2.OnuAllocIdStatistics(intfId=PON, allocId=0).SerializeToString()
+    assert off.GetGemPortStatistics(gem, None).SerializeToString() == before_gem
+    assert off.GetAllocIdStatistics(openolt_pb2.OnuPacket(intf_id=PON, onu_id=onu.onu_id, alloc_id=GEM),
+                                    None).SerializeToString() == before_alloc
+    other = openolt_pb2.OnuPacket(intf_id=PON, onu_id=onu.onu_id, gemport_id=GEM + 1, alloc_id=GEM + 1)
+    assert on.GetGemPortStatistics(other, None).SerializeToString() == off.GetGemPortStatistics(other, None) \
+        .SerializeToString()
+    assert on.GetAllocIdStatistics(other, None).SerializeToString() == off.GetAllocIdStatistics(other, None) \
+        .SerializeToString()
