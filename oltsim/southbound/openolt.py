@@ -351,7 +351,8 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         counted = self._traffic.alloc_statistics(onu.pon.id, onu.onu_id, request.alloc_id) if self._traffic else None
         if counted is not None:   # the data plane's upstream bytes on it (docs/dataplane.md, "Counters")
             return openolt_pb2.OnuAllocIdStatistics(intfId=onu.pon.id, allocId=request.alloc_id, rxBytes=counted)
-        return openolt_pb2.OnuAllocIdStatistics(intfId=onu.pon.id, allocId=request.gemport_id)
+        # the alloc id asked for (the adapter fills alloc_id; gemport_id, read here before, is 0 in its requests)
+        return openolt_pb2.OnuAllocIdStatistics(intfId=onu.pon.id, allocId=request.alloc_id)
 
     def GetPonPortStatistics(self, request, context):
         pon = self._olt.pon(request.intf_id)

@@ -479,7 +479,7 @@ def test_gem_port_and_alloc_statistics_report_the_flows_counters(lab, sub):
     alloc = on.GetAllocIdStatistics(openolt_pb2.OnuPacket(intf_id=PON, onu_id=onu.onu_id, alloc_id=GEM), None)
     assert (alloc.intfId, alloc.allocId, alloc.rxBytes) == (PON, GEM, 2 * (len(up) + 4))
     before_gem = openolt_pb2.GemPortStatistics(intf_id=PON, gemport_id=GEM).SerializeToString()
-    before_alloc = openolt_pb2.OnuAllocIdStatistics(intfId=PON, allocId=0).SerializeToString()
+    before_alloc = openolt_pb2.OnuAllocIdStatistics(intfId=PON, allocId=GEM).SerializeToString()  # the id asked
     assert off.GetGemPortStatistics(gem, None).SerializeToString() == before_gem
     assert off.GetAllocIdStatistics(openolt_pb2.OnuPacket(intf_id=PON, onu_id=onu.onu_id, alloc_id=GEM),
                                     None).SerializeToString() == before_alloc
