@@ -15,12 +15,15 @@ from twisted.internet.error import CannotListenError
 from twisted.python import usage
 
 from oltsim import __version__
-from oltsim.config import LISTENER_FIELDS, ConfigWarning
+from oltsim.config import LISTENER_FIELDS, SETTINGS, ConfigError, ConfigWarning, load_settings, strict_error
 from oltsim.logs import logger
 from oltsim.model import events
+from oltsim.model.builder import check_buildable
+from oltsim.model.errors import OltsimError
 from oltsim.serving import nativeserver
 from oltsim.serving.descriptors import raise_open_files_limit
 from oltsim.serving.onloop import NotOnLoop, check_asyncio_reactor
+from oltsim.scenario.atstart import check_scenario
 from oltsim.serving.security import check_listener
 from oltsim.suggest import did_you_mean
 
@@ -189,9 +192,19 @@ def follow_openolt(openolt):
     return follow
 
 
+# The twistd options, from the table of settings. Every default is None so that only the options a user actually
+# typed override the config file (BBSim gets this wrong): (option, short, None, help, Settings field; None for --config).
+PARAMETERS = [(row.option, row.short, None, row.help_text, None if row.kind == "config" else row.field)
+              for row in SETTINGS if row.option and not row.is_flag]
+# (option, short, help, Settings field)
+FLAGS = [(row.option, row.short, row.help_text, row.field) for row in SETTINGS if row.option and row.is_flag]
+_OPTION_OF = {field: name for name, _, _, _, field in PARAMETERS if field}
+
+
 class CommandLineOptions(usage.Options):
-    """twistd's option parsing as oltsim's start-up wants it (oltsim.tap.Options adds the options): --version, no
-    arguments, and a wrong command line as one line and exit status 2."""
+    """twistd's option parsing as oltsim's start-up wants it (oltsim.tap.Options names the options, PARAMETERS and
+    FLAGS): --version, no arguments, a wrong command line as one line and exit status 2, and the whole
+    configuration checked once read (``self.settings``; ``self.scenario_text``, the --scenario file's text)."""
 
     def opt_version(self):
         """Print the oltsim version and exit."""
@@ -212,6 +225,26 @@ class CommandLineOptions(usage.Options):
     def parseArgs(self, *args):
         if args:
             raise usage.UsageError(f"unexpected argument {args[0]!r}: oltsim takes options only")
+
+    def postOptions(self):
+        given = {field: self[name] for name, _, _, _, field in PARAMETERS if field and self.get(name) is not None}
+        given.update({field: True for name, _, _, field in FLAGS if self.get(name)})
+        if self.get("kafka") is not None:
+            given["enable_events"] = True  # --kafka HOST:PORT is BBSim's -enableEvents -kafkaAddress in one
+        try:
+            settings = load_settings(given, self.get("config"))
+            check_buildable(settings)
+            check_listeners(settings)
+            self.scenario_text = check_scenario(settings.scenario)
+            if settings.strict_config and settings.warnings:
+                raise strict_error(settings.warnings)
+        except (ConfigError, OltsimError, ValueError) as exc:
+            # One clear message, naming the option when the user typed it; not twistd's usage page.
+            option = _OPTION_OF.get(getattr(exc, "setting", None) or "")
+            prefix = f"--{option}: " if option and self.get(option) is not None else ""
+            sys.stderr.write(f"oltsim: {prefix}{exc}\n")
+            raise SystemExit(2) from None
+        self.settings = settings
 
 
 def check_listeners(settings) -> None:

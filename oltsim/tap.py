@@ -33,9 +33,9 @@ from oltsim.api.v1.usecases_v1 import V1Commands
 from oltsim.bbsimevents import BbsimEventPublisher
 from oltsim.capture import Capture
 from oltsim.capture.service import CaptureService
-from oltsim.config import LISTENER_FIELDS, SETTINGS, ConfigError, load_settings, strict_error
-from oltsim.daemon import (CommandLineOptions, DaemonService, OltService, WaitingForAdapter, asyncio_reactor,
-                           check_listeners, follow_openolt)
+from oltsim.config import LISTENER_FIELDS, ConfigError, load_settings
+from oltsim.daemon import (FLAGS, PARAMETERS, CommandLineOptions, DaemonService, OltService,  # noqa: F401
+                           WaitingForAdapter, asyncio_reactor, follow_openolt)
 from oltsim.dataplane.interfaces import plan_interfaces
 from oltsim.dataplane.netns import HostError
 from oltsim.dataplane.pipeline import DataPlane
@@ -44,14 +44,13 @@ from oltsim.dmi.device import DeviceService, ManagedDevice
 from oltsim.dmi.sw import SoftwareManagementServicer
 from oltsim.kafka import KafkaSink, SinkService
 from oltsim.logs import CONTROL
-from oltsim.model.builder import build_olt, check_buildable
-from oltsim.model.errors import OltsimError
+from oltsim.model.builder import build_olt
 from oltsim.omci.responder import OmciResponder
 from oltsim.omci.vlanconfig import VlanConfig
 from oltsim.omci.wrappers import OmciFaultWrapper
 from oltsim.packets.engine import ProtocolEngine
 from oltsim.prometheus import Metrics, with_metrics
-from oltsim.scenario.atstart import ScenarioAtStart, check_scenario, scenario_for_start
+from oltsim.scenario.atstart import ScenarioAtStart, scenario_for_start
 from oltsim.scenario.runner import ScenarioRunner
 from oltsim.servers import add_dmi, add_openolt, add_v0, add_v1, grpc_server, rest_site
 from oltsim.serving.descriptors import GrpcConnectionWatch, open_files_limit
@@ -61,41 +60,13 @@ from oltsim.serving.security import AccessToken, server_service
 from oltsim.southbound.builtin import BuiltinAdapter
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
 
-# From the table of settings. Every default is None so that only the options a user actually typed override the
-# config file (BBSim gets this wrong): (option, short, None, help, Settings field; None for --config).
-PARAMETERS = [(row.option, row.short, None, row.help_text, None if row.kind == "config" else row.field)
-              for row in SETTINGS if row.option and not row.is_flag]
-# (option, short, help, Settings field)
-FLAGS = [(row.option, row.short, row.help_text, row.field) for row in SETTINGS if row.option and row.is_flag]
-_OPTION_OF = {field: name for name, _, _, _, field in PARAMETERS if field}
-
-
 class Options(CommandLineOptions):
-    """twistd options mirroring BBSim's flags; the whole configuration is checked here,
-    so an impossible one fails with one message before anything listens."""
+    """twistd options mirroring BBSim's flags, derived from the table of settings (oltsim.daemon.PARAMETERS, FLAGS);
+    the whole configuration is checked once they are read, so an impossible one fails with one message before
+    anything listens."""
 
     optParameters = [[name, short, default, help] for name, short, default, help, _ in PARAMETERS]
     optFlags = [[name, short, help] for name, short, help, _ in FLAGS]
-
-    def postOptions(self):
-        given = {field: self[name] for name, _, _, _, field in PARAMETERS if field and self[name] is not None}
-        given.update({field: True for name, _, _, field in FLAGS if self[name]})
-        if self["kafka"] is not None:
-            given["enable_events"] = True  # --kafka HOST:PORT is BBSim's -enableEvents -kafkaAddress in one
-        try:
-            settings = load_settings(given, self["config"])
-            check_buildable(settings)
-            check_listeners(settings)
-            self.scenario_text = check_scenario(settings.scenario)
-            if settings.strict_config and settings.warnings:
-                raise strict_error(settings.warnings)
-        except (ConfigError, OltsimError, ValueError) as exc:
-            # One clear message, naming the option when the user typed it; not twistd's usage page.
-            option = _OPTION_OF.get(getattr(exc, "setting", None) or "")
-            prefix = f"--{option}: " if option and self[option] is not None else ""
-            sys.stderr.write(f"oltsim: {prefix}{exc}\n")
-            raise SystemExit(2) from None
-        self.settings = settings
 
 
 def makeService(options, reactor=None):
