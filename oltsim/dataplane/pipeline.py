@@ -206,6 +206,13 @@ class DataPlane:
             # a disabled ONU's flows, or a rebooted OLT's, are forgotten without a FlowChanged each
             self._flows_dirty = True
             self._generation += 1
+            if event.device == "onu" and event.dest not in ACTIVE_STATES:
+                # the group membership went with the ONU (as a real OLT's goes with the port): its client joins
+                # again when it reports after the ONU is back
+                key = serial_key(event.serial)
+                for bound in self._bound.values():
+                    if serial_key(bound.serial) == key:
+                        bound.groups.clear()
 
     def _on_config(self, serial: str) -> None:
         key = serial_key(serial)

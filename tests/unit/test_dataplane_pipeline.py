@@ -488,3 +488,36 @@ def test_gem_port_and_alloc_statistics_report_the_flows_counters(lab, sub):
         .SerializeToString()
     assert on.GetAllocIdStatistics(other, None).SerializeToString() == off.GetAllocIdStatistics(other, None) \
         .SerializeToString()
+
+
+def test_an_onu_power_cycle_forgets_the_groups_its_unis_joined(lab, sub):
+    """The multicast groups a bound UNI's client joined are forgotten when its ONU stops (powered off), as a real
+    OLT's membership goes with the port: after the power cycle, group traffic reaches it only once its client
+    reports again."""
+    from voltha_protos import openolt_pb2
+    from oltsim.openoltpb import flow_from_pb
+    from oltsim.packets import igmp
+    onu, _ = sub
+    group = bytes([239, 1, 1, 1])
+    lab.flow(onu, UNI, "upstream", dict(eth_type=0x0800, ip_proto=2, o_vid=1006, pkt_tag_type="single_tag",
+                                        o_pbits=ANY_PBITS), dict(trap_to_host=True), gem=GEM, priority=10000,
+             alloc=GEM)
+    multicast = openolt_pb2.Flow(
+        access_intf_id=-1, onu_id=-1, uni_id=-1, flow_id=77, flow_type="multicast", network_intf_id=0,
+        gemport_id=-1, alloc_id=-1, priority=1000, group_id=1,
+        classifier=openolt_pb2.Classifier(o_vid=55, dst_ip=int.from_bytes(group, "big"), pkt_tag_type="single_tag",
+                                          o_pbits=ANY_PBITS))
+    lab.olt.flow_add(flow_from_pb(multicast))
+    lab.dp.from_uni(onu.serial, UNI, untagged(igmp.join_v2_frame(RG_MAC, group, 0, 0)))
+    tagged = f.build_ethernet(bytes.fromhex("01005e010101"), SERVER_MAC, f.ETH_IPV4,
+                              f.build_ipv4_udp(bytes([10, 9, 9, 9]), group, 1234, 5004, b"video"), [f.VlanTag(55)],
+                              pad=False)
+    assert [type(o) for o in lab.dp.from_nni(tagged)] == [ToUni]
+    onu.power_off()
+    onu.power_on()
+    lab.clock.advance(60)
+    assert onu.state == "enabled"
+    for uni in onu.eth_unis:
+        uni.enable()
+    lab.olt.flow_add(flow_from_pb(multicast))
+    assert dropped(lab.dp.from_nni(tagged)) == [("nni", "no-member")]
