@@ -1359,18 +1359,23 @@ def read_token_file(path: str) -> str:
 #: Linux's longest interface name, and what one may hold
 MAX_INTERFACE_NAME = 15
 _INTERFACE_NAME = re.compile(r"[A-Za-z0-9_.-]*")
-_UNI_PICK = re.compile(r"\s*[A-Za-z0-9]+/\d+\s*")
+_UNI_PICK = re.compile(r"\s*[A-Za-z0-9]+/[0-9]+\s*")
 
 
 def _validate_interfaces(s: Settings) -> None:
     """The data plane's names (issue 37): --uni-interfaces all, a count or SERIAL/UNI pairs; interface names of at
     most 15 letters, digits, '_', '.', '-' (the longest UNI name the OLT's shape makes included)."""
     spec = s.uni_interfaces.strip()
-    if spec and spec.lower() != "all" and not spec.isdigit():
+    if spec and spec.lower() != "all" and not (spec.isascii() and spec.isdigit()):
+        seen = set()
         for item in spec.split(","):
             if not _UNI_PICK.fullmatch(item):
                 raise ConfigError(f"{item.strip()!r} is not SERIAL/UNI (for example BBSM00000001/0); the UNI "
                                   f"interfaces are all, a count or a comma list of SERIAL/UNI", "uni_interfaces")
+            serial, _, uni = item.strip().partition("/")
+            if (serial.lower(), int(uni)) in seen:
+                raise ConfigError(f"{item.strip()!r} is named twice in the UNI interfaces", "uni_interfaces")
+            seen.add((serial.lower(), int(uni)))
     names = [("interface_prefix", s.interface_prefix, f"the prefix {s.interface_prefix!r}"),
              ("nni_interface", s.nni_interface, f"the NNI interface {s.nni_interface!r}"),
              ("nni_untagged_interface", s.nni_untagged_interface,

@@ -64,7 +64,7 @@ def parse_uni_spec(text) -> object:
         return None
     if value.lower() == "all":
         return "all"
-    if value.isdigit():
+    if value.isascii() and value.isdigit():
         return int(value)
     picks = []
     for item in value.split(","):
