@@ -184,6 +184,8 @@ def _build_dataplane(settings, reactor, olt, engine, capture=None) -> list:
     except HostError as exc:
         sys.stderr.write(f"oltsim: {exc}\n")
         raise SystemExit(2) from None
+    if plan.empty:
+        return []       # --uni-interfaces 0 and no NNI: nothing to make (and no privileges to ask for)
     vlan_config = VlanConfig()
     vlan_config.attach(olt)
     engine.omci_responder = vlan_config.observe(engine.omci_responder)

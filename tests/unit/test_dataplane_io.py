@@ -521,6 +521,9 @@ def test_uni_interface_carrier_follows_its_uni():
 
 @pytest.mark.parametrize("given, message", [
     ({"uni_interfaces": "foo"}, "'foo' is not SERIAL/UNI (for example BBSM00000001/0)"),
+    ({"uni_interfaces": "\u00b2"}, "'\u00b2' is not SERIAL/UNI (for example BBSM00000001/0)"),
+    ({"uni_interfaces": "BBSM00000001/\u0663"}, "'BBSM00000001/\u0663' is not SERIAL/UNI"),
+    ({"uni_interfaces": "BBSM00000001/0, bbsm00000001/00"}, "'bbsm00000001/00' is named twice in the UNI interfaces"),
     ({"uni_interfaces": "all", "interface_prefix": "toolongprefix"},
      "the UNI interface toolongprefixu0-1-3 would be 19 characters long; Linux allows at most 15"),
     ({"nni_interface": "a/b"}, "the NNI interface 'a/b' may hold only letters, digits"),
@@ -532,3 +535,13 @@ def test_settings_refuse_bad_interface_names(given, message):
     from oltsim.config import ConfigError
     with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
         load_settings(given, None)
+
+
+def test_a_count_of_zero_and_no_nni_make_no_data_plane():
+    """--uni-interfaces 0 without an NNI interface asks for nothing: no data plane is built (it would check
+    CAP_NET_ADMIN and /dev/net/tun at start, refusing an unprivileged user for no interface at all)."""
+    from oltsim.tap import Options, makeService
+    options = Options()
+    options.parseOptions(["--openolt", "tcp:0:interface=127.0.0.1", "--uni-interfaces", "0"])
+    top = makeService(options, Reactor())
+    assert "dataplane" not in {child.name for child in top}
