@@ -95,6 +95,9 @@ PPTP_ADMIN_STATE = 5                 # PPTP Ethernet UNI attribute 5, Administra
 TCONT_ALLOC_ID = 1                   # T-CONT attribute 1, Alloc-ID
 GEM_BIDIRECTIONAL = 3
 CHALLENGE_SIZE = 16
+#: EAP sessions the authenticator keeps at most (the oldest forgotten): a client on a bound UNI may send EAPOL-Starts
+#: from ever new source MACs
+MAX_SESSIONS = 4096
 # The data plane's part (issue 37): with a UNI bound to an interface, the ONU's bridge and VLAN operations are
 # written over OMCI as VOLTHA's ONU adapter writes them (its entity id numbering), and the ATT workflow's forwarding
 # flows are installed. G.988 classes:
@@ -881,6 +884,9 @@ class BuiltinAdapter(service.Service):
         """The authenticator's side of one EAPOL frame from a UNI."""
         mac, eapol, eap = frame.eth.src, frame.eapol, frame.eap
         if eapol.type == f.EAPOL_START:
+            self.sessions.pop(mac, None)
+            if len(self.sessions) >= MAX_SESSIONS:
+                del self.sessions[next(iter(self.sessions))]
             session = self.sessions[mac] = _Session(eap_id=1)
             self._packet_out(onu, ind.uni_id, ind.gemport_id, identity_request_frame(mac, session.eap_id))
             return

@@ -167,3 +167,23 @@ def test_evtocd_rule_layout():
     assert words[0] >> 28 == 15 and words[1] >> 28 == 15 and (words[1] >> 15) & 0x1FFF == 4096
     assert words[2] >> 30 == 0 and (words[2] >> 16) & 0xF == 15
     assert (words[3] >> 16) & 0xF == 0 and (words[3] >> 3) & 0x1FFF == 900 and words[3] & 7 == 4
+
+
+def test_eapol_starts_from_ever_new_macs_keep_a_bounded_number_of_sessions():
+    """A client on a bound UNI sends what it likes: EAPOL-Starts from ever new source MACs each open an EAP session
+    in the adapter's authenticator; it keeps at most MAX_SESSIONS of them (the oldest forgotten), and the newest
+    one is still answered."""
+    from voltha_protos import openolt_pb2
+    settings_olt = build_olt(load_settings({"pon": 1, "onu": 2, "uni": 2}, None), Clock(), random.Random(0))
+    serial = settings_olt.onus[0].serial
+    olt, servicer, adapter, clock = rig({(serial, 1)})
+    onu = adapter.onus[serial]
+    count = builtin.MAX_SESSIONS + 100
+    for n in range(count):
+        mac = bytes([2]) + n.to_bytes(5, "big")
+        adapter._on_packet(openolt_pb2.PacketIndication(intf_type="pon", intf_id=onu.pon, onu_id=onu.onu_id,
+                                                        uni_id=1, gemport_id=1024, pkt=eapol.eapol_start_frame(mac)))
+    assert len(adapter.sessions) == builtin.MAX_SESSIONS
+    assert bytes([2]) + (count - 1).to_bytes(5, "big") in adapter.sessions
+    adapter.stopService()
+    olt.stop()
