@@ -356,6 +356,13 @@ class DataPlane:
                 indication = events.PacketIndication("pon", onu.pon.id, at_olt, onu.onu_id, uni.id, gem,
                                                      uni.port_no)
                 self.olt.emit(indication)
+                src = frame[6:12]
+                if src not in self._macs:
+                    # a client that has sent only trapped frames (a DHCP Discover) is answered by unicast on the
+                    # untagged NNI (dnsmasq's Offer): it is found by the tags its forwarded frames would have
+                    tags = self._probe(bound)
+                    if tags:
+                        self._learn(src, bound, tags)
                 return [PacketIn(indication, flow.flow_id)]
         out = []
         if self.nni_tagged:

@@ -521,3 +521,24 @@ def test_an_onu_power_cycle_forgets_the_groups_its_unis_joined(lab, sub):
         uni.enable()
     lab.olt.flow_add(flow_from_pb(multicast))
     assert dropped(lab.dp.from_nni(tagged)) == [("nni", "no-member")]
+
+
+def test_a_dhcp_offer_on_the_untagged_nni_reaches_a_client_that_only_sent_trapped_frames(lab, sub):
+    """dnsmasq unicasts its Offer to the client's MAC; the client has sent nothing but its (trapped) Discover, so no
+    forwarded frame taught the data plane its MAC: the trapped frame teaches it (with the tags its forwarded frames
+    would have on the NNI), and the Offer reaches the NNI DHCP trap tagged, as from a real NNI, not dropped as
+    no-subscriber."""
+    onu, _ = sub
+    from voltha_protos import openolt_pb2
+    from oltsim.openoltpb import flow_from_pb
+    lab.olt.flow_add(flow_from_pb(openolt_pb2.Flow(
+        access_intf_id=-1, onu_id=-1, uni_id=-1, flow_id=9, flow_type="downstream", network_intf_id=0,
+        gemport_id=-1, alloc_id=-1, priority=10000,
+        classifier=openolt_pb2.Classifier(eth_type=0x0800, ip_proto=17, src_port=67, dst_port=68, o_pbits=0xFF),
+        action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True)))))
+    discover = dhcp_frames.discover_frame(RG_MAC, 0, 0, GEM, PON, INDEX)
+    assert [type(o) for o in lab.dp.from_uni(onu.serial, UNI, discover[:12] + discover[16:])] == [PacketIn]
+    offer = ip_frame(RG_MAC, SERVER_MAC, sport=67, dport=68)
+    out = lab.dp.from_nni_untagged(offer)
+    assert [type(o) for o in out] == [PacketIn]
+    assert tags_of(out[0].indication.pkt) == [(900, 0), (1006, 0)]
