@@ -8,6 +8,7 @@ are written, so the file reads in Wireshark however the capture ended.
 """
 from __future__ import annotations
 
+import argparse
 import datetime
 import http.client
 import json
@@ -51,16 +52,20 @@ def add_arguments(parser) -> None:
 
 
 def _pon(text: str) -> int:
-    value = int(text)
+    # argparse.ArgumentTypeError: its text is the error line's; a ValueError would name this function (_pon)
+    try:
+        value = int(text, 10)
+    except ValueError:
+        value = -1
     if value < 0:
-        raise ValueError(text)
+        raise argparse.ArgumentTypeError(f"not a non-negative integer: {text!r}")
     return value
 
 
 def _positive(text: str) -> int:
-    value = int(text)
+    value = _pon(text)
     if value < 1:
-        raise ValueError(text)
+        raise argparse.ArgumentTypeError("must be at least 1")
     return value
 
 

@@ -99,3 +99,18 @@ def test_a_refused_dmi_command_exits_1_in_oltsimctl_and_0_in_bbsimctl(profile, c
     else:
         assert args.handler(conn, args, written) == 0
     assert written.getvalue() == out
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["capture", "-w", "f.pcapng", "--pon", "x"],
+     "oltsimctl: capture: --pon: not a non-negative integer: 'x' (see oltsimctl capture --help)"),
+    (["capture", "-w", "f.pcapng", "--pon", "-1"],
+     "oltsimctl: capture: --pon: not a non-negative integer: '-1' (see oltsimctl capture --help)"),
+    (["capture", "-w", "f.pcapng", "--count", "0"],
+     "oltsimctl: capture: --count: must be at least 1 (see oltsimctl capture --help)"),
+])
+def test_a_bad_capture_number_is_named_in_words_not_by_a_function_name(argv, line, capsys):
+    """capture's --pon and --count say what a value must be, as the other commands' numbers do (was: "invalid
+    _pon value: 'x'", naming oltsimctl's own function)."""
+    code, out, err = refused(argv, capsys)
+    assert (code, out, err) == (2, "", line + "\n")
