@@ -46,8 +46,10 @@ class ProtocolEngine:
         self.bound_unis: set = set()
         self.divert_packet_out = None
         #: when set (an NNI interface exists), UplinkPacketOut goes to `divert_uplink(intf_id, pkt)` instead of the
-        #: built-in DHCP server
+        #: built-in DHCP server (except a simulated client's DHCP, which the built-in server still answers)
         self.divert_uplink = None
+        #: service MAC -> service of the OLT attached (which DHCP client a relayed frame is)
+        self.service_macs: dict = {}
 
     @classmethod
     def from_settings(cls, settings, omci_responder=None) -> "ProtocolEngine":
@@ -61,6 +63,7 @@ class ProtocolEngine:
         (`olt.uplink_handler(intf_id, pkt)`, which the OpenOLT servicer calls)."""
         for onu in olt.onus:
             onu.handlers = self
+        self.service_macs = {f.mac_bytes(s.mac): s for onu in olt.onus for uni in onu.unis for s in uni.services}
         olt.uplink_handler = lambda intf_id, pkt: self.uplink_packet_out(olt, intf_id, pkt)
         # 16x32 ONUs bring up 4096 services at once: a few completion lines a second, then one summary line.
         self.eapol.lines = self.dhcp.lines = SummedLines(log, "services-completed", olt.clock,
@@ -153,7 +156,7 @@ class ProtocolEngine:
             frame = f.decode(pkt)
         except f.PacketError as exc:
             raise InvalidArgument(f"UplinkPacketOut on NNI {intf_id}: {exc}") from None
-        if self.divert_uplink is not None:
+        if self.divert_uplink is not None and not self._simulated_dhcp(frame):
             self.divert_uplink(intf_id, pkt)
             return
         if frame.kind != "dhcp":
@@ -164,6 +167,14 @@ class ProtocolEngine:
         except f.PacketError as exc:
             raise InvalidArgument(f"UplinkPacketOut on NNI {intf_id}: {exc}") from None
         olt.emit(events.PacketIndication("nni", intf_id, reply))
+
+    def _simulated_dhcp(self, frame) -> bool:
+        """Whether `frame` is DHCP of a simulated client: its client MAC is the service MAC of a UNI no real client
+        drives (the real DHCP server behind an NNI interface could not answer it: its answer finds no subscriber)."""
+        if frame.kind != "dhcp" or frame.dhcp is None:
+            return False
+        service = self.service_macs.get(frame.dhcp.client_mac) or self.service_macs.get(frame.eth.src)
+        return service is not None and service.uni not in self.bound_unis
 
     # ---- control API ---------------------------------------------------------------------
 

@@ -71,9 +71,10 @@ class FakeRG:
             self.deliver(self.dataplane.from_uni(out.serial, out.uni_id, reply))
 
 
-def rig(bound, **given):
+def rig(bound, nni_untagged=False, **given):
     """The southbound in memory with the built-in adapter; the `bound` (serial, UNI) pairs bound to the real pipeline
-    (its OMCI record in front of the responder) with a FakeRG as their supplicant."""
+    (its OMCI record in front of the responder) with a FakeRG as their supplicant; `nni_untagged`: the pipeline has
+    an untagged NNI interface (UplinkPacketOut goes out of it)."""
     settings = load_settings({"pon": 1, "onu": 2, "uni": 2, **given}, None)
     clock = Clock()
     olt = build_olt(settings, clock, random.Random(0))
@@ -83,7 +84,7 @@ def rig(bound, **given):
     vlan_config.attach(olt)
     engine = ProtocolEngine.from_settings(settings, omci_responder=vlan_config.observe(omci.handle))
     engine.attach(olt)
-    dataplane = DataPlane(olt, clock, vlan_config=vlan_config, nni_tagged=False, nni_untagged=False)
+    dataplane = DataPlane(olt, clock, vlan_config=vlan_config, nni_tagged=False, nni_untagged=nni_untagged)
     rg = FakeRG(dataplane)
     dataplane.attach(engine, rg.deliver)
     for serial, uni_id in bound:
@@ -185,5 +186,19 @@ def test_eapol_starts_from_ever_new_macs_keep_a_bounded_number_of_sessions():
                                                         uni_id=1, gemport_id=1024, pkt=eapol.eapol_start_frame(mac)))
     assert len(adapter.sessions) == builtin.MAX_SESSIONS
     assert bytes([2]) + (count - 1).to_bytes(5, "big") in adapter.sessions
+    adapter.stopService()
+    olt.stop()
+
+
+def test_with_an_nni_interface_the_simulated_subscribers_still_get_the_built_in_dhcp_server():
+    """With an NNI interface, UplinkPacketOut of a bound UNI's client goes out of it (to the real DHCP server), but a
+    simulated client's DHCP (an unbound UNI's service MAC) is still answered by the built-in server, as before:
+    every unbound subscriber reaches dhcp_ack_received (they stayed in dhcp_discovery_sent, their Discover sent to
+    the real server, whose unicast answer found no subscriber)."""
+    settings_olt = build_olt(load_settings({"pon": 1, "onu": 2, "uni": 2}, None), Clock(), random.Random(0))
+    serial = settings_olt.onus[0].serial
+    olt, servicer, adapter, clock = rig({(serial, 1)}, nni_untagged=True)
+    assert all(s.eapol_state == EAP_OK and s.dhcp_state == DHCP_OK for onu in olt.onus for u in onu.unis
+               for s in u.services if (onu.serial, u.id) != (serial, 1))
     adapter.stopService()
     olt.stop()
