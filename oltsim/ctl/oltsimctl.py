@@ -506,9 +506,26 @@ def parse(argv: list[str], profile: Profile = OLTSIMCTL) -> argparse.Namespace:
     if found is not None:
         print(_unknown_option_line(found, profile), file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
-    args = parser.parse_args(argv)
+    if profile.go_flags_arguments:
+        args = parser.parse_args(argv)
+    else:
+        args, extra = parser.parse_known_args(argv)
+        if extra:
+            # argparse reports them at the top; the command they were given to says it, with its own help
+            _command_parser(parser, argv).error(f"unrecognized arguments: {' '.join(extra)}")
     args.prog = profile.prog
     return args
+
+
+def _command_parser(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.ArgumentParser:
+    """The parser of the (sub)command `argv` names (`onu list`), following its command words from the top."""
+    for word in argv:
+        subparsers = parser._subparsers._group_actions if parser._subparsers is not None else ()
+        found = next((action.choices[word] for action in subparsers
+                      if isinstance(action, argparse._SubParsersAction) and word in action.choices), None)
+        if found is not None:
+            parser = found
+    return parser
 
 
 def complete(argv: list[str], profile: Profile = OLTSIMCTL, out=None) -> int:

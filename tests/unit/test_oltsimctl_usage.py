@@ -114,3 +114,15 @@ def test_a_bad_capture_number_is_named_in_words_not_by_a_function_name(argv, lin
     _pon value: 'x'", naming oltsimctl's own function)."""
     code, out, err = refused(argv, capsys)
     assert (code, out, err) == (2, "", line + "\n")
+
+
+@pytest.mark.parametrize("argv, line", [
+    (["onu", "list", "extra"], "oltsimctl: onu list: unexpected argument(s): extra (see oltsimctl onu list --help)"),
+    (["-o", "json", "olt", "get", "x", "y"],
+     "oltsimctl: olt get: unexpected argument(s): x y (see oltsimctl olt get --help)"),
+])
+def test_an_argument_too_many_names_its_command(argv, line, capsys):
+    """A word a command does not take is reported by that command, with its help (was: by oltsimctl itself,
+    pointing at `oltsimctl --help`), as docs/oltsimctl.md says every bad command line is."""
+    code, out, err = refused(argv, capsys)
+    assert (code, out, err) == (2, "", line + "\n")
