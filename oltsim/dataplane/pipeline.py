@@ -35,6 +35,9 @@ log = logger("oltsim.dataplane")
 CACHE_LIMIT = 4096
 #: MAC addresses learned from upstream frames, at most (the oldest are forgotten first).
 MAC_LIMIT = 65536
+#: MAC addresses learned from one UNI, at most (its own oldest are forgotten first): a client sending from ever new
+#: source MACs must not push the other UNIs' subscribers out of the table.
+MACS_PER_UNI = 1024
 
 __all__ = ["DataPlane", "Dropped", "Output", "PacketIn", "ToNni", "ToNniUntagged", "ToUni"]
 
@@ -129,7 +132,7 @@ class _Bound:
     """One bound UNI: its model objects, counters, and decisions compiled for the current configuration."""
 
     __slots__ = ("serial", "uni", "onu", "where", "counter", "generation", "part", "up_cache", "nni_tags",
-                 "probe_tags", "last_src", "groups")
+                 "probe_tags", "last_src", "groups", "learned")
 
     def __init__(self, uni):
         self.uni = uni
@@ -147,6 +150,8 @@ class _Bound:
         self.last_src: bytes | None = None
         #: multicast groups (IPv4 addresses, 4 octets) its client joined (oltsim.dataplane.multicast)
         self.groups: set = set()
+        #: the MACs learned from it, oldest first (at most MACS_PER_UNI)
+        self.learned: dict[bytes, None] = {}
 
 
 class DataPlane:
@@ -413,9 +418,23 @@ class DataPlane:
         entry = macs.get(mac)
         if entry is not None and entry[0] is bound and entry[1] == out_tags:
             return
+        if entry is not None and entry[0] is not bound:
+            entry[0].learned.pop(mac, None)          # moved to this UNI
+        learned = bound.learned
+        if mac not in learned and len(learned) >= MACS_PER_UNI:
+            self._forget_mac(next(iter(learned)))
         if entry is None and len(macs) >= MAC_LIMIT:
-            del macs[next(iter(macs))]
+            self._forget_mac(next(iter(macs)))
         macs[mac] = (bound, out_tags, self.clock.seconds())
+        learned[mac] = None
+
+    def _forget_mac(self, mac: bytes) -> None:
+        """Forget a learned MAC (the table is full): its UNI learns it again from its next frame from it."""
+        entry = self._macs.pop(mac, None)
+        if entry is not None:
+            entry[0].learned.pop(mac, None)
+            if entry[0].last_src == mac:
+                entry[0].last_src = None
 
     def macs(self) -> dict[str, dict]:
         """The MAC addresses learned from upstream frames: {mac: {"serial", "uni_id", "tags" (hex), "since"}}."""

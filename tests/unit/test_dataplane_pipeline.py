@@ -542,3 +542,20 @@ def test_a_dhcp_offer_on_the_untagged_nni_reaches_a_client_that_only_sent_trappe
     out = lab.dp.from_nni_untagged(offer)
     assert [type(o) for o in out] == [PacketIn]
     assert tags_of(out[0].indication.pkt) == [(900, 0), (1006, 0)]
+
+
+def test_a_mac_flood_on_one_uni_does_not_cut_another_unis_subscriber_off_the_untagged_nni(lab, sub):
+    """One UNI's client sending from more source MACs than the table holds (macof) forgets only its own oldest
+    addresses: another UNI's subscriber, learned before and sending from the same MAC after, still gets its unicast
+    frames from the untagged NNI (it was evicted and, its MAC being the one it last sent from, never learned again:
+    no-subscriber for good)."""
+    import oltsim.dataplane.pipeline as pipeline
+    onu, _ = sub
+    other, _ = lab.subscriber(PON, 3, 0, 1030)
+    lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC))
+    for n in range(pipeline.MAC_LIMIT + 10):
+        lab.dp.from_uni(other.serial, 0, ip_frame(SERVER_MAC, bytes([2]) + n.to_bytes(5, "big")))
+    lab.dp.from_uni(onu.serial, UNI, ip_frame(SERVER_MAC, RG_MAC))
+    reply = ip_frame(RG_MAC, SERVER_MAC)
+    assert lab.dp.from_nni_untagged(reply) == [ToUni(onu.serial, UNI, reply)]
+    assert sum(1 for e in lab.dp.macs().values() if e["serial"] == other.serial) == pipeline.MACS_PER_UNI
