@@ -103,8 +103,16 @@ class ProtocolEngine:
         whose MAC is the destination, IGMP to the UNI's IGMP services. Raises InvalidArgument
         for a frame that is malformed or of another protocol, or that names no UNI or service.
         Frames for an ONU that is not active are dropped, as BBSim does. `gemport_id` does not
-        route: BBSim's multicast-GEM branch never sees it, queries reach the UNI by port_no."""
+        route: BBSim's multicast-GEM branch never sees it, queries reach the UNI by port_no. A UNI with an
+        interface (oltsim.dataplane) is given any frame, through `divert_packet_out`."""
         where = f"OnuPacketOut to ONU {onu.serial}"
+        if self.bound_unis and self.divert_packet_out is not None:
+            uni = next((u for u in onu.eth_unis if u.port_no == port_no), None)
+            if uni in self.bound_unis:
+                # its real client gets whatever the adapter sends (PPPoE, ARP...), as through a real ONU; the data
+                # plane drops and counts what the ONU would not deliver (ONU not active, no VLAN rule...)
+                self.divert_packet_out(onu, uni, gemport_id, pkt)
+                return
         try:
             frame = f.decode(pkt)
         except f.PacketError as exc:
@@ -120,9 +128,6 @@ class ProtocolEngine:
         if uni is None:
             raise InvalidArgument(f"{where}: no UNI has port_no {port_no} "
                                   f"(a flow for the UNI sets it; known: {_port_nos(onu)})")
-        if uni in self.bound_unis and self.divert_packet_out is not None:
-            self.divert_packet_out(onu, uni, gemport_id, pkt)
-            return
         if frame.kind == "icmpv6":
             log.debug("icmpv6-ignored serial={serial} uni={uni}", serial=onu.serial, uni=uni.id)
             return

@@ -559,3 +559,15 @@ def test_a_mac_flood_on_one_uni_does_not_cut_another_unis_subscriber_off_the_unt
     reply = ip_frame(RG_MAC, SERVER_MAC)
     assert lab.dp.from_nni_untagged(reply) == [ToUni(onu.serial, UNI, reply)]
     assert sum(1 for e in lab.dp.macs().values() if e["serial"] == other.serial) == pipeline.MACS_PER_UNI
+
+
+def test_onu_packet_out_to_a_bound_uni_carries_any_frame_to_its_client(lab, sub):
+    """OnuPacketOut to a bound UNI goes to its real client whatever it carries (a PPPoE agent's PADO, an ARP reply),
+    as a real ONU forwards it: only frames for UNIs of simulated clients must be EAPOL, DHCP, IGMP or ICMPv6 (they
+    were refused as InvalidArgument)."""
+    onu, _ = sub
+    pado = f.build_ethernet(RG_MAC, SERVER_MAC, 0x8863, bytes([0x11, 0x07, 0, 0, 0, 0]), pad=False)
+    arp = f.build_ethernet(RG_MAC, SERVER_MAC, 0x0806, bytes(28), pad=False)
+    for frame in (pado, arp):
+        lab.engine.packet_out(onu, onu.unis[UNI].port_no, GEM, frame)
+    assert lab.delivered == [ToUni(onu.serial, UNI, pado), ToUni(onu.serial, UNI, arp)]
