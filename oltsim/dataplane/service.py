@@ -208,7 +208,8 @@ class DataPlaneService(service.Service):
 
     def _carrier(self, serial: str, uni_id: int, on: bool) -> None:
         port = self.ports.get((serial, uni_id))
-        if port is not None and not port.set_carrier(on) and not self._carrier_refused:
+        # a port closed (its interface lost, logged then) says nothing of the kernel
+        if port is not None and port.connected and not port.set_carrier(on) and not self._carrier_refused:
             self._carrier_refused = True   # an old kernel: the links stay up; said once
             log.warn("dataplane-carrier-unsupported interface={name}: the UNI interfaces' links stay up whatever "
                      "their UNI's state (TUNSETCARRIER needs Linux 5.0)", name=port.name)

@@ -545,3 +545,22 @@ def test_a_count_of_zero_and_no_nni_make_no_data_plane():
     options.parseOptions(["--openolt", "tcp:0:interface=127.0.0.1", "--uni-interfaces", "0"])
     top = makeService(options, Reactor())
     assert "dataplane" not in {child.name for child in top}
+
+
+def test_a_lost_interface_is_not_taken_for_a_kernel_without_carrier_control():
+    """An interface the kernel took away (its read failed, the reactor closed the port) is not a sign of a kernel
+    without TUNSETCARRIER: its UNI changing state says nothing of Linux 5.0, and the other interfaces' carriers are
+    still followed."""
+    olt = olt_of()
+    plan = plan_interfaces(olt, "2")
+    system = CarrierSystem()
+    svc = DataPlaneService(olt, FakeDataPlane(), plan, Reactor(), host=FakeHost(), system=system)
+    svc.startService()
+    lost = svc.ports[(olt.onus[0].serial, 0)]
+    kept = svc.ports[(olt.onus[0].serial, 1)]
+    lost.connectionLost(None)
+    olt.onus[0].unis[0].enable()
+    olt.onus[0].unis[1].enable()
+    assert not svc._carrier_refused
+    assert system.carrier_calls[-1] == (kept.fileno(), 1) and kept.carrier
+    svc.stopService()
