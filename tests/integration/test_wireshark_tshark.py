@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
 from twisted.internet.task import Clock
@@ -111,3 +113,15 @@ def test_frame_comments_are_kept(capture_file):
     rows = tshark("-r", str(capture_file), "-T", "fields", "-e", "frame.comment")
     assert rows and all(row.strip() for row in rows)
     assert any("omci=mib-upload-next" in row for row in rows)
+
+
+def test_the_filter_docs_capture_md_gives_for_answers_selects_the_answers_only(capture_file):
+    """The filter docs/capture.md names for OMCI answers keeps every answer and no request (`omci.ak` alone only
+    tests that the bit is there, so it kept every OMCI frame)."""
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "capture.md").read_text()
+    named = set(re.findall(r"`(omci\.ak[^`]*)`(?: the answers| \(answers\))", docs))
+    assert len(named) == 1, named
+    rows = tshark("-X", f"lua_script:{LUA_PATH}", "-r", str(capture_file), "-Y", named.pop())
+    every = tshark("-X", f"lua_script:{LUA_PATH}", "-r", str(capture_file), "-Y", "omci")
+    assert rows and all(" response" in row for row in rows)
+    assert len(rows) == sum(" response" in row for row in every)
