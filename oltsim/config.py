@@ -24,7 +24,8 @@ from typing import Any
 import yaml
 
 # records the capture ring keeps (issue 32): its own default and bound are the capture_size row's (one source)
-from oltsim.capture.ring import DEFAULT_SIZE as DEFAULT_CAPTURE_SIZE, MAX_SIZE as MAX_CAPTURE_SIZE
+from oltsim.capture.ring import DEFAULT_SIZE as DEFAULT_CAPTURE_SIZE, FLOOR_MAX as CAPTURE_FLOOR_MAX, \
+    MAX_SIZE as MAX_CAPTURE_SIZE
 from oltsim.kafkaaddress import parse_address
 from oltsim.model.olt import MAX_FLOWS, MAX_FLOWS_PER_ONU
 from oltsim.suggest import nearest
@@ -541,7 +542,8 @@ SETTINGS: tuple[Setting, ...] = (
     # capture (issue 32)
     Setting("capture_size", "int", DEFAULT_CAPTURE_SIZE, "frames and annotations the capture ring keeps for "
             "oltsimctl capture and GET /v1/capture: this many (default {default}), or each ONU's bring-up if more "
-            "(420 + 80 a UNI per ONU: 378,880 at 16x32, about 60 MiB once full of a bring-up); 0 turns capture off",
+            f"(420 + 80 a UNI per ONU: 378,880 at 16x32, about 60 MiB once full of a bring-up; {CAPTURE_FLOOR_MAX:,} "
+            "at most); 0 turns capture off",
             option="capture-size", yaml="bbsim.capture_size", check=Between(0, MAX_CAPTURE_SIZE)),
     # data plane (issue 37): real interfaces for UNIs and the NNI (none by default: today's behaviour)
     Setting("uni_interfaces", "str", "", "which UNIs get a Linux TAP interface of their own: all, a count (the "

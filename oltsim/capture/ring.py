@@ -31,6 +31,10 @@ UNI_RECORDS = 80
 #: Bytes of frames each record of that floor beyond the size given may hold (a bring-up's records average 66, its
 #: largest DHCP frames about 350): with FRAME_BUDGET for those, the floor's worst case at 16x32 would be 240 MiB.
 FLOOR_FRAME_BUDGET = 160
+#: The most records the floor asks for: every ONU's bring-up up to about 16x32 with 4 UNIs (378,880), and a bound on
+#: what a larger OLT spends unasked (about 100 MiB after a bring-up, 157 MiB at most): a 16x256 OLT's ring would
+#: otherwise take about 480 MiB. Beyond it the ring wraps, and says so (Coverage); --capture-size raises it.
+FLOOR_MAX = 500_000
 MAX_SIZE = 10_000_000
 #: A frame longer than this is kept cut to it (pcapng's captured length, with its original length): extended OMCI
 #: is at most 1980 octets of contents, an Ethernet frame at most 1522.
@@ -72,8 +76,8 @@ _STATE_DEVICES = frozenset({"olt", "nni", "pon", "onu", "uni"})
 
 def onu_floor(olt) -> int:
     """The records every ONU's bring-up needs together: ONU_RECORDS + UNI_RECORDS a UNI for each ONU of `olt` (16
-    PONs of 32 ONUs with 4 UNIs: 378,880; docs/capture.md gives what they cost)."""
-    return min(MAX_SIZE, sum(ONU_RECORDS + UNI_RECORDS * len(onu.unis) for onu in olt.onus))
+    PONs of 32 ONUs with 4 UNIs: 378,880; docs/capture.md gives what they cost), FLOOR_MAX at most."""
+    return min(FLOOR_MAX, sum(ONU_RECORDS + UNI_RECORDS * len(onu.unis) for onu in olt.onus))
 
 
 def auto_size(olt) -> int:

@@ -47,6 +47,16 @@ def test_the_default_ring_is_sized_by_the_olts_onus():
     assert Capture.for_olt(small, 50_000).budget == 50_000 * capture_ring.FRAME_BUDGET
 
 
+def test_the_floor_stops_at_floor_max_so_a_large_olt_does_not_spend_hundreds_of_mib_unasked():
+    """16x256 with 4 UNIs would need 3,031,040 records of floor (about 480 MiB): the daemon's ring keeps FLOOR_MAX,
+    and a --capture-size above that is still the size kept."""
+    olt = build_olt(load_settings({"pon": 16, "onu": 256, "uni": 4}, None), Clock(), random.Random(0))
+    assert 4096 * (capture_ring.ONU_RECORDS + 4 * capture_ring.UNI_RECORDS) > capture_ring.FLOOR_MAX
+    assert capture_ring.onu_floor(olt) == capture_ring.FLOOR_MAX == capture_ring.auto_size(olt)
+    assert Capture.for_olt(olt, capture_ring.DEFAULT_SIZE).size == capture_ring.FLOOR_MAX
+    assert Capture.for_olt(olt, 2_000_000).size == 2_000_000
+
+
 def test_the_floor_per_onu_keeps_each_onus_whole_bring_up(rig, monkeypatch):
     """With the floor deciding the size (DEFAULT_SIZE made small), a one-ONU capture of the whole ring after every
     ONU came up holds that first ONU's whole bring-up: its ActivateOnu, MIB reset, flows, EAPOL and DHCP; and the
