@@ -20,16 +20,16 @@ from oltsim.logs import logger
 from oltsim.model import events
 from oltsim.model.builder import check_buildable
 from oltsim.model.errors import OltsimError
+from oltsim.scenario.atstart import check_scenario
 from oltsim.serving import nativeserver
 from oltsim.serving.descriptors import raise_open_files_limit
 from oltsim.serving.onloop import NotOnLoop, check_asyncio_reactor
-from oltsim.scenario.atstart import check_scenario
 from oltsim.serving.security import check_listener
 from oltsim.suggest import did_you_mean
 
-__all__ = ["CommandLineOptions", "DaemonService", "OltService", "WaitingForAdapter", "asyncio_reactor",
-           "check_listeners", "follow_openolt", "listen_failure", "log_config_warnings", "loop_engine",
-           "usage_error_line"]
+__all__ = ["FLAGS", "PARAMETERS", "CommandLineOptions", "DaemonService", "OltService", "WaitingForAdapter",
+           "asyncio_reactor", "check_listeners", "follow_openolt", "listen_failure", "log_config_warnings",
+           "loop_engine", "usage_error_line"]
 
 # The daemon's lines keep the namespace they had when these services lived in oltsim.tap.
 log = logger("oltsim.tap")
