@@ -193,7 +193,8 @@ def follow_openolt(openolt):
 
 
 # The twistd options, from the table of settings. Every default is None so that only the options a user actually
-# typed override the config file (BBSim gets this wrong): (option, short, None, help, Settings field; None for --config).
+# typed override the config file (BBSim gets this wrong): (option, short, None, help, Settings field; None for
+# --config).
 PARAMETERS = [(row.option, row.short, None, row.help_text, None if row.kind == "config" else row.field)
               for row in SETTINGS if row.option and not row.is_flag]
 # (option, short, help, Settings field)
