@@ -110,7 +110,7 @@ class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
 
     def GetDataPlane(self, request, context):
         """The data plane's counters as the JSON of GET /v1/dataplane (FAILED_PRECONDITION when it is off)."""
-        counters = counters_of(self._commands.dataplane)
+        counters = counters_of(self._commands.dataplane if self._commands is not None else None)
         return oltsim_pb2.DataPlaneCounters(json=json.dumps(counters, separators=(",", ":")))
 
     def _need_commands(self):
