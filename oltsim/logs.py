@@ -35,8 +35,9 @@ class LogControl:
     def filter_everything(self, beginner=globalLogBeginner) -> None:
         """Put every observer that logging later begins to (twistd's: the terminal text or the journal's JSON)
         behind this level, and write Twisted's listening-port chatter (``Site starting on 50071``, ``(TCP Port 50071
-        Closed)``) at debug only: oltsim names its listeners itself. Call before logging begins (twistd begins it
-        after makeService); the events logged before are replayed through the filter too. Idempotent."""
+        Closed)``) at debug only and its TAP ports' never: oltsim names its listeners and interfaces itself. Call
+        before logging begins (twistd begins it after makeService); the events logged before are replayed through
+        the filter too. Idempotent."""
         if getattr(beginner, "_oltsim_level_filter", False):
             return
         begin = beginner.beginLoggingTo
@@ -48,14 +49,18 @@ class LogControl:
         beginner._oltsim_level_filter = True
 
     def _port_chatter(self, event) -> PredicateResult:
-        if event.get("log_namespace") == "log_legacy" and not self.debug \
-                and _PORT_CHATTER.match(str(event.get("log_text", ""))):
-            return PredicateResult.no
+        if event.get("log_namespace") == "log_legacy":
+            text = str(event.get("log_text", ""))
+            if _TUNTAP_CHATTER.match(text) or not self.debug and _PORT_CHATTER.match(text):
+                return PredicateResult.no
         return PredicateResult.maybe
 
 
 #: twisted.internet.tcp's unconditional legacy lines for a listening port (not for connections).
 _PORT_CHATTER = re.compile(r"(\S+ (\(\S+\) )?starting on \d+|\((TCP|UNIX) Port \S+ Closed\))$")
+#: twisted.pair.tuntap's lines for a TAP interface opened and closed (``<class '...'> starting on b'u0-1-0'``,
+#: ``(Tuntap b'u0-1-0' Closed)``): never written, the data plane logs dataplane-interface-opened/-closed instead.
+_TUNTAP_CHATTER = re.compile(r"(<class '[^']+'> starting on b'[^']*'|\(Tuntap b'[^']*' Closed\))$")
 
 
 #: The process-wide control used by `logger()`; its level is set by makeService and SetLogLevel.

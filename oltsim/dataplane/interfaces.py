@@ -198,6 +198,7 @@ class TapPort(TuntapPort):
             reason = getattr(exc, "socketError", exc)
             text = getattr(reason, "strerror", None) or str(reason)
             raise HostError(f"interface {self.name} cannot be made: {text}") from None
+        log.debug("dataplane-interface-opened interface={name}", name=self.name)
 
     def close(self) -> None:
         """Stop reading and close the descriptor now (the kernel removes the interface), whatever state it is in."""
@@ -207,6 +208,8 @@ class TapPort(TuntapPort):
                 self.connectionLost(None)
             except Exception:
                 log.failure("dataplane-close-failed interface={name}", name=self.name)
+            else:
+                log.debug("dataplane-interface-closed interface={name}", name=self.name)
 
     def _drop(self, reason: str) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1

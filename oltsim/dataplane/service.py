@@ -142,6 +142,9 @@ class DataPlaneService(service.Service):
         host = self.host
         for uni in plan.unis:
             self._port(uni.name, (uni.serial, uni.uni_id))
+            # the link goes up with the UNI's carrier already right: an RG (and the kernel's own IPv6 start-up)
+            # sees no carrier before its UNI is up
+            self._carrier(uni.serial, uni.uni_id, self._uni_up(uni.serial, uni.uni_id))
             if uni.mac:
                 host.set_address(uni.name, uni.mac)
             if uni.netns:
@@ -166,9 +169,6 @@ class DataPlaneService(service.Service):
         # each UNI interface's carrier follows its UNI (an RG sees its link go down with the ONU or a locked UNI:
         # wpa_supplicant authenticates again when it comes back)
         self._unsubscribe = self.olt.subscribe(self._on_event)
-        for uni in plan.unis:
-            model = self.olt.onu_by_serial(uni.serial).unis[uni.uni_id]
-            self._carrier(uni.serial, uni.uni_id, model.state == "up")
         self._up = True
         log.info("dataplane-started unis={unis} nni={nni} nni_untagged={untagged} netns={netns}",
                  unis=len(plan.unis), nni=plan.nni or "-", untagged=plan.nni_untagged or "-",
@@ -205,6 +205,9 @@ class DataPlaneService(service.Service):
             except Exception:
                 log.failure("dataplane-carrier-failed serial={serial} uni={uni}", serial=event.serial,
                             uni=event.uni_id)
+
+    def _uni_up(self, serial: str, uni_id: int) -> bool:
+        return self.olt.onu_by_serial(serial).unis[uni_id].state == "up"
 
     def _carrier(self, serial: str, uni_id: int, on: bool) -> None:
         port = self.ports.get((serial, uni_id))

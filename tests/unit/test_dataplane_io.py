@@ -499,14 +499,24 @@ class CarrierSystem(MemoryIOSystem):
 
 
 def test_uni_interface_carrier_follows_its_uni():
-    """A UNI interface's link is down while its UNI is (the ONU not up yet, or locked), up when the UNI comes up and
-    down again when it goes down, as an RG's Ethernet link; the counters show it."""
+    """A UNI interface's link is down while its UNI is (the ONU not up yet, or locked), from before the interface is
+    set up (so that neither an RG nor the kernel's own IPv6 start-up sees a carrier first), up when the UNI comes up
+    and down again when it goes down, as an RG's Ethernet link; the counters show it."""
     olt = olt_of()
     plan = plan_interfaces(olt, "1")
     system = CarrierSystem()
-    svc = DataPlaneService(olt, FakeDataPlane(), plan, Reactor(), host=FakeHost(), system=system)
+    host = FakeHost()
+    carrier_at_link_up = []
+
+    def run(args):
+        if args[-1:] == ["up"]:
+            carrier_at_link_up.append(list(system.carrier_calls))
+        return FakeHost.run(host, args)
+    host.runner = run
+    svc = DataPlaneService(olt, FakeDataPlane(), plan, Reactor(), host=host, system=system)
     svc.startService()
     port = svc.ports[(olt.onus[0].serial, 0)]
+    assert carrier_at_link_up == [[(port.fileno(), 0)]]
     assert system.carrier_calls == [(port.fileno(), 0)] and not svc.counters()["interfaces"]["u0-1-0"]["carrier"]
     uni = olt.onus[0].unis[0]
     uni.enable()

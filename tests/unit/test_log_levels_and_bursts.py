@@ -79,6 +79,24 @@ def test_twisted_port_chatter_is_written_at_debug_only():
     assert seen[-1]["log_text"] == "(TCP Port 50071 Closed)"
 
 
+def test_twisted_tap_port_lines_are_never_written():
+    """twisted.pair.tuntap's own lines for a data-plane interface (its protocol's class ``starting on`` the name, and
+    ``(Tuntap NAME Closed)``) are dropped at every level: the data plane writes dataplane-interface-opened and
+    -closed as key=value events instead; a legacy line that only looks alike passes."""
+    control = LogControl("info")
+    publisher, seen = begun(control)
+
+    def legacy(text):
+        publisher({"log_namespace": "log_legacy", "log_level": LogLevel.info, "log_format": "{log_text}",
+                   "log_text": text})
+    for level in ("info", "debug"):
+        control.set_level(level)
+        legacy("<class 'oltsim.dataplane.interfaces._Frames'> starting on b'labu0-3-1'")
+        legacy("(Tuntap b'labnniu' Closed)")
+    legacy("(Tuntap labnniu Closed) later")
+    assert [e["log_text"] for e in seen] == ["(Tuntap labnniu Closed) later"]
+
+
 # ---- bursts summed up ---------------------------------------------------------------------------------------
 
 
