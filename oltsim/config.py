@@ -810,6 +810,10 @@ def _read_config_file(path: str) -> tuple[dict[str, Any], dict[str, str], list[s
                 warnings.append(_ignored_key(where, path, label, raw))
                 continue
             if key not in keys:
+                misspelt = _misspelt_key(section, key)
+                if misspelt:
+                    # as a misspelt option is: the start stops, naming the key it must have meant
+                    raise ConfigError(f"{where}: {label}: unknown key; did you mean {section}.{misspelt}?")
                 warnings.append(ConfigWarning(where, path, "config-key-unknown", label, _nearest_key(section, key)))
                 continue
             if raw is None:  # "key:" with no value leaves the default, as if the line were commented out
@@ -839,6 +843,39 @@ def _ignored_key(where: str, path: str, label: str, raw: Any) -> ConfigWarning:
     if harmless and (raw is None or any(raw == value and type(raw) is type(value) for value in harmless)):
         return ConfigWarning(where, path, "config-key-ignored", label, "oltsim does what this value asks anyway")
     return ConfigWarning(where, path, "config-key-unsupported", label)
+
+
+#: how many edits (a character added, removed, replaced, or two swapped) make a key misspelt rather than unknown
+MISSPELT_EDITS = 2
+
+
+def _misspelt_key(section: str, key: object) -> str:
+    """The key of ``section`` that ``key`` misspells, "" when none is within :data:`MISSPELT_EDITS` edits, case
+    aside (``pon_port`` -> ``pon_ports``): the settings oltsim reads and the BBSim keys it ignores, which are both
+    known, so that no key of BBSim's own is ever taken for a misspelling. A short key takes fewer edits (fewer than
+    its length: ``ip`` misspells ``id``, ``x`` does not). The nearest wins, then the first in alphabetical order."""
+    tables = {"bbsim": (_BBSIM_KEYS, _IGNORED_BBSIM_KEYS), "olt": (_OLT_KEYS, _IGNORED_OLT_KEYS)}
+    word = str(key).lower()
+    found = sorted((edits, known) for known in (*tables[section][0], *tables[section][1])
+                   if (edits := _edits(word, known.lower())) <= min(MISSPELT_EDITS, len(known) - 1))
+    return found[0][1] if found else ""
+
+
+def _edits(a: str, b: str) -> int:
+    """The edit distance of ``a`` and ``b``: characters added, removed or replaced, and adjacent ones swapped
+    (``pon_prots`` is one edit from ``pon_ports``)."""
+    if abs(len(a) - len(b)) > MISSPELT_EDITS:
+        return abs(len(a) - len(b))
+    before, row = None, list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            cost = min(row[j] + 1, current[j - 1] + 1, row[j - 1] + (ca != cb))
+            if before is not None and i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                cost = min(cost, before[j - 2] + 1)
+            current.append(cost)
+        before, row = row, current
+    return row[-1]
 
 
 def _nearest_key(section: str, key: str) -> str:

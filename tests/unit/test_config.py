@@ -477,16 +477,15 @@ def test_unknown_keys_become_warnings(tmp_path):
 
 
 @pytest.mark.parametrize("text, key, hint", [
-    ("olt:\n  pon_port: 2\n", "olt.pon_port", "olt.pon_ports"),
-    ("olt:\n  onus_per_pon: 2\n", "olt.onus_per_pon", "olt.onus_per_port"),
+    ("olt:\n  num_pon_ports: 2\n", "olt.num_pon_ports", "olt.pon_ports"),
     ("bbsim:\n  pon_ports: 2\n", "bbsim.pon_ports", "olt.pon_ports"),
-    ("bbsim:\n  kafka_adress: x\n", "bbsim.kafka_adress", "bbsim.kafka_address"),
+    ("bbsim:\n  kafka_broker_address: x\n", "bbsim.kafka_broker_address", "bbsim.kafka_address"),
     ("bbsm:\n  delay: 0\n", "bbsm", "bbsim"),
     ("OLT:\n  pon_ports: 2\n", "OLT", "olt"),
 ])
-def test_a_typo_warns_with_the_nearest_known_key(tmp_path, text, key, hint):
-    """A misspelt key or section is one warning that names it and the nearest known key or section, and the
-    defaults stay."""
+def test_an_unknown_key_warns_with_the_nearest_known_key(tmp_path, text, key, hint):
+    """An unknown key more than two edits from every key of its section (or in the other section), and a misspelt
+    section, is one warning that names it and the nearest known key or section, and the defaults stay."""
     path = write(tmp_path, "c.yaml", text)
     settings = load_settings({}, path)
     what = "key" if "." in key else "section"
@@ -517,13 +516,51 @@ def test_typos_in_services_and_pon_ranges_files_warn_with_the_nearest_key(tmp_pa
 
 def test_strict_config_error_names_the_first_warning_and_counts_the_others(tmp_path):
     """--strict-config's error is one message: the first warning, then how many more and their keys."""
-    path = write(tmp_path, "c.yaml", "olt:\n  pon_port: 2\nbbsm: {}\n")
-    one = load_settings({}, write(tmp_path, "d.yaml", "olt:\n  pon_port: 2\n")).warnings
-    assert str(strict_error(one)) == (f"config file {tmp_path / 'd.yaml'}: olt.pon_port: unknown key; did you mean "
-                                      "olt.pon_ports? (an error with --strict-config)")
+    path = write(tmp_path, "c.yaml", "olt:\n  num_pon_ports: 2\nbbsm: {}\n")
+    one = load_settings({}, write(tmp_path, "d.yaml", "olt:\n  num_pon_ports: 2\n")).warnings
+    assert str(strict_error(one)) == (f"config file {tmp_path / 'd.yaml'}: olt.num_pon_ports: unknown key; did you "
+                                      "mean olt.pon_ports? (an error with --strict-config)")
     assert str(strict_error(load_settings({}, path).warnings)) == (
-        f"config file {path}: bbsm: unknown section; did you mean bbsim? (and 1 more: olt.pon_port; errors with "
-        "--strict-config)")
+        f"config file {path}: bbsm: unknown section; did you mean bbsim? (and 1 more: olt.num_pon_ports; errors "
+        "with --strict-config)")
+
+
+@pytest.mark.parametrize("text, key, meant", [
+    ("olt:\n  pon_port: 2\n", "olt.pon_port", "olt.pon_ports"),
+    ("olt:\n  onus_per_pon: 2\n", "olt.onus_per_pon", "olt.onus_per_port"),
+    ("olt:\n  PON_PORTS: 2\n", "olt.PON_PORTS", "olt.pon_ports"),
+    ("olt:\n  ip: 3\n", "olt.ip", "olt.id"),
+    ("olt:\n  technolgy: GPON\n", "olt.technolgy", "olt.technology"),
+    ("bbsim:\n  kafka_adress: x\n", "bbsim.kafka_adress", "bbsim.kafka_address"),
+    ("bbsim:\n  dleay: 0\n", "bbsim.dleay", "bbsim.delay"),
+    ("bbsim:\n  enable_pref: false\n", "bbsim.enable_pref", "bbsim.enable_perf"),
+])
+def test_a_key_an_edit_or_two_from_a_known_one_is_refused_naming_it(tmp_path, text, key, meant):
+    """A key within two edits of a key of its section (a BBSim key oltsim ignores included) is taken for a
+    misspelling and refused, in one message with the key it must have meant, as a misspelt option is."""
+    path = write(tmp_path, "c.yaml", text)
+    assert error_of({}, path) == f"config file {path}: {key}: unknown key; did you mean {meant}?"
+
+
+def test_bbsims_own_keys_are_never_taken_for_misspellings(tmp_path):
+    """Every key BBSim reads or ships in its configs (those oltsim ignores too) loads: a warning or a note, never
+    a refusal, although several are an edit or two from another key."""
+    bbsim_keys = ("dhcp_retry auth_retry log_level log_caller delay cpu_profile openolt_address api_address "
+                  "rest_api_address legacy_api_address legacy_rest_api_address sadis_rest_address sadis_server "
+                  "kafka_address enable_events controlled_activation enable_perf kafka_event_topic "
+                  "dmi_server_address bp_format inject_omci_unknown_me inject_omci_unknown_attributes omcc_version "
+                  "enable_igmp enable_dhcp enable_auth sadis_format").split()
+    olt_keys = ("model vendor hardware_version firmware_version device_id device_serial_number pon_ports nni_ports "
+                "nni_speed onus_per_port id reboot_delay port_stats_interval omci_response_rate uni_ports "
+                "pots_ports nni_dhcp_trap_vid technology").split()
+    values = {"enable_perf": True, "cpu_profile": "cpu.out", "log_caller": True, "log_level": "debug",
+              "controlled_activation": "default", "bp_format": "mef", "technology": "GPON"}
+    text = "bbsim:\n" + "".join(f"  {key}: {values.get(key, '~')}\n" for key in bbsim_keys)
+    text += "olt:\n" + "".join(f"  {key}: {values.get(key, '~')}\n" for key in olt_keys)
+    settings = load_settings({}, write(tmp_path, "c.yaml", text))
+    assert sorted(w.key for w in settings.warnings) == [
+        "bbsim.cpu_profile", "bbsim.enable_perf", "bbsim.log_caller", "olt.technology"]
+    assert all(w.event == "config-key-unsupported" for w in settings.warnings)
 
 
 # --- services ----------------------------------------------------------------------------------------------------
