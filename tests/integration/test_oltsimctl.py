@@ -242,9 +242,13 @@ def test_tables_list_what_the_json_holds(olt, home):
 
 
 def test_unknown_onu_is_one_line_with_the_servers_status(olt, home):
-    """A refused call prints `oltsimctl: <STATUS>: <the server's message>` and exits 1."""
+    """A refused call prints `oltsimctl: <STATUS>: <the server's message>` and exits 1; for a serial the OLT does
+    not have, the message names the nearest one it has (`onu get`, `shutdown` and `poweron` alike)."""
     line = refused(ctl(olt, "onu", "get", "BBSM00000009", home=home), 1)
-    assert line == "oltsimctl: NOT_FOUND: ONU BBSM00000009 not found"
+    assert line == "oltsimctl: NOT_FOUND: ONU BBSM00000009 not found on this OLT; did you mean BBSM00000001?"
+    for command in ("shutdown", "poweron"):
+        line = refused(ctl(olt, "onu", command, "BBSM0000001", home=home), 1)
+        assert line == "oltsimctl: NOT_FOUND: ONU BBSM0000001 not found on this OLT; did you mean BBSM00000001?"
     line = refused(ctl(olt, "onu", "flows", "BBSM00000009", "-o", "json", home=home), 1)
     assert line.startswith("oltsimctl: NOT_FOUND: ")
 

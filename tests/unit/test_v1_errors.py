@@ -98,7 +98,8 @@ NF, IA, FP = grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT, grpc.S
 
 CASES = [
     # -- unknown ONU serial ---------------------------------------------------------------------------------------
-    Case("serial-get", up, ("GET", f"/v1/olt/onus/{UNKNOWN}"), ("GetONU", onu_req()), NF, f"ONU {UNKNOWN} not found"),
+    Case("serial-get", up, ("GET", f"/v1/olt/onus/{UNKNOWN}"), ("GetONU", onu_req()), NF,
+         f"ONU {UNKNOWN} not found on this OLT (oltsimctl onu list names its ONUs)"),
     Case("serial-shutdown", up, ("DELETE", f"/v1/olt/onus/{UNKNOWN}"), ("ShutdownONU", onu_req()), NF),
     Case("serial-poweron", up, ("POST", f"/v1/olt/onus/{UNKNOWN}"), ("PoweronONU", onu_req()), NF),
     Case("serial-alarm", up, ("POST", f"/v1/olt/onus/{UNKNOWN}/alarms/DYING_GASP/on"),

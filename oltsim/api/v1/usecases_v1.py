@@ -2,7 +2,9 @@
 
 Each method takes the RPC's request message and returns its response message,
 running on the reactor thread; refusals raise domain errors (validated before any
-effect), which `oltsim.status.ERROR_TABLE` maps to statuses.
+effect), which `oltsim.status.ERROR_TABLE` maps to statuses. A serial that is no ONU of the OLT is NotFound naming
+the nearest serial it has (``ONU BBSM0000001 not found on this OLT; did you mean BBSM00000001?``), on every call
+that takes one, as the capture and event filters name it.
 """
 from __future__ import annotations
 
@@ -64,6 +66,10 @@ class V1Commands:
         self.dataplane = dataplane
         self._cache: dict = {}
 
+    def onu(self, serial: str):
+        """The ONU of `serial`; NotFound naming the nearest serial of the OLT when it has none of that serial."""
+        return check_serial(self.olt, serial)
+
     def cached(self, key, build):
         """Reuse what has not changed since the model's last visible change."""
         entry = self._cache.get(key)
@@ -93,7 +99,7 @@ class V1Commands:
         return self.cached(("onus", self.revision), build)
 
     def GetONU(self, request) -> bbsim_pb2.ONU:
-        onu = self.olt.onu_by_serial(request.SerialNumber)
+        onu = self.onu(request.SerialNumber)
         return translate.onu_to_pb(onu, self.revision)
 
     def GetFlows(self, request) -> bbsim_pb2.Flows:
@@ -103,11 +109,11 @@ class V1Commands:
         """The stored flows GetFlows answers with: the ONU's (SerialNumber given) or every flow, each once. REST
         renders them itself (`oltsim.api.restkit.ListWriter`), a slice per reactor turn."""
         if request.SerialNumber:
-            return self.olt.flows.for_onu(self.olt.onu_by_serial(request.SerialNumber))
+            return self.olt.flows.for_onu(self.onu(request.SerialNumber))
         return self.olt.flows.all()
 
     def GetOnuTrafficSchedulers(self, request) -> bbsim_pb2.ONUTrafficSchedulers:
-        onu = self.olt.onu_by_serial(request.SerialNumber)
+        onu = self.onu(request.SerialNumber)
         msg = bbsim_pb2.ONUTrafficSchedulers()
         if onu.traffic_schedulers is not None:
             msg.traffSchedulers.CopyFrom(onu.traffic_schedulers)
@@ -124,7 +130,7 @@ class V1Commands:
                 raise InvalidArgument("UniID needs an OnuSerialNumber")
             services = [s for onu in self.olt.onus for s in onu.services]
         else:
-            onu = self.olt.onu_by_serial(request.OnuSerialNumber)
+            onu = self.onu(request.OnuSerialNumber)
             if request.UniID:
                 services = self._uni(onu, request.UniID).services
             else:
@@ -134,7 +140,7 @@ class V1Commands:
         return msg
 
     def GetOnuUnis(self, request) -> bbsim_pb2.UNIs:
-        onu = self.olt.onu_by_serial(request.SerialNumber)
+        onu = self.onu(request.SerialNumber)
         msg = bbsim_pb2.UNIs()
         for uni in onu.unis:
             translate.uni_to_pb(uni, msg.items.add())
@@ -217,10 +223,12 @@ class V1Commands:
     # ---- ONUs ------------------------------------------------------------------------------
 
     def ShutdownONU(self, request) -> bbsim_pb2.Response:
+        self.onu(request.SerialNumber)
         onu = self.olt.shutdown_onu(request.SerialNumber)
         return self._ok_if_sent(f"ONU {onu.serial} successfully shut down.")
 
     def PoweronONU(self, request) -> bbsim_pb2.Response:
+        self.onu(request.SerialNumber)
         onu = self.olt.power_on_onu(request.SerialNumber)
         return self._ok_if_sent(f"ONU {onu.serial} successfully powered on.")
 
@@ -244,13 +252,14 @@ class V1Commands:
                                 + _skipped(skipped, "already on or on a disabled PON"))
 
     def InvalidateMds(self, request) -> bbsim_pb2.Response:
+        serial = self.onu(request.SerialNumber).serial  # as the OLT writes it, whatever case was typed
         old, new = self.olt.invalidate_mds(request.SerialNumber)
-        serial = self.olt.onu_by_serial(request.SerialNumber).serial  # as the OLT writes it, whatever case was typed
         return _ok(f"MDS counter of ONU {serial} was {old}, set to {new}.")
 
     # ---- alarms ----------------------------------------------------------------------------
 
     def SetOnuAlarmIndication(self, request) -> bbsim_pb2.Response:
+        self.onu(request.SerialNumber)
         params = {}
         for p in request.Parameters:
             params[p.Key] = p.Value
@@ -313,7 +322,7 @@ class V1Commands:
         raise NotFound(f"UNI {number} not found on ONU {onu.serial}")
 
     def _restart(self, request, protocol: str, needs: str, label: str) -> bbsim_pb2.Response:
-        onu = self.olt.onu_by_serial(request.OnuSerialNumber)
+        onu = self.onu(request.OnuSerialNumber)
         unis = [self._uni(onu, request.UniID)] if request.UniID else onu.unis
         services = [s for u in unis if u.state == "up" for s in u.services
                     if getattr(s.spec, needs) and s.state == "initialized"]
@@ -334,7 +343,7 @@ class V1Commands:
         return self._restart(request, "dhcp", "needs_dhcp", "DHCP")
 
     def ChangeIgmpState(self, request) -> bbsim_pb2.Response:
-        onu = self.olt.onu_by_serial(request.OnuSerialNumber)
+        onu = self.onu(request.OnuSerialNumber)
         if request.UniID < 0:
             raise InvalidArgument(f"UniID must be a non-negative integer (got {request.UniID})")
         uni = self._uni(onu, request.UniID, eth_only=True)
