@@ -311,20 +311,21 @@ def test_an_unresolvable_interface_stops_the_start_with_one_line_and_nothing_lis
     assert not any(listening(port) for port in ports)
 
 
-TYPOS = "olt:\n  pon_port: 2\nbbsm:\n  delay: 0\nbbsim:\n  enable_perf: true\n"
+TYPOS = "olt:\n  num_pon_ports: 2\nbbsm:\n  delay: 0\nbbsim:\n  enable_perf: true\n"
 
 
 def test_config_typos_are_logged_one_warning_each_and_the_defaults_stay(tmp_path, daemon):
-    """A config file with a misspelt key, a misspelt section and an unsupported key starts with the defaults and
-    logs one warning for each, with its event name, its key, the nearest known key and a readable text."""
+    """A config file with an unknown key (more than two edits from any), a misspelt section and an unsupported key
+    starts with the defaults and logs one warning for each, with its event name, its key, the nearest known key and
+    a readable text."""
     (tmp_path / "typos.yaml").write_text(TYPOS)
     process = daemon("--config", str(tmp_path / "typos.yaml"))
     olt = process.wait_serving()
     assert len(olt["PONPorts"]) == 1
     lines = [line for line in process.log.splitlines() if "#warn] config-" in line]
     assert len(lines) == 3, process.log
-    assert "config-key-unknown key=olt.pon_port hint=olt.pon_ports " in lines[2]
-    assert lines[2].endswith(": olt.pon_port: unknown key; did you mean olt.pon_ports?")
+    assert "config-key-unknown key=olt.num_pon_ports hint=olt.pon_ports " in lines[2]
+    assert lines[2].endswith(": olt.num_pon_ports: unknown key; did you mean olt.pon_ports?")
     assert "config-section-unknown key=bbsm hint=bbsim " in lines[0]
     assert lines[0].endswith("bbsm: unknown section; did you mean bbsim?")
     assert "config-key-unsupported key=bbsim.enable_perf " in lines[1]
@@ -336,8 +337,19 @@ def test_strict_config_refuses_the_typos_with_one_line_before_listening(tmp_path
     non-zero, before any port is bound."""
     (tmp_path / "typos.yaml").write_text(TYPOS)
     assert_refused(tmp_path, ("--config", str(tmp_path / "typos.yaml"), "--strict-config"),
-                   ("bbsm: unknown section; did you mean bbsim?", "and 2 more: bbsim.enable_perf, olt.pon_port",
+                   ("bbsm: unknown section; did you mean bbsim?", "and 2 more: bbsim.enable_perf, olt.num_pon_ports",
                     "--strict-config"))
+
+
+def test_a_misspelt_config_key_stops_the_start_with_one_line_and_exit_2(tmp_path):
+    """`olt.pon_port` (an edit from `olt.pon_ports`) in the config file: one line on stderr naming it and the key it
+    must have meant, exit 2 as a misspelt option, nothing listening (was: a warning among the start-up lines and a
+    1-PON OLT)."""
+    config = tmp_path / "c.yaml"
+    config.write_text("olt:\n  pon_port: 2\nbbsim:\n  enable_perf: false\n")
+    result = assert_refused(tmp_path, ("--config", str(config)), ())
+    assert (result.returncode, result.stdout) == (2, ""), result.stderr
+    assert result.stderr == f"oltsim: config file {config}: olt.pon_port: unknown key; did you mean olt.pon_ports?\n"
 
 
 def test_a_misspelt_option_is_one_line_naming_the_nearest_and_exit_2(tmp_path):

@@ -140,3 +140,17 @@ def test_a_misspelt_scenario_key_or_action_names_the_nearest(text, message):
     with pytest.raises(InvalidArgument) as refused:
         parse_scenario(text)
     assert str(refused.value).startswith(message), str(refused.value)
+
+
+def test_a_misspelt_config_file_key_is_one_line_and_exit_2_as_a_misspelt_option(tmp_path, capsys):
+    """`-c file.yaml` with `olt.pon_port`: the same one line and exit 2 as `--onuu`, naming the key it must have
+    meant; `olt.num_pon_ports`, further from any key, starts with a warning instead."""
+    config = tmp_path / "c.yaml"
+    config.write_text("olt:\n  pon_port: 2\n")
+    status, out, err = daemon_refusal(["-c", str(config)], capsys)
+    assert (status, out, err) == (2, "", f"oltsim: config file {config}: olt.pon_port: unknown key; did you mean "
+                                         "olt.pon_ports?\n")
+    config.write_text("olt:\n  num_pon_ports: 2\n")
+    options = Options()
+    options.parseOptions(["-c", str(config)])
+    assert [w.text for w in options.settings.warnings] == ["olt.num_pon_ports: unknown key; did you mean olt.pon_ports?"]
