@@ -105,13 +105,20 @@ class HWManagementServicer:
     # ---- endpoints ------------------------------------------------------------------------
 
     def SetLoggingEndpoint(self, request, context):
-        """Where the device should ship its logs (kept and reported; oltsim ships none)."""
+        """Where the device should ship its logs (kept and reported; oltsim ships none). An empty endpoint means
+        "ship them nowhere": the endpoint and protocol are cleared, whatever protocol comes with it (VOLTHA's DMI
+        test resets with an empty endpoint and protocol ``udp``). An endpoint needs a protocol, ``udp`` or ``tcp``
+        (LOGGING_ENDPOINT_PROTOCOL_ERROR otherwise, empty included)."""
         response = hm.SetRemoteEndpointResponse
         refusal = self.device.refusal(request.device_uuid.uuid)
         if refusal:
             return answer(response, "UNKNOWN_DEVICE", refusal)
         if not request.logging_endpoint:
-            return answer(response, "LOGGING_ENDPOINT_ERROR", "logging_endpoint is empty")
+            self.device.logging_endpoint = self.device.logging_protocol = ""
+            return answer(response)
+        if not request.logging_protocol:
+            return answer(response, "LOGGING_ENDPOINT_PROTOCOL_ERROR",
+                           f"logging_endpoint {request.logging_endpoint!r} needs a logging_protocol: udp or tcp")
         if request.logging_protocol.lower() not in ("udp", "tcp"):
             return answer(response, "LOGGING_ENDPOINT_PROTOCOL_ERROR",
                            f"logging_protocol {request.logging_protocol!r}: udp or tcp")

@@ -215,3 +215,36 @@ async def test_start_managing_answers_once_and_refuses_a_second_start():
     assert (first.status, first.device_uuid.uuid) == (OK, device.uuid)
     assert second.reason == hm.StartManagingDeviceResponse.DEVICE_ALREADY_MANAGED
     assert second.device_uuid.uuid == device.uuid and "StopManagingDevice" in second.reason_detail
+
+
+def logging_endpoint(dmi) -> tuple:
+    got = dmi.hw.GetLoggingEndpoint(hw_pb2.HardwareID(uuid=dmi.uuid), FakeContext())
+    return got.status, got.logging_endpoint, got.logging_protocol
+
+
+@pytest.mark.parametrize("protocol", ["", "udp"])
+def test_a_logging_endpoint_set_read_back_and_cleared_with_an_empty_one(dmi, protocol):
+    """VOLTHA's "Set Get Logging Endpoint": set 127.0.0.1/udp, read it back, reset with an empty endpoint (and an
+    empty protocol, or the same one) answers OK and reads back empty."""
+    set_request = functools.partial(hm.SetLoggingEndpointRequest, device_uuid=dmi.uuid)
+    answer = dmi.hw.SetLoggingEndpoint(set_request(logging_endpoint="127.0.0.1", logging_protocol="udp"),
+                                       FakeContext())
+    assert answer.status == OK
+    assert logging_endpoint(dmi) == (OK, "127.0.0.1", "udp")
+    answer = dmi.hw.SetLoggingEndpoint(set_request(logging_endpoint="", logging_protocol=protocol), FakeContext())
+    assert (answer.status, answer.reason) == (OK, hm.SetRemoteEndpointResponse.UNDEFINED_REASON)
+    assert logging_endpoint(dmi) == (OK, "", "")
+
+
+@pytest.mark.parametrize("protocol, detail", [("", "needs a logging_protocol"), ("http", "udp or tcp")])
+def test_a_logging_endpoint_without_a_usable_protocol_is_refused_and_the_old_one_kept(dmi, protocol, detail):
+    """An endpoint with no protocol or one other than udp/tcp is LOGGING_ENDPOINT_PROTOCOL_ERROR and leaves the
+    endpoint set before unchanged."""
+    set_request = functools.partial(hm.SetLoggingEndpointRequest, device_uuid=dmi.uuid)
+    dmi.hw.SetLoggingEndpoint(set_request(logging_endpoint="10.0.0.1:514", logging_protocol="tcp"), FakeContext())
+    answer = dmi.hw.SetLoggingEndpoint(set_request(logging_endpoint="127.0.0.1", logging_protocol=protocol),
+                                       FakeContext())
+    assert (answer.status, answer.reason) == (commons_pb2.ERROR_STATUS,
+                                              hm.SetRemoteEndpointResponse.LOGGING_ENDPOINT_PROTOCOL_ERROR)
+    assert detail in answer.reason_detail
+    assert logging_endpoint(dmi) == (OK, "10.0.0.1:514", "tcp")
