@@ -564,6 +564,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("eap_secret", "secret", "password", "EAP-MD5 secret the built-in adapter's authenticator checks a real "
             "supplicant on a UNI interface against (default: password, the simulated supplicants')",
             option="eap-secret", yaml="bbsim.eap_secret", check=NotEmpty()),
+    # web power switch (docs/power-switch.md): off by default
+    Setting("power_switch", "str", "", "serve a web power switch (Digital Loggers' and Expert Power Control's HTTP "
+            "APIs, HTTP Digest) at this endpoint, e.g. tcp:50076: outlet k is the k-th ONU in PON, ONU order, the "
+            "one after the last ONU the OLT (default none: off)", option="power-switch",
+            yaml="bbsim.power_switch_address"),
+    Setting("power_switch_user", "str", "admin", "user name the power switch asks for (default {default})",
+            option="power-switch-user", yaml="bbsim.power_switch_user", check=NotEmpty()),
+    Setting("power_switch_password", "secret", "1234", "password the power switch asks for (default: 1234, as a "
+            "Digital Loggers switch from the factory)", option="power-switch-password",
+            yaml="bbsim.power_switch_password", check=NotEmpty()),
 )
 
 #: Settings field -> its row
