@@ -22,6 +22,7 @@ from voltha_protos import openolt_pb2_grpc
 from oltsim._proto import bbsim_pb2_grpc, legacy_pb2_grpc, oltsim_pb2_grpc
 from oltsim.api.eventbus import EventBus
 from oltsim.api.images import ImageServer, with_images
+from oltsim.api.powerswitch import REALM, DigestAuth, PowerSwitch, PowerSwitchRest
 from oltsim.api.sadis import SadisRest
 from oltsim.api.ui import UI_PATH
 from oltsim.api.v0.grpc_v0 import LegacyServicer
@@ -33,7 +34,7 @@ from oltsim.api.v1.usecases_v1 import V1Commands
 from oltsim.bbsimevents import BbsimEventPublisher
 from oltsim.capture import Capture
 from oltsim.capture.service import CaptureService
-from oltsim.config import LISTENER_FIELDS, ConfigError, load_settings
+from oltsim.config import LISTENER_FIELDS, ConfigError, endpoint_from_address, load_settings
 from oltsim.daemon import (FLAGS, PARAMETERS, CommandLineOptions, DaemonService, OltService,  # noqa: F401
                            WaitingForAdapter, asyncio_reactor, follow_openolt)
 from oltsim.dataplane.interfaces import plan_interfaces
@@ -56,7 +57,7 @@ from oltsim.servers import add_dmi, add_openolt, add_v0, add_v1, grpc_server, re
 from oltsim.serving.descriptors import GrpcConnectionWatch, open_files_limit
 from oltsim.serving.endpoints import local_ip, port_of
 from oltsim.serving.onloop import on_loop
-from oltsim.serving.security import AccessToken, server_service
+from oltsim.serving.security import AccessToken, check_listener, server_service
 from oltsim.southbound.builtin import BuiltinAdapter
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
 
@@ -104,14 +105,16 @@ def makeService(options, reactor=None):
     control = _build_control_apis(settings, reactor, commands, bus, metrics, token)
     sadis = _build_sadis(settings, reactor, olt, commands, metrics)
     dmi_device, dmi = _build_dmi(settings, reactor, olt, metrics)
+    power_switch_endpoint, power_switch = _build_power_switch(settings, reactor, commands, metrics)
     watch = _build_connection_watch(settings, reactor, (openolt, control[0], control[2], dmi[-1]))
     # last: once every listener is up, the first start's one hint that nothing happens until an adapter comes
     waiting = [WaitingForAdapter(openolt)] if settings.adapter != "builtin" else []
     return DaemonService(
-        {name.replace("_", "-"): getattr(settings, name) for name in LISTENER_FIELDS},
+        {name.replace("_", "-"): getattr(settings, name) for name in LISTENER_FIELDS}
+        | power_switch_endpoint,
         settings.warnings + settings.notes,
-        children=[openolt, power, *kafka, *adapter, *capturing, scenario, *control, *sadis, *dmi, watch, *waiting,
-                  *dataplane],
+        children=[openolt, power, *kafka, *adapter, *capturing, scenario, *control, *sadis, *dmi, *power_switch,
+                  watch, *waiting, *dataplane],
         olt=olt, hub=hub, commands=commands, bus=bus, metrics=metrics, dmi=dmi_device, connection_watch=watch,
         kafka_events=sink, event_topic=topic,
         # `bbsim` (oltsim.bbsimcmd.run) names itself and its flags in a failed start's line
@@ -261,6 +264,28 @@ def _build_dmi(settings, reactor, olt, metrics):
     server.on_stopping.append(software.close_all)
     server.on_stopping.append(device.close_streams)
     return device, [DeviceService(device), server]
+
+
+def _build_power_switch(settings, reactor, commands, metrics) -> tuple[dict, list]:
+    """With --power-switch (docs/power-switch.md), the web power switch the system tests' PowerSwitch tests drive:
+    Digital Loggers' and Expert Power Control's APIs on one listener, behind HTTP Digest with --power-switch-user
+    and --power-switch-password, its outlets feeding the ONUs then the OLT, switched through the v1 use cases.
+    Never behind the access token (the robot library sends none); an endpoint that cannot listen is one line and
+    exit 2 now. Returns ({its name: its endpoint}, [its listener]), or ({}, []) when off."""
+    if not settings.power_switch.strip():
+        return {}, []
+    try:
+        endpoint = endpoint_from_address(settings.power_switch)
+        check_listener("power_switch", endpoint, grpc_server=False)
+    except ConfigError as exc:
+        sys.stderr.write(f"oltsim: --power-switch: {exc.message}\n")
+        raise SystemExit(2) from None
+    auth = DigestAuth(REALM, settings.power_switch_user, settings.power_switch_password, clock=reactor)
+    api = PowerSwitchRest(PowerSwitch(commands), auth)
+    listener = server_service(endpoint, rest_site(api.resource(), "power-switch", metrics, settings, reactor),
+                              reactor=reactor)
+    listener.setName("power-switch")
+    return {"power-switch": endpoint}, [listener]
 
 
 def _build_connection_watch(settings, reactor, grpc_servers):
