@@ -27,9 +27,9 @@ from oltsim.serving.onloop import NotOnLoop, check_asyncio_reactor
 from oltsim.serving.security import check_listener
 from oltsim.suggest import did_you_mean
 
-__all__ = ["FLAGS", "PARAMETERS", "CommandLineOptions", "DaemonService", "OltService", "WaitingForAdapter",
-           "asyncio_reactor", "check_listeners", "follow_openolt", "listen_failure", "log_config_warnings",
-           "loop_engine", "usage_error_line"]
+__all__ = ["FLAGS", "PARAMETERS", "CommandLineOptions", "DaemonService", "OltService", "StartFailed",
+           "WaitingForAdapter", "asyncio_reactor", "check_listeners", "follow_openolt", "listen_failure",
+           "log_config_warnings", "loop_engine", "usage_error_line"]
 
 # The daemon's lines keep the namespace they had when these services lived in oltsim.tap.
 log = logger("oltsim.tap")
@@ -39,13 +39,33 @@ config_log = logger("oltsim.config")
 GRPC_LISTENERS = ("openolt", "grpc_v1", "grpc_v0", "dmi")
 
 
+#: where a busy port's line sends the user: how several OLTs share a host (a port each per listener)
+MANY_OLTS_DOC = "docs/many-olts.md"
+
+
+class StartFailed(SystemExit, Exception):
+    """The exit of a start that cannot finish, with its status (``code``) and the line already written (``line``).
+    An Exception as well as a SystemExit: twistd's start-up (UnixApplicationRunner.postApplication) removes the pid
+    file it wrote (``twistd.pid`` when no --pidfile= is given) for an Exception only, then re-raises it, and Python
+    exits with the status, no traceback."""
+
+    def __init__(self, code: int, line: str = ""):
+        super().__init__(code)
+        self.line = line
+
+    def __str__(self) -> str:
+        return self.line or f"start failed (exit status {self.code})"
+
+
 class DaemonService(service.MultiService):
     """The daemon's top service: starts its ``children`` in the order given, and when a listener cannot bind (a port
     in use, an interface that does not resolve or is not on this host) stops the children already started, writes
     one line naming the option, the endpoint and the reason (``oltsim: --rest-v1 tcp:50071: address already in
-    use``) and exits with status 1, so that either every listener binds or none stays. ``endpoints`` maps each
-    listener child's name (its option) to its endpoint string; ``warnings`` are the configuration's warnings and
-    notes, logged once at start.
+    use``, for a busy port with where to read how several OLTs share a host) and exits with status 1, so that
+    either every listener binds or none stays. A child that refuses to start with its own line and exit status (the
+    data plane's SystemExit) has the children started before it stopped too. Either exit is a StartFailed, which
+    leaves no pid file of twistd's behind. ``endpoints`` maps each listener child's name (its option) to its
+    endpoint string; ``warnings`` are the configuration's warnings and notes, logged once at start.
 
     Its parts, named as buildbot's BuildMaster names its own, are what tools and tests reach the daemon through:
     ``olt`` (the model), ``hub`` (the OpenOLT indication streams), ``commands`` (the v1 use cases), ``bus`` (the
@@ -106,6 +126,9 @@ class DaemonService(service.MultiService):
         for child in self:
             try:
                 getattr(child, step)()
+            except SystemExit as exc:  # the child has written its line: exit with its status, nothing left running
+                self._undo()
+                raise StartFailed(exc.code) from None
             except Exception as exc:
                 self._undo()
                 if child.name not in self.endpoints or not isinstance(exc, CannotListenError):
@@ -116,7 +139,7 @@ class DaemonService(service.MultiService):
                                       self.listener_names.get(child.name))
                 stderr.write(f"{self.program}: {line}\n")
                 stderr.flush()
-                raise SystemExit(1) from None
+                raise StartFailed(1, line) from None
 
     def _undo(self) -> None:
         """Stop every child started or listening, last first (each listener releases its port), before the
@@ -275,7 +298,10 @@ def log_config_warnings(warnings) -> None:
 def listen_failure(option: str, endpoint: str, error: CannotListenError, named: str | None = None) -> str:
     """One line for a listener that could not bind: ``--OPTION ENDPOINT: reason`` in the operating system's words,
     lower-cased (``address already in use``), and for an interface that does not resolve, which one; ``named``
-    replaces ``--OPTION ENDPOINT`` (how `bbsim` names the listener: its flag and the value typed)."""
+    replaces ``--OPTION ENDPOINT`` (how `bbsim` names the listener: its flag and the value typed). A port in use
+    says to give the option another port and where to read how several OLTs share a host (``--openolt tcp:50060:
+    address already in use (give --openolt a free port; several OLTs on one host need their own ports: see
+    docs/many-olts.md)``); `bbsim`'s line keeps to its flag and the system's words."""
     reason = error.socketError
     text = getattr(reason, "strerror", None) or str(reason) or "cannot listen"
     text = text[0].lower() + text[1:]
@@ -283,6 +309,8 @@ def listen_failure(option: str, endpoint: str, error: CannotListenError, named: 
         text = f"interface {error.interface} does not resolve ({text})"
     elif getattr(reason, "errno", None) == errno.EADDRNOTAVAIL:
         text = f"interface {error.interface} is not an address of this host ({text})"
+    elif getattr(reason, "errno", None) == errno.EADDRINUSE and not named:
+        text += f" (give --{option} a free port; several OLTs on one host need their own ports: see {MANY_OLTS_DOC})"
     return f"{named or f'--{option} {endpoint}'}: {text}"
 
 

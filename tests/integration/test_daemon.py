@@ -278,8 +278,9 @@ def assert_start_failure(tmp_path: Path, arguments, line: str, ports: list[int])
 @pytest.mark.parametrize("busy, engine", [("rest-v1", None), ("sadis", None), ("openolt", "native"),
                                           ("grpc-v0", "native"), ("grpc-v1", "grpcio")])
 def test_a_busy_port_stops_the_start_with_one_line_and_nothing_listening(tmp_path, busy, engine):
-    """A listener's port held by another socket: one line naming the option, the endpoint and the reason, exit 1,
-    and every other port the daemon had bound released (either every listener binds or none stays)."""
+    """A listener's port held by another socket: one line naming the option, the endpoint and the reason, with
+    where to read how several OLTs share a host, exit 1, and every other port the daemon had bound released (either
+    every listener binds or none stays)."""
     ports = free_ports(len(LISTENERS))
     port = ports[LISTENERS.index(busy)]
     holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -287,7 +288,9 @@ def test_a_busy_port_stops_the_start_with_one_line_and_nothing_listening(tmp_pat
         holder.bind(("127.0.0.1", port))
         holder.listen()
         assert_start_failure(tmp_path, engine_options(engine),
-                             f"oltsim: --{busy} tcp:{port}:interface=127.0.0.1: address already in use", ports)
+                             f"oltsim: --{busy} tcp:{port}:interface=127.0.0.1: address already in use (give "
+                             f"--{busy} a free port; several OLTs on one host need their own ports: see "
+                             f"docs/many-olts.md)", ports)
         assert [name for name, other in zip(LISTENERS, ports) if other != port and listening(other)] == []
     finally:
         holder.close()

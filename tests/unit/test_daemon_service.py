@@ -51,7 +51,8 @@ def test_a_listener_that_cannot_bind_stops_what_started_and_exits_with_one_line(
     with pytest.raises(SystemExit) as exited:
         top.startService()
     assert exited.value.code == 1
-    assert top.stderr.getvalue() == "oltsim: --rest-v1 tcp:50071: address already in use\n"
+    assert top.stderr.getvalue() == ("oltsim: --rest-v1 tcp:50071: address already in use (give --rest-v1 a free "
+                                     "port; several OLTs on one host need their own ports: see docs/many-olts.md)\n")
     assert journal == [("start", "openolt"), ("start", "olt"), ("stop", "rest-v1"), ("stop", "olt"),
                        ("stop", "openolt")]
     assert not top.running
@@ -69,7 +70,8 @@ def test_another_failure_is_raised_after_the_undo():
 
 
 @pytest.mark.parametrize("error, reason", [
-    (OSError(98, "Address already in use"), "address already in use"),
+    (OSError(98, "Address already in use"), "address already in use (give --rest-v1 a free port; several OLTs on "
+                                             "one host need their own ports: see docs/many-olts.md)"),
     (socket.gaierror(-2, "Name or service not known"),
      "interface nosuch.invalid does not resolve (name or service not known)"),
     (OSError(99, "Cannot assign requested address"),
