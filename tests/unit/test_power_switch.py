@@ -114,6 +114,14 @@ def test_the_older_robot_librarys_double_slash_is_the_same_outlet(lab):
     assert lab.onu_state(TWENTIETH) == "disabled"
 
 
+def test_the_plain_dli_form_is_the_same_outlet_as_a_single_resource(lab):
+    """/restapi/relay/outlets/19/state/ (no `=`) switches outlet 19 too, answered 204 as the real switch answers one
+    resource, and reads as a bare `false`."""
+    assert lab.digest("PUT", "/restapi/relay/outlets/19/state/", b"value=false", DLI)[0] == 204
+    assert lab.onu_state(TWENTIETH) == "disabled"
+    assert lab.digest("GET", "/restapi/relay/outlets/19/state")[2] == b"false"
+
+
 def test_an_outlet_switched_off_logs_a_key_value_event(lab):
     """Switching the 20th ONU's outlet off logs power-switch-outlet-off with the outlet and the ONU's serial."""
     with capturedLogs() as logged:

@@ -77,7 +77,8 @@ class PowerSwitchRest:
                      reason=verdict.reason)
         request.setHeader(b"WWW-Authenticate", self.auth.challenge(stale=verdict.stale).encode("latin-1"))
         return error_response(request, 401, grpc.StatusCode.UNAUTHENTICATED,
-                              "this power switch needs its user name and password (HTTP Digest)")
+                              "this power switch needs its user name and password (HTTP Digest"
+                              + (" or Basic)" if basic else ")"))
 
     # ---- the mapping -------------------------------------------------------------------------
 
