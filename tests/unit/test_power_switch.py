@@ -44,11 +44,13 @@ def answer(challenge: str, method: str, uri: str, user: str = USER, password: st
 
 
 class Switch:
-    """The power switch resource over a lab's OLT, every ONU activated by an adapter, served by StubTreq."""
+    """The power switch resource over a lab's OLT (every ONU activated by an adapter unless not `activated`), served
+    by StubTreq."""
 
-    def __init__(self, password: str = PASSWORD):
+    def __init__(self, password: str = PASSWORD, activated: bool = True):
         self.sim = Sim(olt_id=OLT_ID, pon=PONS, onu=ONUS)
-        self.sim.bring_up()
+        if activated:
+            self.sim.bring_up()
         self.clock = Clock()
         self.switch = PowerSwitch(self.sim.commands)
         self.auth = DigestAuth("oltsim power switch", USER, password, clock=self.clock)
@@ -262,10 +264,7 @@ def test_an_outlet_the_epc_does_not_have_is_a_harmless_answer(lab):
 def test_an_onu_not_yet_activated_keeps_its_state_but_the_relay_switches():
     """Before an adapter activated the ONUs, the outlet still reads off after a switch (a relay always switches),
     the ONU's state is left as it was (the shutdown use case refuses a created ONU), and the mapping says why."""
-    lab = Switch()
-    lab.sim = Sim(olt_id=OLT_ID, pon=PONS, onu=ONUS)
-    lab.switch = PowerSwitch(lab.sim.commands)
-    lab.stub = StubTreq(PowerSwitchRest(lab.switch, lab.auth).resource())
+    lab = Switch(activated=False)
     assert lab.digest("PUT", "/restapi/relay/outlets/=19/state/", b"value=false", DLI)[0] == 207
     assert lab.digest("GET", "/restapi/relay/outlets/=19/state/")[2] == b"[false]"
     assert lab.onu_state(TWENTIETH) == "created"
