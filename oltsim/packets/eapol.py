@@ -19,6 +19,11 @@ IDENTITY = b"user"
 PASSWORD = b"password"
 MD5_VALUE_SIZE = 16
 SUCCESS = "eap_response_success_received"
+#: Where the authenticator's frames come from: the OLT side, a locally administered unicast address of oltsim's
+#: (the model has no NNI MAC, and the OLT's device id may be configured to anything). A supplicant answers to the
+#: PAE group address, so it needs none; a real one on a UNI interface ignores frames from its own address, as
+#: BBSim's src = dst frames were.
+AUTHENTICATOR_MAC = bytes.fromhex("020000000001")
 
 
 # ---- frames -------------------------------------------------------------------------------
@@ -39,33 +44,39 @@ def eap_frame(dst: bytes, src: bytes, eap: bytes) -> bytes:
 
 
 def identity_response_frame(mac: bytes, eap_id: int, identity: bytes = IDENTITY) -> bytes:
-    """EAP-Response/Identity; source and destination are the service MAC, as BBSim sends it."""
-    return eap_frame(mac, mac, f.build_eap(f.EAP_RESPONSE, eap_id, f.EAP_TYPE_IDENTITY, identity))
+    """EAP-Response/Identity from the service MAC `mac` to the PAE group address, as an 802.1X supplicant sends
+    it (BBSim sends it to its own address; the EAPOL and EAP bytes are BBSim's)."""
+    return eap_frame(f.PAE_GROUP_MAC, mac, f.build_eap(f.EAP_RESPONSE, eap_id, f.EAP_TYPE_IDENTITY, identity))
 
 
 def md5_response_frame(mac: bytes, eap_id: int, challenge: bytes) -> bytes:
-    """EAP-Response/MD5-Challenge with value size 16 and no name."""
+    """EAP-Response/MD5-Challenge with value size 16 and no name, from `mac` to the PAE group address."""
     value = bytes((MD5_VALUE_SIZE,)) + md5_response(eap_id, challenge)
-    return eap_frame(mac, mac, f.build_eap(f.EAP_RESPONSE, eap_id, f.EAP_TYPE_MD5, value))
+    return eap_frame(f.PAE_GROUP_MAC, mac, f.build_eap(f.EAP_RESPONSE, eap_id, f.EAP_TYPE_MD5, value))
 
 
-# The authenticator's side, as BBR (and the tests) send it to a service MAC.
+# The authenticator's side (the built-in adapter's, and the tests' in place of an adapter): to a service MAC `dst`,
+# from the OLT side's `src`.
 
-def identity_request_frame(dst: bytes, eap_id: int = 1) -> bytes:
-    return eap_frame(dst, dst, f.build_eap(f.EAP_REQUEST, eap_id, f.EAP_TYPE_IDENTITY))
+def identity_request_frame(dst: bytes, eap_id: int = 1, src: bytes = AUTHENTICATOR_MAC) -> bytes:
+    """EAP-Request/Identity to the service MAC `dst`."""
+    return eap_frame(dst, src, f.build_eap(f.EAP_REQUEST, eap_id, f.EAP_TYPE_IDENTITY))
 
 
-def md5_request_frame(dst: bytes, eap_id: int, challenge: bytes) -> bytes:
+def md5_request_frame(dst: bytes, eap_id: int, challenge: bytes, src: bytes = AUTHENTICATOR_MAC) -> bytes:
+    """EAP-Request/MD5-Challenge carrying `challenge`, to the service MAC `dst`."""
     value = bytes((len(challenge),)) + challenge
-    return eap_frame(dst, dst, f.build_eap(f.EAP_REQUEST, eap_id, f.EAP_TYPE_MD5, value))
+    return eap_frame(dst, src, f.build_eap(f.EAP_REQUEST, eap_id, f.EAP_TYPE_MD5, value))
 
 
-def success_frame(dst: bytes, eap_id: int) -> bytes:
-    return eap_frame(dst, dst, f.build_eap(f.EAP_SUCCESS, eap_id))
+def success_frame(dst: bytes, eap_id: int, src: bytes = AUTHENTICATOR_MAC) -> bytes:
+    """EAP-Success to the service MAC `dst`."""
+    return eap_frame(dst, src, f.build_eap(f.EAP_SUCCESS, eap_id))
 
 
-def failure_frame(dst: bytes, eap_id: int) -> bytes:
-    return eap_frame(dst, dst, f.build_eap(f.EAP_FAILURE, eap_id))
+def failure_frame(dst: bytes, eap_id: int, src: bytes = AUTHENTICATOR_MAC) -> bytes:
+    """EAP-Failure to the service MAC `dst`."""
+    return eap_frame(dst, src, f.build_eap(f.EAP_FAILURE, eap_id))
 
 
 def parse_md5_challenge(data: bytes) -> bytes:

@@ -66,7 +66,7 @@ from oltsim.serving.onloop import StreamQueue
 from oltsim.status import status_for
 from oltsim.packets import frames as f
 from oltsim.packets.common import uplink_tag
-from oltsim.packets.eapol import PASSWORD, identity_request_frame, md5_request_frame, md5_response
+from oltsim.packets.eapol import AUTHENTICATOR_MAC, PASSWORD, identity_request_frame, md5_request_frame, md5_response
 from oltsim.packets.eapol import failure_frame, success_frame
 
 log = logger("oltsim.adapter")
@@ -229,12 +229,13 @@ class BuiltinAdapter(service.Service):
     name = "builtin-adapter"
 
     def __init__(self, olt, hub, servicer, clock, rng: random.Random | None = None, reachable=None,
-                 forwards=None, eap_secret: bytes = PASSWORD, authenticator_mac: bytes = b"\x02\x00\x00\x00\x00\x01"):
+                 forwards=None, eap_secret: bytes = PASSWORD, authenticator_mac: bytes = AUTHENTICATOR_MAC):
         self.olt = olt
         #: Whether a UNI has a real interface (the data plane, issue 37): `forwards(serial, uni_id)`. For such a UNI
         #: the adapter also writes the ONU's bridge and VLAN operations and installs the forwarding flows, and its
-        #: EAP-MD5 answers are checked against `eap_secret` and sent from `authenticator_mac` (a real supplicant
-        #: ignores frames from its own address); the simulated UNIs keep the password of the simulated supplicant.
+        #: EAP-MD5 answers are checked against `eap_secret`; the simulated UNIs keep the password of the simulated
+        #: supplicant. The authenticator's frames, every UNI's, come from `authenticator_mac` (the OLT side) to
+        #: the supplicant's MAC.
         self.forwards = forwards or (lambda serial, uni_id: False)
         self.eap_secret = eap_secret
         self.authenticator_mac = authenticator_mac
@@ -874,8 +875,6 @@ class BuiltinAdapter(service.Service):
             self._relay_up(onu, frame)
 
     def _packet_out(self, onu: AdapterOnu, uni_id: int, gem: int, pkt: bytes) -> bool:
-        if f.ETH_EAPOL.to_bytes(2, "big") in (pkt[12:14], pkt[16:18]) and self.forwards(onu.serial, uni_id):
-            pkt = pkt[:6] + self.authenticator_mac + pkt[12:]   # a real supplicant ignores its own address
         return self._rpc("OnuPacketOut", openolt_pb2.OnuPacket(
             intf_id=onu.pon, onu_id=onu.onu_id, port_no=uni_port_no(onu.pon, onu.onu_id, uni_id),
             gemport_id=gem, pkt=pkt), onu)
@@ -888,7 +887,8 @@ class BuiltinAdapter(service.Service):
             if len(self.sessions) >= MAX_SESSIONS:
                 del self.sessions[next(iter(self.sessions))]
             session = self.sessions[mac] = _Session(eap_id=1)
-            self._packet_out(onu, ind.uni_id, ind.gemport_id, identity_request_frame(mac, session.eap_id))
+            self._packet_out(onu, ind.uni_id, ind.gemport_id,
+                             identity_request_frame(mac, session.eap_id, self.authenticator_mac))
             return
         session = self.sessions.get(mac)
         if eap is None or eap.code != f.EAP_RESPONSE or session is None or eap.id != session.eap_id:
@@ -899,7 +899,7 @@ class BuiltinAdapter(service.Service):
             session.eap_id = (session.eap_id + 1) & 0xFF
             session.challenge = self.random.randbytes(CHALLENGE_SIZE)
             self._packet_out(onu, ind.uni_id, ind.gemport_id,
-                             md5_request_frame(mac, session.eap_id, session.challenge))
+                             md5_request_frame(mac, session.eap_id, session.challenge, self.authenticator_mac))
         elif eap.type == f.EAP_TYPE_MD5:
             secret = self.eap_secret if self.forwards(onu.serial, ind.uni_id) else PASSWORD
             expected = bytes((CHALLENGE_SIZE,)) + md5_response(eap.id, session.challenge, secret)
@@ -907,9 +907,9 @@ class BuiltinAdapter(service.Service):
             if eap.data[:len(expected)] != expected:
                 log.warn("builtin-adapter-eapol-rejected serial={serial} uni={uni} why={why}", serial=onu.serial,
                          uni=ind.uni_id, why="the MD5 response does not match")
-                self._packet_out(onu, ind.uni_id, ind.gemport_id, failure_frame(mac, eap.id))
+                self._packet_out(onu, ind.uni_id, ind.gemport_id, failure_frame(mac, eap.id, self.authenticator_mac))
                 return
-            if self._packet_out(onu, ind.uni_id, ind.gemport_id, success_frame(mac, eap.id)):
+            if self._packet_out(onu, ind.uni_id, ind.gemport_id, success_frame(mac, eap.id, self.authenticator_mac)):
                 model = self._model(onu)
                 if model is not None and 0 <= ind.uni_id < len(model.unis):
                     self._dhcp_flows(onu, model.unis[ind.uni_id])
@@ -921,7 +921,7 @@ class BuiltinAdapter(service.Service):
         wpa_supplicant does not restart by itself when its link comes back)."""
         mac = f.mac_bytes(svc.mac)
         session = self.sessions[mac] = _Session(eap_id=1)
-        self._packet_out(onu, uni_id, gem, identity_request_frame(mac, session.eap_id))
+        self._packet_out(onu, uni_id, gem, identity_request_frame(mac, session.eap_id, self.authenticator_mac))
 
     def _relay_up(self, onu: AdapterOnu, frame: f.Frame) -> None:
         """A DHCP Discover or Request from a UNI to the NNI, with the service's S-tag pushed."""

@@ -76,9 +76,11 @@ def test_eapol_start_bytes_match_bbsim():
 
 
 def test_identity_response_bytes():
-    """EAP-Response/Identity: src = dst = service MAC, EAPOL type 0 length 9, EAP 02 id 0009 01 'user'."""
+    """EAP-Response/Identity: from the service MAC to the PAE group address (BBSim's went to its own source), then
+    BBSim's bytes: EAPOL type 0 length 9, EAP 02 id 0009 01 'user'."""
     raw = eapol.identity_response_frame(MAC, 7)
-    assert raw[:23] == MAC + MAC + bytes.fromhex("888e" "01" "00" "0009" "02" "07" "0009" "01")
+    assert raw[:23] == bytes.fromhex("0180c2000003") + MAC + bytes.fromhex("888e" "01" "00" "0009" "02" "07" "0009"
+                                                                           "01")
     assert raw[23:27] == b"user"
     assert len(raw) == 60 and raw[27:] == bytes(33)
 
@@ -87,9 +89,20 @@ def test_md5_response_bytes():
     """EAP-Response/MD5: length 22, value size 0x10, value MD5(id || 'password' || challenge)."""
     challenge = bytes(range(16))
     raw = eapol.md5_response_frame(MAC, 3, challenge)
+    assert raw[:12] == f.PAE_GROUP_MAC + MAC
     assert raw[14:18] == bytes.fromhex("01000016")
     assert raw[18:24] == bytes.fromhex("02030016" "04" "10")
     assert raw[24:40] == hashlib.md5(b"\x03password" + challenge).digest()
+
+
+def test_the_authenticators_frames_come_from_the_olt_side_to_the_service_mac():
+    """EAP-Request/Identity, Request/MD5, Success and Failure go to the service MAC from the authenticator's MAC
+    (02:00:00:00:00:01 unless another is given), never from the service MAC itself."""
+    other = bytes.fromhex("0a0a0a0a0a00")
+    for raw in (eapol.identity_request_frame(MAC, 1), eapol.md5_request_frame(MAC, 2, bytes(16)),
+                eapol.success_frame(MAC, 2), eapol.failure_frame(MAC, 2)):
+        assert raw[:14] == MAC + bytes.fromhex("020000000001") + bytes.fromhex("888e"), raw.hex()
+    assert eapol.success_frame(MAC, 2, other)[:12] == MAC + other
 
 
 def test_eap_parse_each_code():
