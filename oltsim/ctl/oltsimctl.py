@@ -85,14 +85,28 @@ def _bool(text: str) -> bool:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def global_options_line(profile: Profile = OLTSIMCTL) -> str:
+    """The line a command's --help has in place of the global options, which `oltsimctl --help` lists once."""
+    return (f"global options (--server, --tls, --token-file, -o json, ...) go before or after the command: "
+            f"{profile.prog} --help lists them")
+
+
 def add_global_options(parser: argparse.ArgumentParser, leaf: bool, call_timeout: bool = True,
                        profile: Profile = OLTSIMCTL) -> None:
     """The connection and output options. On commands (`leaf`) they default to SUPPRESS, so that a value given
-    before the command is kept unless repeated after it."""
+    before the command is kept unless repeated after it; there oltsimctl accepts them without listing them (its
+    top --help does; bbsimctl lists them on every command, as go-flags does)."""
     def default(value):
         return argparse.SUPPRESS if leaf else value
 
-    group = parser.add_argument_group("global options")
+    hidden = leaf and not profile.go_flags_arguments
+    if hidden:
+        group = _Unlisted(parser)
+    elif profile.go_flags_arguments:
+        group = parser.add_argument_group("global options")
+    else:
+        group = parser.add_argument_group("global options", "before the command, after it or between its names\n"
+                                                            "(a command's --help leaves them to this list)")
     group.add_argument("-c", "--config", metavar="FILE", default=default(None),
                        help=f"client config file (default: ${profile.env_config}, else ~/{profile.config_dir}/config "
                             f"if it exists)")
@@ -125,6 +139,17 @@ def add_global_options(parser: argparse.ArgumentParser, leaf: bool, call_timeout
                                                        "the config file)")
     group.add_argument("-o", "--output", choices=("table", "json"), default=default("table"),
                        help="table (bbsimctl's layout; lines for events) or json (the REST API's JSON)")
+
+
+class _Unlisted:
+    """An argument group's add_argument that adds to `parser` with the help suppressed: accepted, not listed."""
+
+    def __init__(self, parser: argparse.ArgumentParser):
+        self.parser = parser
+
+    def add_argument(self, *names, **options) -> argparse.Action:
+        options["help"] = argparse.SUPPRESS
+        return self.parser.add_argument(*names, **options)
 
 
 _REQUIRED = re.compile(r"the following arguments are required: (?P<names>.*)")
@@ -194,14 +219,18 @@ class _Tree:
         self.subparsers = subparsers
         self.profile = profile
 
+    def _epilog(self) -> str | None:
+        return None if self.profile.go_flags_arguments else global_options_line(self.profile)
+
     def command(self, name: str, handler, help: str, aliases=(), call_timeout: bool = True):
-        parser = self.subparsers.add_parser(name, help=help, description=help, aliases=list(aliases))
+        parser = self.subparsers.add_parser(name, help=help, description=help, aliases=list(aliases),
+                                            epilog=self._epilog())
         add_global_options(parser, leaf=True, call_timeout=call_timeout, profile=self.profile)
         parser.set_defaults(handler=handler)
         return parser
 
     def group(self, name: str, help: str) -> _Tree:
-        parser = self.subparsers.add_parser(name, help=help, description=help)
+        parser = self.subparsers.add_parser(name, help=help, description=help, epilog=self._epilog())
         if not self.profile.go_flags_arguments:
             # `oltsimctl olt --server x get`: the global options are taken between command names too (bbsimctl's
             # go-flags reading does the same its own way, see oltsim.ctl.goflags)
