@@ -27,7 +27,7 @@ import yaml
 from oltsim.capture.ring import DEFAULT_SIZE as DEFAULT_CAPTURE_SIZE, FLOOR_MAX as CAPTURE_FLOOR_MAX, \
     MAX_SIZE as MAX_CAPTURE_SIZE
 from oltsim.kafkaaddress import parse_address
-from oltsim.model.olt import MAX_FLOWS, MAX_FLOWS_PER_ONU
+from oltsim.model.olt import FLOWS_PER_UNI, MAX_FLOWS, MAX_FLOWS_PER_ONU, default_max_flows
 from oltsim.suggest import nearest
 
 TAG_ALLOCATIONS = ("shared", "unique")
@@ -52,8 +52,8 @@ MAX_ONUS_PER_PON = 65535
 MAX_UNI_AND_POTS = 15
 MAX_NNIS = 16
 MAX_OLT_ID = 2**31 - 1
-# Hardening limits (issue 13; README "Limits"): flows an OLT and an ONU may hold (the model's defaults), and the
-# largest REST request body.
+# Hardening limits (README "Limits"): flows an OLT and an ONU may hold (the model's defaults; the OLT's follow its
+# size, this many at least), and the largest REST request body.
 DEFAULT_MAX_FLOWS = MAX_FLOWS
 DEFAULT_MAX_FLOWS_PER_ONU = MAX_FLOWS_PER_ONU
 DEFAULT_MAX_REQUEST_BODY = 1024 * 1024
@@ -222,6 +222,11 @@ ATT_SERVICES = (
 
 class _DerivedRanges(tuple):
     """Marks default PON ranges so that a Settings copied with other sizes derives them again."""
+
+
+class _DerivedCount(int):
+    """Marks a default derived from the OLT's size (max_flows; the row's default is the smallest it takes) so that
+    Settings derive it from their sizes, again when copied with others; a value given is a plain int and stays."""
 
 
 def default_pon_ranges(pon: int, onu: int, uni: int, service_count: int) -> tuple[PonRange, ...]:
@@ -520,8 +525,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("api_token_file", "path", "", "file holding the access token (kept out of the process list)",
             option="api-token-file", yaml="bbsim.api_token_file"),
     # limits (issues 13 and 22)
-    Setting("max_flows", "int", DEFAULT_MAX_FLOWS, "flows the OLT holds at most; FlowAdd beyond is "
-            "RESOURCE_EXHAUSTED (default {default})", option="max-flows", yaml="olt.max_flows", check=AtLeast(1)),
+    Setting("max_flows", "int", _DerivedCount(DEFAULT_MAX_FLOWS), "flows the OLT holds at most; FlowAdd beyond is "
+            f"RESOURCE_EXHAUSTED (default {{default}} or {FLOWS_PER_UNI} a UNI, PONs x ONUs x UNIs x {FLOWS_PER_UNI}, "
+            f"whichever is more: {default_max_flows(16, 32, 4)} at 16x32 with 4 UNIs, room for DT's 16 flows a UNI)",
+            option="max-flows", yaml="olt.max_flows", check=AtLeast(1)),
     Setting("max_flows_per_onu", "int", DEFAULT_MAX_FLOWS_PER_ONU, "flows one ONU holds at most (default "
             "{default})", option="max-flows-per-onu", yaml="olt.max_flows_per_onu", check=AtLeast(1)),
     Setting("max_request_body", "int", DEFAULT_MAX_REQUEST_BODY, "largest REST request body in bytes; larger ones "
@@ -603,6 +610,9 @@ class _SettingsBehaviour:
         if not self.pon_ranges or isinstance(self.pon_ranges, _DerivedRanges):
             ranges = default_pon_ranges(self.pon, self.onu, self.uni, len(self.services))
             object.__setattr__(self, "pon_ranges", ranges)
+        if isinstance(self.max_flows, _DerivedCount):
+            derived = _DerivedCount(default_max_flows(self.pon, self.onu, self.uni))
+            object.__setattr__(self, "max_flows", derived)
 
     @property
     def device_id_effective(self) -> str:
@@ -640,7 +650,8 @@ Settings = make_dataclass(
     ``device_id`` is kept as configured (empty means "derive it"); read :attr:`device_id_effective` for the id to
     report, which derives from the effective ``olt_id`` and so stays right under ``dataclasses.replace``.
     ``pon_ranges`` left empty is filled at construction with :func:`default_pon_ranges`, and derived again when
-    such a value is copied with ``dataclasses.replace`` (so new ``pon``/``onu``/``uni``/``services`` apply).
+    such a value is copied with ``dataclasses.replace`` (so new ``pon``/``onu``/``uni``/``services`` apply);
+    ``max_flows`` not given likewise with :func:`oltsim.model.olt.default_max_flows`.
     Listener fields are Twisted server endpoint strings. Time values are seconds unless named ``_ms``.
     """},
 )

@@ -42,15 +42,26 @@ OPER_MACHINE = Machine("oper", "down", {
 
 CONTROLLED_ACTIVATION = ("default", "only-onu", "only-pon", "both")
 
-#: Flows an OLT and one ONU may hold unless configured otherwise (README, "Limits", gives the reasoning).
+#: Flows one ONU may hold unless configured otherwise, and the fewest an OLT holds unless configured otherwise
+#: (docs/limits.md, "Flows, ids and flow lists", gives the reasoning).
 MAX_FLOWS = 16384
 MAX_FLOWS_PER_ONU = 256
+#: Flows an OLT holds per UNI unless configured otherwise: the densest of VOLTHA's workflows, DT with one GEM port
+#: per p-bit, installs 16 on a UNI (8 p-bits, upstream and downstream; ATT 4 to 5, TT 9), and a quarter more leaves
+#: room for the NNI's trap and multicast flows and for a flow added before the one it replaces is removed.
+FLOWS_PER_UNI = 20
 #: The largest UNI id: VOLTHA's UNI port numbers give it 4 bits.
 UNI_ID_MAX = 15
 #: The largest port_no of an ONU flow: it becomes the UNI's PortNo, an int32 in the control APIs.
 UNI_PORT_NO_MAX = 2**31 - 1
 #: The largest p-bit of a pbit_to_gemport key.
 PBIT_MAX = 7
+
+
+def default_max_flows(pon: int, onu: int, uni: int) -> int:
+    """The flows an OLT of `pon` PONs of `onu` ONUs of `uni` UNIs holds unless configured otherwise: FLOWS_PER_UNI
+    a UNI, MAX_FLOWS at least (40960 at 16 x 32 x 4)."""
+    return max(MAX_FLOWS, pon * onu * uni * FLOWS_PER_UNI)
 
 
 @dataclass(frozen=True)
