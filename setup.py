@@ -50,6 +50,7 @@ setup(
         "oltsim.api",
         "oltsim.api.v1",
         "oltsim.api.v0",
+        "oltsim.api.powerswitch",
         "oltsim.southbound",
         "oltsim._proto",
         "oltsim.platform",

@@ -42,6 +42,7 @@ from oltsim.model import events  # noqa: E402
 from oltsim.model.builder import build_olt  # noqa: E402
 from oltsim.omci.responder import OmciResponder  # noqa: E402
 from oltsim.packets.engine import ProtocolEngine  # noqa: E402
+from oltsim.tap import FramePath  # noqa: E402
 from oltsim.southbound.builtin import BuiltinAdapter  # noqa: E402
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer  # noqa: E402
 
@@ -59,10 +60,9 @@ def bring_up(pon: int, onu: int, uni: int, settle: float):
     settings = load_settings({"pon": pon, "onu": onu, "uni": uni}, None)
     clock = Clock()
     clock.advance(1_700_000_000)
-    olt = build_olt(settings, clock, random.Random(0))
-    omci = OmciResponder.from_settings(settings)
-    omci.attach(olt)
-    ProtocolEngine.from_settings(settings, omci_responder=omci.handle).attach(olt)
+    path = FramePath(OmciResponder.from_settings(settings), ProtocolEngine.from_settings(settings))
+    olt = build_olt(settings, clock, random.Random(0), omci=path.omci, frames=path.frames)
+    path.attach(olt)
     capture = Capture.for_olt(olt, capture_ring.DEFAULT_SIZE)
     hub = IndicationHub(olt)
     adapter = BuiltinAdapter(olt, hub, OpenoltServicer(olt, hub, capture), clock, random.Random(1),

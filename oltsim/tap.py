@@ -37,6 +37,7 @@ from oltsim.capture.service import CaptureService
 from oltsim.config import LISTENER_FIELDS, ConfigError, endpoint_from_address, load_settings
 from oltsim.daemon import (FLAGS, PARAMETERS, CommandLineOptions, DaemonService, OltService,  # noqa: F401
                            WaitingForAdapter, asyncio_reactor, follow_openolt)
+from oltsim.dataplane.front import DataPlaneFront
 from oltsim.dataplane.interfaces import plan_interfaces
 from oltsim.dataplane.netns import HostError
 from oltsim.dataplane.pipeline import DataPlane
@@ -47,7 +48,7 @@ from oltsim.kafka import KafkaSink, SinkService
 from oltsim.logs import CONTROL
 from oltsim.model.builder import build_olt
 from oltsim.omci.responder import OmciResponder
-from oltsim.omci.vlanconfig import VlanConfig
+from oltsim.omci.vlanconfig import VlanConfig, VlanRecorder
 from oltsim.omci.wrappers import OmciFaultWrapper
 from oltsim.packets.engine import ProtocolEngine
 from oltsim.prometheus import Metrics, with_metrics
@@ -82,12 +83,12 @@ def makeService(options, reactor=None):
     settings = options.settings if hasattr(options, "settings") else load_settings({}, None)
     CONTROL.set_level(settings.log_level if settings.log_level in ("trace", "debug", "info", "warn",
                                                                      "error") else "info")
-    olt, hub, engine, capture = _build_model(settings, reactor)
-    dataplane = _build_dataplane(settings, reactor, olt, engine, capture)
+    olt, hub, capture, path = _build_model(settings, reactor)
+    dataplane = _build_dataplane(settings, reactor, olt, path, capture)
     # security and metrics (issue 5): one registry per service; the token guards the control surfaces only
     metrics = Metrics(olt, hub)
     token = AccessToken(settings.api_token) if settings.api_token else None
-    openolt = _build_openolt(settings, reactor, olt, hub, engine, capture, metrics,
+    openolt = _build_openolt(settings, reactor, olt, hub, path.frames, capture, metrics,
                              dataplane[0].dataplane if dataplane else None)
     power = OltService(olt, hub, reactor)
     sink, topic, kafka = _build_kafka_events(settings, reactor, olt, metrics)
@@ -122,27 +123,66 @@ def makeService(options, reactor=None):
 
 
 def _build_model(settings, reactor):
-    """The OLT, its OMCI responder and protocol engine attached, the capture ring (None when switched off: then
-    nothing listens and the southbound's hooks see None) and the indication hub."""
-    olt = build_olt(settings, reactor, random.Random())
-    omci = OmciResponder.from_settings(settings)
-    omci.attach(olt)
-    # the fault knobs (scenarios) stand in front of the responder, which knows nothing of them
-    engine = ProtocolEngine.from_settings(settings, omci_responder=OmciFaultWrapper(omci).handle)
-    engine.attach(olt)
-    # Capture (issue 32): the southbound tells it what the adapter sends, the OLT's events the rest.
+    """The OLT with its frame path (`_build_frame_path`), the capture ring (None when switched off: then nothing
+    listens and the southbound's hooks see None) and the indication hub: (olt, hub, capture, path)."""
+    path = _build_frame_path(settings)
+    olt = build_olt(settings, reactor, random.Random(), omci=path.omci, frames=path.frames)
+    path.attach(olt)
+    # the southbound tells the capture what the adapter sends, the OLT's events the rest
     capture = Capture.for_olt(olt, settings.capture_size) if settings.capture_size else None
-    return olt, IndicationHub(olt), engine, capture
+    return olt, IndicationHub(olt), capture, path
 
 
-def _build_openolt(settings, reactor, olt, hub, engine, capture, metrics, traffic=None):
+class FramePath:
+    """What answers the frames the adapter sends an ONU, composed once (`_build_frame_path`) and handed to the OLT's
+    devices (oltsim.model.hub.DeviceHub):
+
+    - OMCI: OpenoltServicer.OmciMsgOut parses the octets once (oltsim.omci.wrappers.receive) and hands the frame to
+      `omci`: the VLAN recorder (with a data plane: the OMCI that decides where frames go), then the ONU's fault knobs,
+      then the responder, which answers with the OLT's OmciIndication events.
+    - Packets and flows: OnuPacketOut, UplinkPacketOut, FlowAdd and the control API's restarts go to `frames`: the
+      data plane's front (with a data plane: a bound UNI's frames and the NNI interfaces' to its pipeline), then the
+      protocol engine (the simulated EAPOL, DHCP and IGMP clients and the NNI's DHCP server)."""
+
+    def __init__(self, responder, engine, vlan_config=None, front=None):
+        self.responder = responder
+        self.engine = engine
+        self.vlan_config = vlan_config
+        self.front = front
+        omci = OmciFaultWrapper(responder)      # the fault knobs (scenarios) in front of the responder
+        self.omci = VlanRecorder(omci, vlan_config) if vlan_config is not None else omci
+        self.frames = front if front is not None else engine
+
+    def attach(self, olt) -> None:
+        """Let each part follow the OLT it serves (its events, its services' MACs)."""
+        self.responder.attach(olt)
+        self.engine.attach(olt)
+        if self.vlan_config is not None:
+            self.vlan_config.attach(olt)
+
+
+def _build_frame_path(settings) -> FramePath:
+    """The OMCI chain and the packet handlers, with the data plane's parts in front when the settings ask for
+    interfaces (--uni-interfaces, --nni-interface, --nni-untagged-interface; its pipeline is added to the front by
+    `_build_dataplane`)."""
+    engine = ProtocolEngine.from_settings(settings)
+    if _wants_dataplane(settings):
+        return FramePath(OmciResponder.from_settings(settings), engine, VlanConfig(), DataPlaneFront(engine))
+    return FramePath(OmciResponder.from_settings(settings), engine)
+
+
+def _wants_dataplane(settings) -> bool:
+    return bool(settings.uni_interfaces.strip() or settings.nni_interface or settings.nni_untagged_interface)
+
+
+def _build_openolt(settings, reactor, olt, hub, frames, capture, metrics, traffic=None):
     """The OpenOLT server (~240 calls per ONU at bring-up), which the model starts and stops (reboot); with the data
     plane (`traffic`, its pipeline), the GEM port and alloc id statistics report its flows' counters."""
     openolt = grpc_server("openolt", settings, reactor, metrics, lambda server: add_openolt(
         server, on_loop(OpenoltServicer(olt, hub, capture, traffic), openolt_pb2_grpc.OpenoltServicer)),
         bulk_methods=("/openolt.Openolt/OmciMsgOut",))
     openolt.on_stopping.append(hub.end_all)
-    openolt.on_stopping.append(engine.flush_logs)
+    openolt.on_stopping.append(frames.flush_logs)
     olt.subscribe(follow_openolt(openolt))  # the model decides when the OpenOLT endpoint is up (reboot)
     return openolt
 
@@ -171,14 +211,14 @@ def _build_builtin_adapter(settings, reactor, olt, hub, capture, openolt, datapl
                            eap_secret=settings.eap_secret.encode())]
 
 
-def _build_dataplane(settings, reactor, olt, engine, capture=None) -> list:
-    """The data plane (issue 37) when the settings ask for interfaces (--uni-interfaces, --nni-interface,
-    --nni-untagged-interface), else []: a record of the OMCI the adapter writes, noted in front of the engine's OMCI
-    responder; the pure pipeline over it and the OLT's flows, put in front of `engine` for the bound UNIs; the service
-    making the interfaces. Last among the children: it makes them (as root, in privilegedStartService) once
-    everything else is built and bound, and stops first. A UNI that does not exist is one line and exit 2 now; the
-    host's refusals (no CAP_NET_ADMIN, a name taken) are, when the service starts."""
-    if not (settings.uni_interfaces.strip() or settings.nni_interface or settings.nni_untagged_interface):
+def _build_dataplane(settings, reactor, olt, path: FramePath, capture=None) -> list:
+    """The data plane when the settings ask for interfaces (--uni-interfaces, --nni-interface,
+    --nni-untagged-interface), else []: the pure pipeline over the OMCI recorded in front of the responder and the
+    OLT's flows, added to the front of the protocol engine (`path`); the service making the interfaces. Last among
+    the children: it makes them (as root, in privilegedStartService) once everything else is built and bound, and
+    stops first. A UNI that does not exist is one line and exit 2 now; the host's refusals (no CAP_NET_ADMIN, a name
+    taken) are, when the service starts."""
+    if path.front is None:
         return []
     try:
         plan = plan_interfaces(olt, settings.uni_interfaces.strip() or None, prefix=settings.interface_prefix,
@@ -189,14 +229,13 @@ def _build_dataplane(settings, reactor, olt, engine, capture=None) -> list:
         raise SystemExit(2) from None
     if plan.empty:
         return []       # --uni-interfaces 0 and no NNI: nothing to make (and no privileges to ask for)
-    vlan_config = VlanConfig()
-    vlan_config.attach(olt)
-    engine.omci_responder = vlan_config.observe(engine.omci_responder)
     # --capture-data-frames: the data frames in the capture ring too (off: traffic would push the control frames out)
     writer = CaptureWriter(capture, olt) if settings.capture_data_frames and capture is not None else None
-    pipeline = DataPlane(olt, reactor, vlan_config=vlan_config, nni_tagged=plan.nni is not None,
-                         nni_untagged=plan.nni_untagged is not None, capture=writer)
-    return [DataPlaneService(olt, pipeline, plan, reactor, engine=engine, exit_on_failure=True)]
+    pipeline = DataPlane(olt, reactor, engine=path.engine, vlan_config=path.vlan_config,
+                         nni_tagged=plan.nni is not None, nni_untagged=plan.nni_untagged is not None, capture=writer)
+    service = DataPlaneService(olt, pipeline, plan, reactor, exit_on_failure=True)
+    path.front.add(pipeline, service.deliver)
+    return [service]
 
 
 def _build_scenario_at_start(options, settings, reactor, olt, commands):

@@ -34,6 +34,8 @@ from oltsim.config import load_settings  # noqa: E402
 from oltsim.model import events  # noqa: E402
 from oltsim.model.builder import build_olt  # noqa: E402
 from oltsim.model.onu import serial_key  # noqa: E402
+from oltsim.omci.responder import OmciResponder  # noqa: E402
+from oltsim.packets.engine import ProtocolEngine  # noqa: E402
 from oltsim.serving.onloop import StreamQueue, on_loop  # noqa: E402
 from oltsim._proto import bbsim_pb2_grpc  # noqa: E402
 from oltsim.southbound.indications import to_indications  # noqa: E402
@@ -281,14 +283,24 @@ class Rest:
 
 class Sim:
     """One OLT model on a fake clock with everything a test talks to: the events it emits, the OpenOLT servicer and
-    indication hub, the v1 commands, the v1 gRPC servicer and the v1 REST resource."""
+    indication hub, the v1 commands, the v1 gRPC servicer and the v1 REST resource. With `frame_path`, its ONUs'
+    OMCI and packets are answered by the OMCI responder and the protocol engine composed as the daemon composes them
+    (`path`: oltsim.tap.FramePath); without, they go nowhere."""
 
-    def __init__(self, revision: str = "extended", start: bool = True, **given):
+    def __init__(self, revision: str = "extended", start: bool = True, frame_path: bool = False, **given):
         settings = {"pon": 2, "onu": 2}
         settings.update(given)
         self.settings = load_settings(settings, None)
         self.clock = Clock()
-        self.olt = build_olt(self.settings, self.clock, random.Random(0))
+        self.path = None
+        if frame_path:
+            from oltsim.tap import FramePath    # the composition root: imported only by the tests that need it
+            self.path = FramePath(OmciResponder.from_settings(self.settings),
+                                  ProtocolEngine.from_settings(self.settings))
+        self.olt = build_olt(self.settings, self.clock, random.Random(0), omci=self.path and self.path.omci,
+                             frames=self.path and self.path.frames)
+        if self.path is not None:
+            self.path.attach(self.olt)
         self.events: list = []
         self.olt.subscribe(self.events.append)
         self.hub = IndicationHub(self.olt)

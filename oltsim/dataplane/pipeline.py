@@ -159,6 +159,7 @@ class DataPlane:
     flows.
 
     `olt` is the model's Olt; `clock` an IReactorTime (MAC entries learned are stamped with `clock.seconds()`);
+    `engine` the ProtocolEngine (oltsim.packets.engine) whose simulated protocols step aside on a UNI bound here;
     `vlan_config` the `oltsim.omci.vlanconfig.VlanConfig` recording the OMCI the adapter wrote (None: one is made,
     but then nothing feeds it: pass the one wired in front of the OMCI responder); `capture`, when given, a callable
     `(where: str, direction: str, frame: bytes)` given every frame that enters ("uni <serial>/<uni>" / "nni" /
@@ -169,7 +170,7 @@ class DataPlane:
     Call `close` to stop listening to the OLT and the OMCI record.
     """
 
-    def __init__(self, olt, clock, *, capture=None, vlan_config=None, nni_tagged: bool = True,
+    def __init__(self, olt, clock, *, engine=None, capture=None, vlan_config=None, nni_tagged: bool = True,
                  nni_untagged: bool = True):
         self.olt = olt
         self.clock = clock
@@ -177,7 +178,7 @@ class DataPlane:
         self.vlan_config = vlan_config if vlan_config is not None else VlanConfig()
         self.nni_tagged = nni_tagged
         self.nni_untagged = nni_untagged
-        self.engine = None
+        self.engine = engine
         self._bound: dict[tuple[str, int], _Bound] = {}
         #: bumped by any change a cached decision may depend on (flows, OMCI, bindings, ONU ids)
         self._generation = 0
@@ -244,16 +245,6 @@ class DataPlane:
 
     # ---- binding ------------------------------------------------------------------------------------------------
 
-    def attach(self, engine, deliver) -> None:
-        """Put this data plane in front of the ProtocolEngine `engine` (oltsim.packets.engine): OnuPacketOut to a
-        bound UNI, and UplinkPacketOut (when an NNI interface exists), are handed to `deliver(outputs)` instead of
-        the simulated protocols and the built-in DHCP server. Call once, before `bind_uni`."""
-        self.engine = engine
-        engine.divert_packet_out = lambda onu, uni, gem, pkt: deliver(
-            self.onu_packet_out(onu.serial, uni.id, gem, pkt))
-        if self.nni_tagged or self.nni_untagged:
-            engine.divert_uplink = lambda intf_id, pkt: deliver(self.uplink_packet_out(intf_id, pkt))
-
     def bind_uni(self, serial: str, uni_id: int) -> None:
         """The UNI now has a real interface: its simulated supplicant and DHCP client step aside (attempts under way
         are abandoned, flows no longer start them) and its service states follow the frames seen (EAP Success,
@@ -269,12 +260,8 @@ class DataPlane:
         self._bound[(onu.serial, uni_id)] = bound
         self._bound[(serial_key(onu.serial), uni_id)] = bound
         self._generation += 1              # downstream decisions name the bound UNI
-        engine = self.engine
-        if engine is not None:
-            engine.bound_unis.add(uni)
-            for service in uni.services:
-                engine.eapol.abandon(service)
-                engine.dhcp.abandon(service)
+        if self.engine is not None:
+            self.engine.hand_over(uni)
         log.info("dataplane-uni-bound serial={serial} uni={uni}", serial=onu.serial, uni=uni_id)
 
     def unbind_uni(self, serial: str, uni_id: int) -> None:
@@ -288,7 +275,7 @@ class DataPlane:
         for mac in [m for m, entry in self._macs.items() if entry[0] is bound]:
             del self._macs[mac]
         if self.engine is not None:
-            self.engine.bound_unis.discard(bound.uni)
+            self.engine.take_back(bound.uni)
         log.info("dataplane-uni-unbound serial={serial} uni={uni}", serial=bound.serial, uni=uni_id)
 
     def bound(self) -> list[tuple[str, int]]:

@@ -51,13 +51,12 @@ class DataPlaneService(service.Service):
 
     name = "dataplane"
 
-    def __init__(self, olt, dataplane, plan: InterfacePlan, clock, *, engine=None, host: Host | None = None,
+    def __init__(self, olt, dataplane, plan: InterfacePlan, clock, *, host: Host | None = None,
                  system=None, exit_on_failure: bool = False, queue_frames: int | None = None):
         self.olt = olt
         self.dataplane = dataplane
         self.plan = plan
         self.clock = clock
-        self.engine = engine
         self.host = host or Host()
         self.system = system
         self.exit_on_failure = exit_on_failure
@@ -68,7 +67,6 @@ class DataPlaneService(service.Service):
         self.bound: list[tuple[str, int]] = []
         self.packet_ins = 0
         self.undeliverable = 0
-        self._attached = False
         self._up = False
         self._unsubscribe = None
         self._carrier_refused = False
@@ -157,9 +155,6 @@ class DataPlaneService(service.Service):
             if name:
                 self._port(name, key)
                 host.link_up(name)
-        if self.engine is not None and not self._attached:
-            self.dataplane.attach(self.engine, self.deliver)
-            self._attached = True
         for uni in plan.unis:
             try:
                 self.dataplane.bind_uni(uni.serial, uni.uni_id)

@@ -67,9 +67,11 @@ def range_for(settings, pon_id: int):
     raise InvalidArgument(f"no resource range configured for PON {pon_id}")
 
 
-def build_olt(settings, clock, random) -> Olt:
-    """The whole OLT for `settings`; raises InvalidArgument when it cannot be built."""
-    olt = Olt(olt_id=settings.olt_id, clock=clock, random=random, timings=timings_from(settings),
+def build_olt(settings, clock, random, *, omci=None, frames=None) -> Olt:
+    """The whole OLT for `settings`, its devices handing the adapter's OMCI requests to `omci` and its packets and
+    flows to `frames` (oltsim.model.hub.DeviceHub); raises InvalidArgument when it cannot be built."""
+    olt = Olt(olt_id=settings.olt_id, clock=clock, random=random, timings=timings_from(settings), omci=omci,
+              frames=frames,
               controlled_activation=settings.controlled_activation, nni=settings.nni,
               nni_speed=settings.nni_speed, device_info=device_info_from(settings),
               nni_dhcp_trap_vid=settings.nni_dhcp_trap_vid, max_flows=settings.max_flows,

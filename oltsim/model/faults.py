@@ -78,10 +78,10 @@ class OnuFaults:
 
     # ---- OMCI (called by oltsim.omci.wrappers.OmciFaultWrapper) --------------------------------
 
-    def hold_omci(self, handler, onu, data: bytes) -> bool:
-        """Take the request `data` for `onu` (active, well-formed) if a knob says so: True when it is ignored
+    def hold_omci(self, handler, onu, frame) -> bool:
+        """Take the request `frame` (parsed) for `onu` (active) if a knob says so: True when it is ignored
         (mute, rate) or queued for later (delay, or earlier requests still queued), in which case
-        `handler(onu, data)` is called at its due time; False: handle it now."""
+        `handler(onu, frame)` is called at its due time; False: handle it now."""
         self._forget_cancelled()
         if self.muted:
             self.book._count_drop(onu, "omci-muted")
@@ -105,7 +105,7 @@ class OnuFaults:
                 due += self.book.random.uniform(0.0, self.jitter)
         if queue and due < queue[-1][0]:
             due = queue[-1][0]
-        queue.append((due, handler, data))
+        queue.append((due, handler, frame))
         self._arm(now)
         return True
 
@@ -120,9 +120,9 @@ class OnuFaults:
         queue = self.queue
         now = self.book.olt.clock.seconds()
         while queue and queue[0][0] <= now + _DUE_SLACK:
-            _, handler, data = queue.popleft()
+            _, handler, frame = queue.popleft()
             try:
-                handler(onu, data)              # the responder drops it itself if the ONU is no longer active
+                handler(onu, frame)             # the responder drops it itself if the ONU is no longer active
             except Exception:
                 log.failure("fault-delayed-omci-failed serial={serial}", serial=onu.serial)
         self._arm(now)

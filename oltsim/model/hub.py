@@ -1,5 +1,6 @@
 """What the devices of one OLT share: the clock, the random source, the timings, the change counter, the event
-stream, the alarm book and the flow table.
+stream, the alarm book, the flow table, and the handlers of the frames the adapter sends them (OMCI, and the
+subscribers' EAPOL, DHCP, IGMP and data frames).
 
 The OLT builds one `DeviceHub` and hands it to each ONU it holds; an ONU (and its UNIs and services, and the OMCI
 and packet engines working on it) reaches the rest of the simulation only through it, never through the OLT. So
@@ -25,14 +26,22 @@ class DeviceHub:
     `clock` is an IReactorTime, `random` a `random.Random`, `timings` the OLT's `Timings` (replaceable: a test may
     shorten them). `generation` counts visible changes (`touch`); the control APIs' caches key on it. `emit`
     delivers an event to every `subscribe`d listener, noting an alarm in `alarms` first. `alarm_cleared(key,
-    reason)` is called when the alarm book clears an alarm on its own (the OLT tells the listeners)."""
+    reason)` is called when the alarm book clears an alarm on its own (the OLT tells the listeners).
 
-    __slots__ = ("clock", "random", "timings", "generation", "alarms", "flows", "_listeners")
+    `omci` is what takes the OMCI requests the adapter sends to an ONU (an `oltsim.omci.wrappers.IOmciHandler`: the
+    responder, with the wrappers standing in front of it), `frames` what takes the packets and flows
+    (an `oltsim.packets.handler.IFrameHandler`: the protocol engine, or the data plane in front of it); None where a
+    test builds devices without them (then OMCI requests and packets go nowhere)."""
 
-    def __init__(self, clock, random, timings, alarm_cleared: Callable[[object, str], None] = lambda key, why: None):
+    __slots__ = ("clock", "random", "timings", "generation", "alarms", "flows", "omci", "frames", "_listeners")
+
+    def __init__(self, clock, random, timings, alarm_cleared: Callable[[object, str], None] = lambda key, why: None,
+                 *, omci=None, frames=None):
         self.clock = clock
         self.random = random
         self.timings = timings
+        self.omci = omci
+        self.frames = frames
         self.generation = 0
         # A tuple, replaced on (un)subscribe: emit runs per OMCI answer and needs no copy to survive a listener
         # that unsubscribes while it runs.

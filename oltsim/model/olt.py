@@ -292,13 +292,13 @@ class Olt(StateHolder):
 
     def __init__(self, *, olt_id: int, clock, random, timings: Timings, controlled_activation: str,
                  nni: int, nni_speed: int, device_info: dict, nni_dhcp_trap_vid: int = 0,
-                 max_flows: int = MAX_FLOWS, max_flows_per_onu: int = MAX_FLOWS_PER_ONU):
+                 max_flows: int = MAX_FLOWS, max_flows_per_onu: int = MAX_FLOWS_PER_ONU, omci=None, frames=None):
         if controlled_activation not in CONTROLLED_ACTIVATION:
             raise InvalidArgument(f"unknown controlled activation mode {controlled_activation!r}")
         self.id = olt_id
         self.serial = f"BBSIM_OLT_{olt_id}"
         #: what the OLT's devices share (clock, random, timings, events, alarms, flows); an ONU holds this, not the OLT
-        self.hub = DeviceHub(clock, random, timings, alarm_cleared=self._alarm_cleared)
+        self.hub = DeviceHub(clock, random, timings, alarm_cleared=self._alarm_cleared, omci=omci, frames=frames)
         self.controlled_activation = controlled_activation
         self.device_info = dict(device_info)
         self.nni_dhcp_trap_vid = nni_dhcp_trap_vid
@@ -852,8 +852,9 @@ class Olt(StateHolder):
             uni.port_no = flow.port_no
         self._bind_gems(uni, flow)
         self.emit(events.FlowChanged(pon.id, onu.onu_id, flow.flow_id, flow.flow_type, True))
-        if onu.handlers is not None:
-            onu.handlers.flow_added(onu, uni, flow)
+        frames = self.hub.frames
+        if frames is not None:
+            frames.flow_added(onu, uni, flow)
 
     def _check_flow_ids(self, flow: Flow, pon: PonPort | None) -> None:
         """InvalidArgument for an id of `flow` outside its space (`pon`'s, or the widest of the OLT's PONs for a

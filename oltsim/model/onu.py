@@ -1,8 +1,8 @@
 """ONU, UNI (Ethernet and POTS) and subscriber service: state tables and entry effects.
 
-State names are the strings the control API reports (BBSim's). The ONU's
-protocol engines (OMCI, EAPOL, DHCP, IGMP) plug in through `Onu.handlers` in the
-ONU-protocols work; here the ONU owns its lifecycle, identifiers and resources.
+State names are the strings the control API reports (BBSim's). The ONU owns its lifecycle, identifiers and
+resources; what answers the frames the adapter sends it (OMCI, EAPOL, DHCP, IGMP) is its OLT's, reached through its
+hub (`DeviceHub.omci`, `DeviceHub.frames`).
 """
 from __future__ import annotations
 
@@ -215,7 +215,6 @@ class Onu(StateHolder):
         self.image_received_sections = 0
         self.active_image = 0
         self.committed_image = 0
-        self.handlers = None
         #: the ONU's fault knobs (oltsim.model.faults.OnuFaults), None when it has none: OMCI and packets check it
         self.faults = None
 

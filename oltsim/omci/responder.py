@@ -22,6 +22,8 @@ from __future__ import annotations
 import binascii
 from typing import Callable
 
+from zope.interface import implementer
+
 from oltsim.logs import logger
 
 from oltsim.model import events
@@ -33,6 +35,7 @@ from oltsim.omci.codec import (ANI_G, ATTRIBUTE_FAILURE, CIRCUIT_PACK, ME_CLASSE
                                PPTP_POTS_UNI, SOFTWARE_IMAGE, SUCCESS, T_CONT, UNI_G, UNKNOWN_INSTANCE,
                                UNKNOWN_ME, Frame, OmciError)
 from oltsim.omci.mib import TCONT_SLOT, TCONTS, Mib, build_mib
+from oltsim.omci.wrappers import IOmciHandler
 
 __all__ = ["OmciResponder", "OnuOmci", "OmciError", "reboot_onu", "crc32_bzip2"]
 
@@ -115,6 +118,7 @@ class OnuOmci:
         self.alarm_snapshot = ()
 
 
+@implementer(IOmciHandler)
 class OmciResponder:
     """Answers OMCI for every ONU of an OLT; one instance per OLT (or per process).
 
@@ -177,14 +181,13 @@ class OmciResponder:
 
     # ---- entry points ----------------------------------------------------------------------
 
-    def handle(self, onu, data: bytes) -> None:
-        """Process one frame the adapter sent to `onu`; responses go out as OmciIndication events.
+    def handle(self, onu, frame: Frame) -> None:
+        """Process one request the adapter sent to `onu` (parsed: `oltsim.omci.wrappers.receive`); responses go out
+        as OmciIndication events.
 
-        Raises `OmciError` (only) when `data` cannot be an OMCI frame. Frames for an ONU that is
-        not activated are dropped, as a powered-off ONU answers nothing. The ONU's fault knobs are
-        not applied here: `oltsim.omci.wrappers.OmciFaultWrapper` stands in front of the responder.
+        Frames for an ONU that is not activated are dropped, as a powered-off ONU answers nothing. The ONU's fault
+        knobs are not applied here: `oltsim.omci.wrappers.OmciFaultWrapper` stands in front of the responder.
         """
-        frame = codec.parse(data)
         if not onu.is_active:
             log.debug("omci-dropped serial={serial} state={state}", serial=onu.serial, state=onu.state)
             return

@@ -1,8 +1,8 @@
-"""A record of the OMCI the adapter wrote that decides where an ONU's frames go and how they are tagged (issue 37).
+"""A record of the OMCI the adapter wrote that decides where an ONU's frames go and how they are tagged.
 
 The responder (`oltsim.omci.responder`) answers Create, Set and Delete on any G.988 class without keeping what they
-said; the data plane needs it. `VlanConfig.observe(handler)` (a `VlanRecorder`, an `oltsim.omci.wrappers.OmciWrapper`)
-stands in front of the responder or of the wrappers already in front of it: each Create, Set or Delete of a class
+said; the data plane needs it. A `VlanRecorder` (an `oltsim.omci.wrappers.OmciWrapper` built around the responder or
+the wrappers already in front of it) stands in front of them: each Create, Set or Delete of a class
 below (and each MIB Reset) is noted before the responder sees it, and applied to the ONU's record only when the
 responder's answer (an `OmciIndication` on the OLT's events, see `attach`) says success, so that a refused, muted or
 delayed request is recorded as the ONU took it. An ONU that is disabled (powered off, rebooted,
@@ -96,12 +96,6 @@ class VlanConfig:
 
     # ---- wiring ------------------------------------------------------------------------------------------------
 
-    def observe(self, handler) -> "VlanRecorder":
-        """A wrapper in front of `handler` (an OMCI handler: the responder, a wrapper, or a callable `(onu, frame)`)
-        that notes each request here, then passes it on (whatever that raises is raised). Put it outermost, so that
-        it sees what the adapter sent; its `handle` is what the ProtocolEngine takes."""
-        return VlanRecorder(handler, self)
-
     def attach(self, olt) -> Callable[[], None]:
         """Hear `olt`'s events: OMCI answers apply the requests noted; an ONU that is disabled forgets its record.
         Returns the unsubscriber."""
@@ -134,19 +128,11 @@ class VlanConfig:
 
     # ---- requests and answers ----------------------------------------------------------------------------------
 
-    def note(self, onu, data) -> None:
-        """Note one frame the adapter sent to `onu` if it is a Create, Set or Delete of a recorded class or a MIB
-        Reset; anything else (and a frame that is not OMCI) is ignored here. Never raises."""
-        if type(data) is not bytes or len(data) < codec.BASELINE_HEADER:
-            return
-        action = data[2] & codec.ACTION_MASK
-        if action == codec.MIB_RESET:
-            pass
-        elif action not in _ACTIONS or int.from_bytes(data[4:6], "big") not in CLASSES:
-            return
-        try:
-            frame = codec.parse(data)
-        except codec.OmciError:
+    def note(self, onu, frame: codec.Frame) -> None:
+        """Note one request the adapter sent to `onu` (parsed) if it is a Create, Set or Delete of a recorded class
+        or a MIB Reset; anything else is ignored here. Never raises."""
+        action = frame.action
+        if action != codec.MIB_RESET and (action not in _ACTIONS or frame.me_class not in CLASSES):
             return
         if frame.ak:
             return
@@ -225,16 +211,17 @@ class VlanConfig:
 
 
 class VlanRecorder(OmciWrapper):
-    """Notes each frame in a `VlanConfig` (which applies it when the ONU's answer says success), then passes it on."""
+    """Notes each request in a `VlanConfig` (which applies it when the ONU's answer says success), then passes it on
+    to `wrapped` (whatever that raises is raised). Put it outermost, so that it sees what the adapter sent."""
 
     def __init__(self, wrapped, config: VlanConfig) -> None:
         super().__init__(wrapped)
         self.config = config
 
-    def handle(self, onu, data: bytes) -> None:
-        """Note `data`, a frame the adapter sent to `onu`, then hand it to the wrapped handler."""
-        self.config.note(onu, data)
-        self.pass_on(onu, data)
+    def handle(self, onu, frame: codec.Frame) -> None:
+        """Note `frame`, a request the adapter sent to `onu`, then hand it to the wrapped handler."""
+        self.config.note(onu, frame)
+        self.wrapped.handle(onu, frame)
 
 
 def _create_values(me_class: MeClass, contents: bytes) -> dict[int, bytes]:

@@ -1,33 +1,47 @@
-"""Objects that stand in front of an OMCI responder, as `twisted.protocols.policies` wraps protocols.
+"""The OMCI path of an ONU: the declared interface of an OMCI handler, the one place a frame's octets are parsed, and
+the wrappers that stand in front of a responder, as `twisted.protocols.policies` wraps protocols.
 
-An OMCI handler is an object with ``handle(onu, data: bytes) -> None`` (`oltsim.omci.responder.OmciResponder`, or a
-wrapper of one) or such a callable itself. A wrapper has the same method (and is callable) and decides what reaches
-the handler it wraps, and when; wrappers stack, so a recorder of what the adapter writes and the fault knobs can each
-sit in front without the responder knowing of either. `oltsim.packets.engine.ProtocolEngine` takes the outermost
-one's ``handle``.
+An OMCI handler provides `IOmciHandler`: ``handle(onu, frame)`` with `frame` an `oltsim.omci.codec.Frame`, parsed
+once where the adapter's octets enter (`receive`, called by the OpenOLT servicer's OmciMsgOut). A wrapper is built
+around the handler it stands in front of (``VlanRecorder(OmciFaultWrapper(OmciResponder(...)), vlan_config)``) and
+decides what reaches it, and when; so a recorder of what the adapter writes and the fault knobs each sit in front
+without the responder knowing of either. `oltsim.tap` composes the chain and hands its outermost handler to the
+OLT's devices (`oltsim.model.hub.DeviceHub.omci`).
 """
 from __future__ import annotations
 
+from zope.interface import Interface, implementer
+
 from oltsim.omci import codec
 
-__all__ = ["OmciFaultWrapper", "OmciWrapper"]
+__all__ = ["IOmciHandler", "OmciFaultWrapper", "OmciWrapper", "receive"]
 
 
+class IOmciHandler(Interface):
+    """Something that takes the OMCI requests an adapter sends to an ONU."""
+
+    def handle(onu, frame):
+        """Take `frame` (a parsed `oltsim.omci.codec.Frame`) that the adapter sent to `onu`; answers go out as the
+        OLT's OmciIndication events."""
+
+
+def receive(handler, onu, data) -> None:
+    """Parse `data`, the octets of one OMCI frame the adapter sent to `onu`, and hand it to `handler` (an
+    `IOmciHandler`); `codec.OmciError` (only) when it cannot be an OMCI frame, before any handler sees it."""
+    handler.handle(onu, codec.parse(data))
+
+
+@implementer(IOmciHandler)
 class OmciWrapper:
-    """Passes every frame to `wrapped` (an OMCI handler: an object with ``handle`` or a callable) unchanged: the base
-    of wrappers that change some (override `handle`, pass on with `self.pass_on(onu, data)`)."""
+    """Passes every frame to `wrapped` (an `IOmciHandler`) unchanged: the base of wrappers that change some (override
+    `handle`, pass on with ``self.wrapped.handle(onu, frame)``)."""
 
     def __init__(self, wrapped) -> None:
         self.wrapped = wrapped
-        #: the wrapped handler's entry point, `(onu, data) -> None`
-        self.pass_on = getattr(wrapped, "handle", wrapped)
 
-    def handle(self, onu, data: bytes) -> None:
-        """Hand `data`, a frame the adapter sent to `onu`, to the wrapped handler."""
-        self.pass_on(onu, data)
-
-    def __call__(self, onu, data: bytes) -> None:
-        self.handle(onu, data)
+    def handle(self, onu, frame: codec.Frame) -> None:
+        """Hand `frame`, a request the adapter sent to `onu`, to the wrapped handler."""
+        self.wrapped.handle(onu, frame)
 
 
 class OmciFaultWrapper(OmciWrapper):
@@ -35,14 +49,12 @@ class OmciFaultWrapper(OmciWrapper):
     wrapped handler sees it: a muted ONU, or one over its own answer rate, ignores the frame; a delayed one gets it
     later, in arrival order, on the ONU's timers. An ONU without knobs costs one attribute check.
 
-    A frame that cannot be OMCI is refused at once (`codec.OmciError`) whatever the knobs, and one for an ONU that
-    is not active goes straight on (the wrapped responder drops it): knobs count only requests an active ONU gets."""
+    A frame for an ONU that is not active goes straight on (the wrapped responder drops it): knobs count only
+    requests an active ONU gets."""
 
-    def handle(self, onu, data: bytes) -> None:
+    def handle(self, onu, frame: codec.Frame) -> None:
         """Hold, drop or pass on one frame the adapter sent to `onu` as its fault knobs say."""
         faults = onu.faults
-        if faults is not None:
-            codec.parse(data)
-            if onu.is_active and faults.hold_omci(self.pass_on, onu, data):
-                return                  # muted, over the ONU's own rate, or delayed (oltsim.model.faults)
-        self.pass_on(onu, data)
+        if faults is not None and onu.is_active and faults.hold_omci(self.wrapped.handle, onu, frame):
+            return                  # muted, over the ONU's own rate, or delayed (oltsim.model.faults)
+        self.wrapped.handle(onu, frame)

@@ -1,7 +1,8 @@
-"""The ONU protocol engine: the one object behind every `onu.handlers`, and the OLT's
-uplink handler. It routes flows, OnuPacketOut and UplinkPacketOut to the per-service
-EAPOL supplicant, DHCP client, IGMP host and the NNI DHCP server, and OMCI frames to
-the OMCI responder given at construction.
+"""The ONU protocol engine: the simulated subscriber protocols of every ONU of an OLT, and its NNI's DHCP server.
+
+It provides `oltsim.packets.handler.IFrameHandler`: flows, OnuPacketOut and UplinkPacketOut reach the per-service
+EAPOL supplicant, DHCP client, IGMP host and the NNI DHCP server. A UNI handed over to a real client
+(`hand_over`, by the data plane) is left to it: flows start no simulated exchange there and restarts are refused.
 
 Runs on the reactor thread like the rest of the model. Packets from the adapter are
 validated first: a frame that cannot be decoded, is of no protocol a subscriber speaks,
@@ -10,6 +11,8 @@ are well formed but unexpected by a protocol machine are logged, never fatal.
 """
 from __future__ import annotations
 
+from zope.interface import implementer
+
 from oltsim.logs import SummedLines
 from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition, InvalidArgument
@@ -17,6 +20,7 @@ from oltsim.packets import frames as f
 from oltsim.packets.common import describe, log, uplink_tag
 from oltsim.packets.dhcp import DhcpClient, DhcpServer
 from oltsim.packets.eapol import Supplicant
+from oltsim.packets.handler import IFrameHandler
 from oltsim.packets.igmp import EVENTS as IGMP_EVENTS, IgmpHost
 
 #: EAPOL/DHCP completion lines written one by one per second at info; the rest of the second is one
@@ -27,47 +31,52 @@ EAPOL_FLOW_VID = 4091
 ANY_PBITS = 255
 
 
+@implementer(IFrameHandler)
 class ProtocolEngine:
-    """Subscriber protocols for every ONU of an OLT (one instance, shared by all ONUs).
-
-    `omci_responder`, when given, is a callable `(onu, frame: bytes) -> None` that answers
-    OMCI requests; `omci` raises InvalidArgument while there is none.
-    """
+    """Subscriber protocols for every ONU of an OLT (one instance, shared by all ONUs)."""
 
     def __init__(self, *, auth_retry: bool = False, dhcp_retry: bool = False, eapol_timeout: float = 60.0,
-                 dhcp_timeout: float = 60.0, omci_responder=None):
+                 dhcp_timeout: float = 60.0):
         self.eapol = Supplicant(timeout=eapol_timeout, retry=auth_retry)
         self.dhcp = DhcpClient(timeout=dhcp_timeout, retry=dhcp_retry)
         self.igmp = IgmpHost()
         self.dhcp_server = DhcpServer()
-        self.omci_responder = omci_responder
-        #: UNIs driven by a real client (oltsim.dataplane): flows start no simulated EAPOL or DHCP on them, and
-        #: OnuPacketOut to them goes to `divert_packet_out(onu, uni, gemport_id, pkt)` when it is set.
-        self.bound_unis: set = set()
-        self.divert_packet_out = None
-        #: when set (an NNI interface exists), UplinkPacketOut goes to `divert_uplink(intf_id, pkt)` instead of the
-        #: built-in DHCP server (except a simulated client's DHCP, which the built-in server still answers)
-        self.divert_uplink = None
+        #: UNIs driven by a real client (`hand_over`): flows start no simulated EAPOL or DHCP on them
+        self._handed_over: set = set()
         #: service MAC -> service of the OLT attached (which DHCP client a relayed frame is)
         self.service_macs: dict = {}
 
     @classmethod
-    def from_settings(cls, settings, omci_responder=None) -> "ProtocolEngine":
+    def from_settings(cls, settings) -> "ProtocolEngine":
         """An engine with the retry and timeout options of `oltsim.config.Settings`."""
         return cls(auth_retry=settings.auth_retry, dhcp_retry=settings.dhcp_retry,
-                   eapol_timeout=settings.eapol_timeout, dhcp_timeout=settings.dhcp_timeout,
-                   omci_responder=omci_responder)
+                   eapol_timeout=settings.eapol_timeout, dhcp_timeout=settings.dhcp_timeout)
 
     def attach(self, olt) -> None:
-        """Install this engine as every ONU's handlers and as the OLT's uplink handler
-        (`olt.uplink_handler(intf_id, pkt)`, which the OpenOLT servicer calls)."""
-        for onu in olt.onus:
-            onu.handlers = self
+        """Serve `olt` (built with this engine as its frame handler, or behind one): learn its services' MACs and
+        sum up its completion lines on its clock."""
         self.service_macs = {f.mac_bytes(s.mac): s for onu in olt.onus for uni in onu.unis for s in uni.services}
-        olt.uplink_handler = lambda intf_id, pkt: self.uplink_packet_out(olt, intf_id, pkt)
         # 16x32 ONUs bring up 4096 services at once: a few completion lines a second, then one summary line.
         self.eapol.lines = self.dhcp.lines = SummedLines(log, "services-completed", olt.clock,
                                                          burst=COMPLETION_LINES_PER_INTERVAL)
+
+    # ---- UNIs with a real client ---------------------------------------------------------------
+
+    def hand_over(self, uni) -> None:
+        """A real client drives `uni` now (oltsim.dataplane): attempts under way on its services are abandoned, and
+        flows no longer start them."""
+        self._handed_over.add(uni)
+        for service in uni.services:
+            self.eapol.abandon(service)
+            self.dhcp.abandon(service)
+
+    def take_back(self, uni) -> None:
+        """`uni`'s real client is gone: the simulated protocols drive it again (from the next flow added)."""
+        self._handed_over.discard(uni)
+
+    def simulates(self, uni) -> bool:
+        """Whether the simulated protocols drive `uni` (no real client was handed it)."""
+        return uni not in self._handed_over
 
     def flush_logs(self) -> None:
         """Log the completions counted so far (servers stopping) and cancel the summary's timer."""
@@ -80,7 +89,7 @@ class ProtocolEngine:
         """FlowAdd triggers, as BBSim: an EAPOL trap flow (0x888e, o_vid 4091) starts
         authentication on the UNI's EAPOL services; a DHCP trap flow (0x0800, 68 -> 67) starts
         DHCP on the UNI's DHCP services whose tag and priority match. Never raises."""
-        if uni in self.bound_unis:
+        if uni in self._handed_over:
             return                  # its real client authenticates and asks for an address (oltsim.dataplane)
         try:
             if flow.eth_type == f.ETH_EAPOL and flow.o_vid == EAPOL_FLOW_VID:
@@ -103,16 +112,8 @@ class ProtocolEngine:
         whose MAC is the destination, IGMP to the UNI's IGMP services. Raises InvalidArgument
         for a frame that is malformed or of another protocol, or that names no UNI or service.
         Frames for an ONU that is not active are dropped, as BBSim does. `gemport_id` does not
-        route: BBSim's multicast-GEM branch never sees it, queries reach the UNI by port_no. A UNI with an
-        interface (oltsim.dataplane) is given any frame, through `divert_packet_out`."""
+        route: BBSim's multicast-GEM branch never sees it, queries reach the UNI by port_no."""
         where = f"OnuPacketOut to ONU {onu.serial}"
-        if self.bound_unis and self.divert_packet_out is not None:
-            uni = next((u for u in onu.eth_unis if u.port_no == port_no), None)
-            if uni in self.bound_unis:
-                # its real client gets whatever the adapter sends (PPPoE, ARP...), as through a real ONU; the data
-                # plane drops and counts what the ONU would not deliver (ONU not active, no VLAN rule...)
-                self.divert_packet_out(onu, uni, gemport_id, pkt)
-                return
         try:
             frame = f.decode(pkt)
         except f.PacketError as exc:
@@ -157,13 +158,10 @@ class ProtocolEngine:
         """UplinkPacketOut: DHCP Discover/Request go to the built-in server, whose reply comes
         back as PktInd(nni, intf_id); LLDP, ICMPv6 and other traffic is dropped. Raises
         InvalidArgument for a malformed frame or a DHCP message the server does not answer."""
-        try:
-            frame = f.decode(pkt)
-        except f.PacketError as exc:
-            raise InvalidArgument(f"UplinkPacketOut on NNI {intf_id}: {exc}") from None
-        if self.divert_uplink is not None and not self._simulated_dhcp(frame):
-            self.divert_uplink(intf_id, pkt)
-            return
+        self.uplink_frame(olt, intf_id, decode_uplink(intf_id, pkt))
+
+    def uplink_frame(self, olt, intf_id: int, frame) -> None:
+        """`uplink_packet_out` for a frame already decoded (`decode_uplink`)."""
         if frame.kind != "dhcp":
             log.debug("uplink-packet-dropped nni={nni} kind={kind}", nni=intf_id, kind=frame.kind)
             return
@@ -173,13 +171,13 @@ class ProtocolEngine:
             raise InvalidArgument(f"UplinkPacketOut on NNI {intf_id}: {exc}") from None
         olt.emit(events.PacketIndication("nni", intf_id, reply))
 
-    def _simulated_dhcp(self, frame) -> bool:
+    def simulated_dhcp(self, frame) -> bool:
         """Whether `frame` is DHCP of a simulated client: its client MAC is the service MAC of a UNI no real client
         drives (the real DHCP server behind an NNI interface could not answer it: its answer finds no subscriber)."""
         if frame.kind != "dhcp" or frame.dhcp is None:
             return False
         service = self.service_macs.get(frame.dhcp.client_mac) or self.service_macs.get(frame.eth.src)
-        return service is not None and service.uni not in self.bound_unis
+        return service is not None and service.uni not in self._handed_over
 
     # ---- control API ---------------------------------------------------------------------
 
@@ -208,7 +206,7 @@ class ProtocolEngine:
                 for client in (self.eapol, self.dhcp):
                     if client.abandon(service):
                         count += 1
-                        if restart and uni not in self.bound_unis:
+                        if restart and uni not in self._handed_over:
                             client.start(service)
         return count
 
@@ -222,14 +220,6 @@ class ProtocolEngine:
         except f.PacketError as exc:
             raise InvalidArgument(str(exc)) from None
 
-    # ---- OMCI -----------------------------------------------------------------------------
-
-    def omci(self, onu, frame: bytes) -> None:
-        """OmciMsgOut: hand the frame to the OMCI responder."""
-        if self.omci_responder is None:
-            raise InvalidArgument("OMCI is not available")
-        self.omci_responder(onu, frame)
-
     # ---- introspection (tests, shutdown checks) -------------------------------------------
 
     def pending_timers(self) -> int:
@@ -240,9 +230,17 @@ class ProtocolEngine:
 def _check_simulated(engine, service) -> None:
     """FailedPrecondition for a service on a UNI its real client drives (oltsim.dataplane)."""
     uni = service.uni
-    if uni in engine.bound_unis:
+    if not engine.simulates(uni):
         raise FailedPrecondition(f"UNI {uni.id} of ONU {uni.onu.serial} has an interface: its own client "
                                  "authenticates and asks for an address (restart it there)")
+
+
+def decode_uplink(intf_id: int, pkt: bytes):
+    """The frame of an UplinkPacketOut on NNI `intf_id`, decoded; InvalidArgument when it cannot be."""
+    try:
+        return f.decode(pkt)
+    except f.PacketError as exc:
+        raise InvalidArgument(f"UplinkPacketOut on NNI {intf_id}: {exc}") from None
 
 
 def _dhcp_match(service, flow) -> bool:

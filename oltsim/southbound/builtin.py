@@ -378,9 +378,9 @@ class BuiltinAdapter(service.Service):
             # now and starts over: through the flows added again for an ONU brought up again, at once for a ready
             # one (a RestartDhcp while the stream was down), instead of waiting out its timeout.
             redo = not (onu.up and onu.step == "ready" and self.olt.flows.for_onu(model))
-            abandon = getattr(model.handlers, "abandon_exchanges", None)
-            if abandon is not None:
-                abandon(model, restart=not redo)
+            frames = model.hub.frames
+            if frames is not None:
+                frames.abandon_exchanges(model, restart=not redo)
             if redo:
                 onu.forget()
                 self._bring_up(onu)

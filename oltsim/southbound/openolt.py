@@ -13,6 +13,7 @@ from voltha_protos import extensions_pb2, openolt_pb2, openolt_pb2_grpc, tech_pr
 
 from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition, InvalidArgument
+from oltsim.omci.wrappers import receive
 from oltsim.openoltpb import check_enums, flow_from_pb, serial_from_pb
 from oltsim.serving.onloop import AsyncStreamQueue, StreamQueue
 from oltsim.southbound.indications import port_statistics, to_indications
@@ -246,8 +247,9 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         capture = self._capture
         if capture is not None:
             capture.omci_out(onu, frame)  # before the answer, which the handler emits at once
-        if onu.handlers is not None:
-            onu.handlers.omci(onu, frame)
+        handler = onu.hub.omci
+        if handler is not None:
+            receive(handler, onu, frame)    # parsed once here; OmciError when it is no OMCI frame
         return openolt_pb2.Empty()
 
     def OnuPacketOut(self, request, context):
@@ -256,8 +258,9 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         capture = self._capture
         if capture is not None:
             capture.packet_out(onu, request.port_no, request.gemport_id, pkt)
-        if onu.handlers is not None:
-            onu.handlers.packet_out(onu, request.port_no, request.gemport_id, pkt)
+        frames = onu.hub.frames
+        if frames is not None:
+            frames.packet_out(onu, request.port_no, request.gemport_id, pkt)
         return openolt_pb2.Empty()
 
     def UplinkPacketOut(self, request, context):
@@ -266,9 +269,9 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         capture = self._capture
         if capture is not None:
             capture.uplink_out(request.intf_id, pkt)
-        handlers = getattr(self._olt, "uplink_handler", None)
-        if handlers is not None:
-            handlers(request.intf_id, pkt)
+        frames = self._olt.hub.frames
+        if frames is not None:
+            frames.uplink_packet_out(self._olt, request.intf_id, pkt)
         return openolt_pb2.Empty()
 
     # ---- flows and schedulers --------------------------------------------------------------

@@ -19,6 +19,7 @@ from oltsim.config import load_settings
 from oltsim.model.builder import build_olt
 from oltsim.omci.responder import OmciResponder
 from oltsim.packets.engine import ProtocolEngine
+from oltsim.tap import FramePath
 from oltsim.southbound.builtin import BuiltinAdapter
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
 from tshark import RUN_TIMEOUT, ensure_tshark
@@ -35,11 +36,11 @@ def capture_file(tmp_path_factory):
     settings = load_settings({"pon": 1, "onu": 1, "uni": 1, "olt_id": 10}, None)
     clock = Clock()
     clock.advance(EPOCH)
-    olt = build_olt(settings, clock, random.Random(0))
     omci = OmciResponder.from_settings(settings)
-    omci.attach(olt)
-    engine = ProtocolEngine.from_settings(settings, omci_responder=omci.handle)
-    engine.attach(olt)
+    engine = ProtocolEngine.from_settings(settings)
+    path = FramePath(omci, engine)
+    olt = build_olt(settings, clock, random.Random(0), omci=path.omci, frames=path.frames)
+    path.attach(olt)
     capture = Capture(olt, 20_000)
     hub = IndicationHub(olt)
     adapter = BuiltinAdapter(olt, hub, OpenoltServicer(olt, hub, capture), clock, random.Random(1),

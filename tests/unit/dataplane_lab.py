@@ -10,16 +10,18 @@ from twisted.internet.task import Clock
 from voltha_protos import openolt_pb2
 
 from oltsim.config import load_settings
+from oltsim.dataplane.front import DataPlaneFront
 from oltsim.dataplane.pipeline import DataPlane
 from oltsim.model import events
 from oltsim.model.builder import build_olt
 from oltsim.omci import codec
 from oltsim.omci.responder import OmciResponder
-from oltsim.omci.wrappers import OmciFaultWrapper
 from oltsim.omci.vlanconfig import CLASSES, EVTOCD, GEM_CTP, GEM_IW_TP, MAPPER, MBPCD, VTFD, VlanConfig
+from oltsim.omci.wrappers import receive
 from oltsim.openoltpb import flow_from_pb
 from oltsim.packets import frames as f
 from oltsim.packets.engine import ProtocolEngine
+from oltsim.tap import FramePath
 
 MBSP = 45
 TP_ID = 64
@@ -68,19 +70,20 @@ class Lab:
     def __init__(self, onus: int = 16, pons: int = 2):
         self.clock = Clock()
         self.settings = load_settings({"olt_id": 10, "pon": pons, "onu": onus, "uni": 4}, None)
-        self.olt = build_olt(self.settings, self.clock, random.Random(0))
+        self.responder = OmciResponder()
+        self.vlan = VlanConfig()
+        self.engine = ProtocolEngine()
+        # as makeService composes it: the recorder outermost, then the fault knobs, then the responder; the data
+        # plane's front before the protocol engine
+        self.path = FramePath(self.responder, self.engine, self.vlan, DataPlaneFront(self.engine))
+        self.olt = build_olt(self.settings, self.clock, random.Random(0), omci=self.path.omci,
+                             frames=self.path.frames)
         self.events = []
         self.olt.subscribe(self.events.append)
-        self.responder = OmciResponder()
-        self.responder.attach(self.olt)
-        self.vlan = VlanConfig()
-        self.vlan.attach(self.olt)
-        # as makeService wires it: the recorder outermost, then the fault knobs, then the responder
-        self.engine = ProtocolEngine(omci_responder=self.vlan.observe(OmciFaultWrapper(self.responder)).handle)
-        self.engine.attach(self.olt)
-        self.dp = DataPlane(self.olt, self.clock, vlan_config=self.vlan)
+        self.path.attach(self.olt)
+        self.dp = DataPlane(self.olt, self.clock, engine=self.engine, vlan_config=self.vlan)
         self.delivered = []
-        self.dp.attach(self.engine, self.delivered.extend)
+        self.path.front.add(self.dp, self.delivered.extend)
         self.olt.start()
         self.olt.enable_indication()
         self.clock.advance(60)
@@ -101,10 +104,11 @@ class Lab:
     # ---- OMCI as VOLTHA's ONU adapter sends it ---------------------------------------------------------------
 
     def omci(self, onu, message_type: int, me_class: int, me_id: int, contents: bytes = b"") -> bytes:
-        """Send one baseline request through the engine (OmciMsgOut) and return the answer's contents."""
+        """Send one baseline request to the ONU's OMCI handler (as OmciMsgOut does) and return the answer's
+        contents."""
         self.tid += 1
         before = len(self.events)
-        self.engine.omci(onu, codec.encode(self.tid, message_type | codec.AR, me_class, me_id, contents))
+        receive(onu.hub.omci, onu, codec.encode(self.tid, message_type | codec.AR, me_class, me_id, contents))
         answers = [e for e in self.events[before:] if isinstance(e, events.OmciIndication)]
         return codec.parse(answers[-1].pkt).contents if answers else b""
 

@@ -21,9 +21,11 @@ from oltsim.model.builder import build_olt
 from oltsim.model.flows import Flow
 from oltsim.omci import codec
 from oltsim.omci.responder import OmciResponder
+from oltsim.omci.wrappers import receive
 from oltsim.serving.onloop import on_loop
 from oltsim.packets import dhcp, eapol, frames as f
 from oltsim.packets.engine import ProtocolEngine
+from oltsim.tap import FramePath
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
 
 from conftest import FakeContext, grpc_call, stream_now
@@ -47,11 +49,11 @@ class Scenario:
         self.clock = Clock()
         self.clock.advance(EPOCH)
         settings = load_settings({"pon": 1, "onu": 2}, None)
-        self.olt = build_olt(settings, self.clock, random.Random(0))
         self.omci = OmciResponder.from_settings(settings)
-        self.omci.attach(self.olt)
-        self.engine = ProtocolEngine.from_settings(settings, omci_responder=self.omci.handle)
-        self.engine.attach(self.olt)
+        self.engine = ProtocolEngine.from_settings(settings)
+        path = FramePath(self.omci, self.engine)
+        self.olt = build_olt(settings, self.clock, random.Random(0), omci=path.omci, frames=path.frames)
+        path.attach(self.olt)
         self.hub = IndicationHub(self.olt)
         self.openolt = on_loop(OpenoltServicer(self.olt, self.hub), openolt_pb2_grpc.OpenoltServicer)
         self.records: list[bytes] = []
@@ -62,7 +64,7 @@ class Scenario:
         self.clock.advance(seconds)
 
     def send_omci(self, onu, message_type: int, me_class: int, me_id: int, contents: bytes = b"") -> None:
-        self.omci.handle(onu, codec.encode(1, message_type, me_class, me_id, contents))
+        receive(self.omci, onu, codec.encode(1, message_type, me_class, me_id, contents))
 
     def types(self) -> list[str]:
         return [json.loads(r)["EventType"] for r in self.records]

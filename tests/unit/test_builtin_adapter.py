@@ -21,6 +21,7 @@ from oltsim.model.builder import build_olt
 from oltsim.omci.responder import OmciResponder
 from oltsim.serving.onloop import on_loop
 from oltsim.packets.engine import ProtocolEngine
+from oltsim.tap import FramePath
 from oltsim.southbound import builtin
 from oltsim.southbound.builtin import BuiltinAdapter, uni_port_no
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
@@ -39,11 +40,10 @@ class Rig:
         settings.update(given)
         self.settings = load_settings(settings, None)
         self.clock = clock or Clock()
-        self.olt = build_olt(self.settings, self.clock, random.Random(0))
-        omci = OmciResponder.from_settings(self.settings)
-        omci.attach(self.olt)
-        self.engine = ProtocolEngine.from_settings(self.settings, omci_responder=omci.handle)
-        self.engine.attach(self.olt)
+        self.engine = ProtocolEngine.from_settings(self.settings)
+        path = FramePath(OmciResponder.from_settings(self.settings), self.engine)
+        self.olt = build_olt(self.settings, self.clock, random.Random(0), omci=path.omci, frames=path.frames)
+        path.attach(self.olt)
         self.hub = IndicationHub(self.olt)
         self.servicer = OpenoltServicer(self.olt, self.hub)
         self.openolt = on_loop(self.servicer, openolt_pb2_grpc.OpenoltServicer)

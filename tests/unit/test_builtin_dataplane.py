@@ -14,9 +14,11 @@ from oltsim.omci import codec
 from oltsim.omci.responder import OmciResponder
 from oltsim.packets import frames as f
 from oltsim.packets.engine import ProtocolEngine
+from oltsim.tap import FramePath
 from oltsim.southbound import builtin
 from oltsim.southbound.builtin import BuiltinAdapter
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
+from oltsim.dataplane.front import DataPlaneFront
 from oltsim.dataplane.pipeline import DataPlane, ToUni
 from oltsim.omci.vlanconfig import VlanConfig
 from oltsim.packets import eapol
@@ -77,16 +79,14 @@ def rig(bound, nni_untagged=False, **given):
     an untagged NNI interface (UplinkPacketOut goes out of it)."""
     settings = load_settings({"pon": 1, "onu": 2, "uni": 2, **given}, None)
     clock = Clock()
-    olt = build_olt(settings, clock, random.Random(0))
-    omci = OmciResponder.from_settings(settings)
-    omci.attach(olt)
-    vlan_config = VlanConfig()
-    vlan_config.attach(olt)
-    engine = ProtocolEngine.from_settings(settings, omci_responder=vlan_config.observe(omci.handle))
-    engine.attach(olt)
-    dataplane = DataPlane(olt, clock, vlan_config=vlan_config, nni_tagged=False, nni_untagged=nni_untagged)
+    engine = ProtocolEngine.from_settings(settings)
+    path = FramePath(OmciResponder.from_settings(settings), engine, VlanConfig(), DataPlaneFront(engine))
+    olt = build_olt(settings, clock, random.Random(0), omci=path.omci, frames=path.frames)
+    path.attach(olt)
+    dataplane = DataPlane(olt, clock, engine=engine, vlan_config=path.vlan_config, nni_tagged=False,
+                          nni_untagged=nni_untagged)
     rg = FakeRG(dataplane)
-    dataplane.attach(engine, rg.deliver)
+    path.front.add(dataplane, rg.deliver)
     for serial, uni_id in bound:
         dataplane.bind_uni(serial, uni_id)
     hub = IndicationHub(olt)

@@ -21,6 +21,7 @@ from oltsim.model.errors import InvalidArgument, NotFound, ResourceExhausted
 from oltsim.omci import codec
 from oltsim.omci.responder import OmciResponder
 from oltsim.packets.engine import ProtocolEngine
+from oltsim.tap import FramePath
 from oltsim.southbound.builtin import BuiltinAdapter
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
 
@@ -38,11 +39,9 @@ class Rig:
         self.settings = load_settings(settings, None)
         self.clock = Clock()
         self.clock.advance(EPOCH)
-        self.olt = build_olt(self.settings, self.clock, random.Random(0))
-        omci = OmciResponder.from_settings(self.settings)
-        omci.attach(self.olt)
-        engine = ProtocolEngine.from_settings(self.settings, omci_responder=omci.handle)
-        engine.attach(self.olt)
+        path = FramePath(OmciResponder.from_settings(self.settings), ProtocolEngine.from_settings(self.settings))
+        self.olt = build_olt(self.settings, self.clock, random.Random(0), omci=path.omci, frames=path.frames)
+        path.attach(self.olt)
         self.capture = Capture(self.olt, size) if size else None
         self.hub = IndicationHub(self.olt)
         self.adapter = BuiltinAdapter(self.olt, self.hub, OpenoltServicer(self.olt, self.hub, self.capture),

@@ -89,10 +89,6 @@ class FakeDataPlane:
         self.answer = answer or (lambda key, frame: [])
         self.seen = []
         self.bound = set()
-        self.attached = None
-
-    def attach(self, engine, deliver):
-        self.attached = (engine, deliver)
 
     def bind_uni(self, serial, uni_id):
         self.bound.add((serial, uni_id))
@@ -271,7 +267,7 @@ def test_start_makes_moves_and_binds_then_stop_removes_everything():
     host = FakeHost(namespaces={"xu0-1-1"})
     dataplane = FakeDataPlane()
     reactor = Reactor()
-    svc = DataPlaneService(olt, dataplane, plan, reactor, host=host, system=memory_system(), engine=object())
+    svc = DataPlaneService(olt, dataplane, plan, reactor, host=host, system=memory_system())
     svc.startService()
     mac = olt.onus[0].unis[0].services[0].mac
     assert host.commands == [
@@ -281,7 +277,6 @@ def test_start_makes_moves_and_binds_then_stop_removes_everything():
         "link set dev xu0-1-1 netns xu0-1-1", "-n xu0-1-1 link set dev xu0-1-1 up",
         "link set dev xnni up", "link set dev xnniu up"]
     assert dataplane.bound == {(olt.onus[0].serial, 0), (olt.onus[0].serial, 1)}
-    assert dataplane.attached[1] == svc.deliver
     ports = list(svc.ports.values())
     assert all(p.connected for p in ports) and len(ports) == 4
     svc.stopService()

@@ -181,7 +181,7 @@ def test_service_states_follow_eap_success(lab, sub):
     lab.dp.from_uni(onu.serial, UNI, eapol.identity_response_frame(RG_MAC, 1))
     lab.dp.from_uni(onu.serial, UNI, eapol.md5_response_frame(RG_MAC, 2, bytes(16)))
     assert service.eapol_state == "eap_response_challenge_sent"
-    lab.engine.packet_out(onu, onu.unis[UNI].port_no, GEM, eapol.success_frame(RG_MAC, 2))
+    lab.path.frames.packet_out(onu, onu.unis[UNI].port_no, GEM, eapol.success_frame(RG_MAC, 2))
     assert service.eapol_state == "eap_response_success_received"
     assert lab.delivered == [ToUni(onu.serial, UNI, eapol.success_frame(RG_MAC, 2))]
     changes = [(e.src, e.dest) for e in lab.events if isinstance(e, events.StateChanged)
@@ -279,7 +279,7 @@ def test_uplink_packet_out_goes_out_of_the_nni_interfaces(lab, sub):
     offer = f.build_dhcp(f.BOOTREPLY, 7, RG_MAC, [(f.OPT_MESSAGE_TYPE, b"\x02")], yiaddr=bytes([10, 0, 0, 2]))
     udp = f.build_ipv4_udp(bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]), 67, 68, offer)
     frame = f.build_ethernet(RG_MAC, SERVER_MAC, f.ETH_IPV4, udp, [f.VlanTag(900), f.VlanTag(1006)])
-    lab.engine.uplink_packet_out(lab.olt, 0, frame)
+    lab.path.frames.uplink_packet_out(lab.olt, 0, frame)
     assert lab.delivered == [ToNni(frame), ToNniUntagged(frame[:12] + frame[20:])]
     assert not lab.packet_indications()
 
@@ -569,5 +569,5 @@ def test_onu_packet_out_to_a_bound_uni_carries_any_frame_to_its_client(lab, sub)
     pado = f.build_ethernet(RG_MAC, SERVER_MAC, 0x8863, bytes([0x11, 0x07, 0, 0, 0, 0]), pad=False)
     arp = f.build_ethernet(RG_MAC, SERVER_MAC, 0x0806, bytes(28), pad=False)
     for frame in (pado, arp):
-        lab.engine.packet_out(onu, onu.unis[UNI].port_no, GEM, frame)
+        lab.path.frames.packet_out(onu, onu.unis[UNI].port_no, GEM, frame)
     assert lab.delivered == [ToUni(onu.serial, UNI, pado), ToUni(onu.serial, UNI, arp)]

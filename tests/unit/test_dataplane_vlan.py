@@ -133,16 +133,19 @@ def test_unanswered_requests_stay_bounded():
             id = 1
     config = VlanConfig()
     for tid in range(MAX_PENDING + 50):
-        config.note(Onu, codec.encode(tid, codec.SET | codec.AR, EVTOCD, 0x203, b"\x04\x00" + push_rule(1006)))
+        config.note(Onu, codec.parse(codec.encode(tid, codec.SET | codec.AR, EVTOCD, 0x203,
+                                                  b"\x04\x00" + push_rule(1006))))
     assert config.pending() == MAX_PENDING
 
 
-def test_listeners_hear_changes_and_frames_that_are_not_omci_are_ignored():
-    """A change of a record is told to subscribers with the serial; a frame that is not OMCI is not noted."""
+def test_listeners_hear_changes_and_requests_of_other_classes_are_ignored():
+    """A change of a record is told to subscribers with the serial; a Get, or a Set of a class not recorded (ONU-G),
+    is not noted."""
     config = VlanConfig()
     heard = []
     config.subscribe(heard.append)
-    config.note(object(), b"\x00")
+    config.note(object(), codec.parse(codec.encode(1, codec.GET | codec.AR, EVTOCD, 0x203, b"\x04\x00")))
+    config.note(object(), codec.parse(codec.encode(2, codec.SET | codec.AR, codec.ONU_G, 0, b"\x80\x00")))
     assert config.pending() == 0
     config.apply("BBSM000a010b", set_request(EVTOCD, 0x203, 0x0400, push_rule(1006)))
     assert heard == ["BBSM000a010b"]

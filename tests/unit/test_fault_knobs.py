@@ -15,7 +15,7 @@ from oltsim.model.faults import KNOBS
 from oltsim.model.flows import Flow
 from oltsim.omci import codec
 from oltsim.omci.responder import OmciResponder
-from oltsim.omci.wrappers import OmciFaultWrapper, OmciWrapper
+from oltsim.omci.wrappers import OmciFaultWrapper, OmciWrapper, receive
 from oltsim.packets import dhcp, eapol, frames as f
 from oltsim.packets.engine import ProtocolEngine
 
@@ -31,16 +31,16 @@ class Env:
     def __init__(self, response_rate=10, **options):
         self.clock = Clock()
         self.settings = load_settings({"pon": 1, "onu": 2, **options}, None)
-        self.olt = build_olt(self.settings, self.clock, random.Random(0))
+        self.omci = OmciResponder(response_rate=response_rate)
+        #: what the adapter's OMCI reaches: the fault knobs in front of the responder (oltsim.omci.wrappers)
+        self.responder = OmciFaultWrapper(self.omci)
+        self.engine = ProtocolEngine.from_settings(self.settings)
+        self.olt = build_olt(self.settings, self.clock, random.Random(0), omci=self.responder, frames=self.engine)
         self.answers = []              # (time, serial, tid) of every OMCI answer
         self.events = []
         self.olt.subscribe(self.events.append)
         self.olt.subscribe(self._note)
-        self.omci = OmciResponder(response_rate=response_rate)
         self.omci.attach(self.olt)
-        #: what the adapter's OMCI reaches: the fault knobs in front of the responder (oltsim.omci.wrappers)
-        self.responder = OmciFaultWrapper(self.omci)
-        self.engine = ProtocolEngine.from_settings(self.settings, omci_responder=self.responder.handle)
         self.engine.attach(self.olt)
         self.olt.start()
         self.olt.enable_indication()
@@ -65,7 +65,7 @@ class Env:
 
     def get(self, tid, onu=None):
         """Send a Get ONU-G (vendor id) with `tid` to the ONU (default ONU 1)."""
-        self.responder.handle(onu or self.onu, codec.encode(tid, GET, ONU_G, 0, b"\x40\x00"))
+        receive(self.responder, onu or self.onu, codec.encode(tid, GET, ONU_G, 0, b"\x40\x00"))
 
     def tids(self, serial=SERIAL):
         return [tid for _, s, tid in self.answers if s == serial]
@@ -129,7 +129,7 @@ def test_delay_defers_the_requests_effect_too(env):
     """A delayed Set unlocking a UNI unlocks it when its answer goes out, not before."""
     uni = env.onu.unis[1]
     env.faults.set_omci_delay(env.onu, 1.0)
-    env.responder.handle(env.onu, codec.encode(9, SET, 11, uni.me_id, b"\x08\x00" + b"\x00"))
+    receive(env.responder, env.onu, codec.encode(9, SET, 11, uni.me_id, b"\x08\x00" + b"\x00"))
     assert uni.state == "down"
     env.clock.advance(1.0)
     assert uni.state == "up"
@@ -280,7 +280,7 @@ def test_mute_ignores_requests_and_their_effect_until_cleared(env):
     uni = env.onu.unis[1]
     env.faults.set_omci_mute(env.onu)
     env.get(1)
-    env.responder.handle(env.onu, codec.encode(2, SET, 11, uni.me_id, b"\x08\x00" + b"\x00"))
+    receive(env.responder, env.onu, codec.encode(2, SET, 11, uni.me_id, b"\x08\x00" + b"\x00"))
     env.clock.advance(10)
     assert env.answers == [] and uni.state == "down"
     env.get(3, onu=env.other)
@@ -522,18 +522,19 @@ def test_the_responder_alone_knows_no_knobs(env):
     """The knobs act in the wrapper: the bare responder answers a muted ONU, the wrapper in front of it does not."""
     env.faults.set_omci_mute(env.onu)
     env.get(1)
-    env.omci.handle(env.onu, codec.encode(2, GET, ONU_G, 0, b"\x40\x00"))
+    receive(env.omci, env.onu, codec.encode(2, GET, ONU_G, 0, b"\x40\x00"))
     assert env.tids() == [2]
 
 
 def test_a_malformed_frame_is_refused_whatever_the_knobs(env):
-    """A frame that cannot be OMCI is an OmciError at once, also for a muted or delayed ONU (nothing is queued)."""
+    """A frame that cannot be OMCI is an OmciError at once where it enters, also for a muted or delayed ONU (nothing
+    is queued)."""
     env.faults.set_omci_delay(env.onu, 1.0)
     with pytest.raises(codec.OmciError):
-        env.responder.handle(env.onu, b"\x00\x01")
+        receive(env.responder, env.onu, b"\x00\x01")
     env.faults.set_omci_mute(env.onu)
     with pytest.raises(codec.OmciError):
-        env.responder.handle(env.onu, b"\x00\x01")
+        receive(env.responder, env.onu, b"\x00\x01")
     assert env.faults.pending() == 0
 
 
@@ -544,24 +545,23 @@ class Recorder(OmciWrapper):
         super().__init__(wrapped)
         self.tids = []
 
-    def handle(self, onu, data):
-        self.tids.append(codec.parse(data).tid)
-        super().handle(onu, data)
+    def handle(self, onu, frame):
+        self.tids.append(frame.tid)
+        super().handle(onu, frame)
 
 
 def test_wrappers_stack(env):
     """A wrapper in front of the fault wrapper sees every frame the adapter sends; one behind it sees a delayed frame
-    at its time and never a muted one; the answers are the same as with the fault wrapper alone. A plain callable
-    (onu, data) may stand in the stack too."""
+    at its time and never a muted one; the answers are the same as with the fault wrapper alone."""
     behind = Recorder(env.omci)
-    front = Recorder(OmciFaultWrapper(lambda onu, data: behind.handle(onu, data)))
+    front = Recorder(OmciFaultWrapper(behind))
     env.faults.set_omci_delay(env.onu, 0.5)
-    front.handle(env.onu, codec.encode(1, GET, ONU_G, 0, b"\x40\x00"))
+    receive(front, env.onu, codec.encode(1, GET, ONU_G, 0, b"\x40\x00"))
     assert (front.tids, behind.tids, env.tids()) == ([1], [], [])
     env.clock.advance(0.5)
     assert (behind.tids, env.tids()) == ([1], [1])
     env.faults.clear(env.onu, "omci-delay")
     env.faults.set_omci_mute(env.onu)
-    front.handle(env.onu, codec.encode(2, GET, ONU_G, 0, b"\x40\x00"))
+    receive(front, env.onu, codec.encode(2, GET, ONU_G, 0, b"\x40\x00"))
     env.clock.advance(1)
     assert (front.tids, behind.tids, env.tids()) == ([1, 2], [1], [1])

@@ -39,8 +39,6 @@ from oltsim.model import events
 from oltsim.model.alarms import ONU_ALARMS
 from oltsim.model.errors import Unavailable
 from oltsim.omci import codec
-from oltsim.omci.responder import OmciResponder
-from oltsim.packets.engine import ProtocolEngine
 from oltsim.southbound.openolt import FLOW_TYPES
 
 OAS = pytest.importorskip("openapi_schema_validator")
@@ -298,11 +296,8 @@ class World:
     EAPOL flow, a DHCP flow and a scheduler per ONU)."""
 
     def __init__(self, start: str):
-        self.sim = Sim(pon=2, onu=2)
+        self.sim = Sim(pon=2, onu=2, frame_path=True)
         olt = self.olt = self.sim.olt
-        responder = OmciResponder.from_settings(self.sim.settings)
-        responder.attach(olt)
-        ProtocolEngine.from_settings(self.sim.settings, omci_responder=responder.handle).attach(olt)
         self.server = FakeOpenoltServer(self.sim.hub)
         olt.subscribe(self._follow_openolt)
         commands = V1Commands(olt, openolt=self.server, revision="extended")

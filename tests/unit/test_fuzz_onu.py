@@ -25,9 +25,8 @@ from oltsim.model.flows import Flow
 from oltsim.model.onu import DHCP_MACHINE, EAPOL_MACHINE, IGMP_MACHINE, SERVICE_MACHINE
 from oltsim.omci import codec
 from oltsim.omci.codec import OmciError
-from oltsim.omci.responder import OmciResponder
+from oltsim.omci.wrappers import receive
 from oltsim.packets import dhcp, eapol, frames as f, igmp
-from oltsim.packets.engine import ProtocolEngine
 
 FUZZ = settings(max_examples=200, deadline=None, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
@@ -46,12 +45,10 @@ class Onu:
     way) and a joined multicast group."""
 
     def __init__(self):
-        self.sim = Sim(pon=1, onu=2, services=SERVICES)
+        self.sim = Sim(pon=1, onu=2, services=SERVICES, frame_path=True)
         self.olt = self.sim.olt
-        self.responder = OmciResponder.from_settings(self.sim.settings)
-        self.responder.attach(self.olt)
-        self.engine = ProtocolEngine.from_settings(self.sim.settings, omci_responder=self.responder.handle)
-        self.engine.attach(self.olt)
+        self.responder = self.sim.path.responder
+        self.engine = self.sim.path.engine
         self.sim.bring_up()
         self.onu = self.olt.onu_by_serial("BBSM00000001")
         self.uni = self.onu.unis[0]
@@ -289,12 +286,12 @@ deliveries = st.tuples(st.sampled_from(("onu", "onu", "uplink")),
 @FUZZ
 @given(sequence=st.lists(omci_frames, min_size=1, max_size=8))
 def test_random_omci_frames_to_the_responder(sequence, logged_failures):
-    """Frames handed to OmciResponder.handle raise at most OmciError, log no failure, and the ONU then still
-    answers a MIB reset."""
+    """Frames parsed and handed to OmciResponder.handle (oltsim.omci.wrappers.receive, as OmciMsgOut does) raise at
+    most OmciError, log no failure, and the ONU then still answers a MIB reset."""
     env = Onu()
     for data in sequence:
         try:
-            env.responder.handle(env.onu, data)
+            receive(env.responder, env.onu, data)
         except OmciError:
             pass
         env.sim.clock.advance(0)

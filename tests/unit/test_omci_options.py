@@ -8,6 +8,7 @@ from twisted.internet.task import Clock
 
 from oltsim.model import events
 from oltsim.omci import codec
+from oltsim.omci.wrappers import receive
 from oltsim.daemon import OltService
 from oltsim.tap import Options, makeService
 
@@ -33,9 +34,9 @@ class Daemon:
         self.olt.activate_onu(self.onu.pon.id, self.onu.serial, 1)
 
     def ask(self, message_type: int, me_class: int, contents: bytes = b"") -> codec.Frame:
-        """One OMCI request through the ONU's handlers (as OmciMsgOut hands it over); its single answer."""
+        """One OMCI request through the ONU's OMCI handler (as OmciMsgOut hands it over); its single answer."""
         start = len(self.seen)
-        self.onu.handlers.omci(self.onu, codec.encode(0x0102, message_type, me_class, 0, contents))
+        receive(self.onu.hub.omci, self.onu, codec.encode(0x0102, message_type, me_class, 0, contents))
         frames = [e.pkt for e in self.seen[start:] if isinstance(e, events.OmciIndication)]
         assert len(frames) == 1, frames
         return codec.parse(frames[0])

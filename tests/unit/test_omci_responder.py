@@ -13,6 +13,7 @@ from oltsim.model.builder import build_olt
 from oltsim.omci import codec
 from oltsim.omci.codec import OmciError
 from oltsim.omci.responder import OmciResponder, crc32_bzip2
+from oltsim.omci.wrappers import receive
 
 SERIAL = "BBSM00000001"
 OTHER = "BBSM00000002"
@@ -43,7 +44,7 @@ class Env:
     def send(self, data, onu=None):
         """Hand `data` to the responder; return the OMCI frames emitted meanwhile."""
         start = len(self.events)
-        self.responder.handle(onu or self.onu, data)
+        receive(self.responder, onu or self.onu, data)
         return omci_frames(self.events[start:])
 
     def request(self, message_type, me_class, me_id, contents=b"", tid=0x0102, onu=None, extended=False):
@@ -518,7 +519,7 @@ def test_malformed_frames_raise_and_emit_nothing(env):
     for data in (b"", b"\x00\x01", bytes.fromhex("00014f0c00020000") + bytes(36), bytes(43)[:39],
                  bytes.fromhex("00014d0b000200000005")):
         with pytest.raises(OmciError):
-            env.responder.handle(env.onu, data)
+            receive(env.responder, env.onu, data)
     assert env.events == []
 
 

@@ -14,6 +14,7 @@ from oltsim.model import events
 from oltsim.model.builder import build_olt
 from oltsim.omci import codec
 from oltsim.omci.responder import OmciResponder
+from oltsim.omci.wrappers import receive
 from tests.integration.onu_upgrade import OnuUpgrade, crc32_bzip2
 
 SERIAL = "BBSM00000001"
@@ -44,7 +45,7 @@ class Link:
             self.answers[frame.tid] = event.pkt
 
     def send(self, frame: bytes) -> None:
-        self.responder.handle(self.onu, frame)
+        receive(self.responder, self.onu, frame)
 
     def receive(self, tid: int) -> bytes:
         assert tid in self.answers, f"no answer to tid {tid}"

@@ -24,11 +24,11 @@ class Bench:
     def __init__(self, **options):
         self.clock = Clock()
         self.settings = load_settings({"pon": 1, "onu": 2, **options}, None)
-        self.olt = build_olt(self.settings, self.clock, random.Random(0))
+        self.engine = ProtocolEngine.from_settings(self.settings)
+        self.olt = build_olt(self.settings, self.clock, random.Random(0), frames=self.engine)
+        self.engine.attach(self.olt)
         self.events = []
         self.olt.subscribe(self.events.append)
-        self.engine = ProtocolEngine.from_settings(self.settings)
-        self.engine.attach(self.olt)
         self.olt.start()
         self.olt.enable_indication()
         self.clock.advance(1)
@@ -56,7 +56,7 @@ class Bench:
     def uplink(self, pkt):
         """Send `pkt` to the NNI DHCP server and return the reply PktInd."""
         before = len(self.events)
-        self.olt.uplink_handler(0, pkt)
+        self.olt.hub.frames.uplink_packet_out(self.olt, 0, pkt)
         replies = [e for e in self.events[before:] if isinstance(e, events.PacketIndication)]
         assert len(replies) == 1
         return replies[0]
@@ -326,7 +326,7 @@ def test_server_refuses_other_message_types(bench):
     """UplinkPacketOut with a DHCP Offer is InvalidArgument naming the type; nothing is emitted."""
     before = len(bench.events)
     with pytest.raises(InvalidArgument, match=r"only Discover and Request \(got Offer\)"):
-        bench.olt.uplink_handler(0, reply(bench, f.DHCP_OFFER))
+        bench.olt.hub.frames.uplink_packet_out(bench.olt, 0, reply(bench, f.DHCP_OFFER))
     assert len(bench.events) == before
 
 
@@ -338,14 +338,14 @@ def test_server_refuses_other_message_types(bench):
 def test_uplink_non_dhcp_is_dropped(bench, pkt):
     """LLDP, ARP and other UDP sent to the NNI are dropped without error or indication."""
     before = len(bench.events)
-    bench.olt.uplink_handler(0, pkt)
+    bench.olt.hub.frames.uplink_packet_out(bench.olt, 0, pkt)
     assert len(bench.events) == before
 
 
 def test_uplink_garbage_and_fuzz_raise_only_invalid_argument(bench):
     """Malformed frames to the NNI raise InvalidArgument; random bytes raise nothing else (fixed seed)."""
     with pytest.raises(InvalidArgument, match="UplinkPacketOut on NNI 0"):
-        bench.olt.uplink_handler(0, b"\x00" * 5)
+        bench.olt.hub.frames.uplink_packet_out(bench.olt, 0, b"\x00" * 5)
     rng = random.Random(3)
     discover = dhcp.discover_frame(MAC, 900, 0, 1, 0, 1)
     for i in range(1500):
@@ -356,7 +356,7 @@ def test_uplink_garbage_and_fuzz_raise_only_invalid_argument(bench):
             raw[rng.randrange(len(raw))] = rng.randrange(256)
             raw = bytes(raw)
         try:
-            bench.olt.uplink_handler(0, raw)
+            bench.olt.hub.frames.uplink_packet_out(bench.olt, 0, raw)
         except InvalidArgument:
             pass
 

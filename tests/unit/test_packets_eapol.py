@@ -5,6 +5,7 @@ import random
 
 import pytest
 from twisted.internet.task import Clock
+from zope.interface.verify import verifyObject
 
 from oltsim.config import load_settings
 from oltsim.model import events
@@ -13,6 +14,7 @@ from oltsim.model.errors import FailedPrecondition, InvalidArgument
 from oltsim.model.flows import Flow
 from oltsim.packets import eapol, frames as f
 from oltsim.packets.engine import ProtocolEngine
+from oltsim.packets.handler import IFrameHandler
 
 
 class Bench:
@@ -23,11 +25,11 @@ class Bench:
         engine_options = {k: options.pop(k) for k in list(options)
                           if k in ("auth_retry", "eapol_timeout", "dhcp_retry", "dhcp_timeout")}
         self.settings = load_settings({"pon": 1, "onu": 2, **options, **engine_options}, None)
-        self.olt = build_olt(self.settings, self.clock, random.Random(0))
+        self.engine = ProtocolEngine.from_settings(self.settings)
+        self.olt = build_olt(self.settings, self.clock, random.Random(0), frames=self.engine)
+        self.engine.attach(self.olt)
         self.events = []
         self.olt.subscribe(self.events.append)
-        self.engine = ProtocolEngine.from_settings(self.settings)
-        self.engine.attach(self.olt)
         self.olt.start()
         self.olt.enable_indication()
         self.clock.advance(1)
@@ -392,17 +394,9 @@ def test_from_settings_takes_retry_and_timeouts():
     assert (engine.eapol.retry, engine.eapol.timeout, engine.dhcp.retry, engine.dhcp.timeout) == (True, 3, True, 4)
 
 
-def test_attach_sets_every_onu_and_the_uplink_handler(bench):
-    """attach installs the engine on every ONU and a callable uplink handler on the OLT."""
-    assert all(onu.handlers is bench.engine for onu in bench.olt.onus)
-    assert callable(bench.olt.uplink_handler)
-
-
-def test_omci_delegates_or_reports_unavailable(bench):
-    """omci hands frames to the responder given at construction, else InvalidArgument."""
-    with pytest.raises(InvalidArgument, match="OMCI is not available"):
-        bench.engine.omci(bench.onu, b"\x00" * 44)
-    seen = []
-    engine = ProtocolEngine(omci_responder=lambda onu, frame: seen.append((onu, frame)))
-    engine.omci(bench.onu, b"\x01" * 44)
-    assert seen == [(bench.onu, b"\x01" * 44)]
+def test_the_engine_is_a_frame_handler_the_olts_devices_reach_through_their_hub(bench):
+    """The engine provides IFrameHandler; the OLT built with it hands it every ONU's packets and flows (through
+    the devices' hub), and attach learns the services' MACs."""
+    assert verifyObject(IFrameHandler, bench.engine)
+    assert all(onu.hub.frames is bench.engine for onu in bench.olt.onus)
+    assert bench.engine.service_macs[bench.mac] is bench.service

@@ -24,11 +24,11 @@ class Bench:
     def __init__(self, onu_id=1):
         self.clock = Clock()
         settings = load_settings({"pon": 1, "onu": 2, "services": "tt"}, None)
-        self.olt = build_olt(settings, self.clock, random.Random(0))
+        self.engine = ProtocolEngine.from_settings(settings)
+        self.olt = build_olt(settings, self.clock, random.Random(0), frames=self.engine)
+        self.engine.attach(self.olt)
         self.events = []
         self.olt.subscribe(self.events.append)
-        self.engine = ProtocolEngine.from_settings(settings)
-        self.engine.attach(self.olt)
         self.olt.start()
         self.olt.enable_indication()
         self.clock.advance(1)

@@ -12,6 +12,7 @@ from oltsim.config import load_settings
 from oltsim.model.builder import build_olt
 from oltsim.omci.responder import OmciResponder
 from oltsim.packets.engine import ProtocolEngine
+from oltsim.tap import FramePath
 from oltsim.southbound.builtin import BuiltinAdapter
 from oltsim.southbound.openolt import IndicationHub, OpenoltServicer
 
@@ -21,10 +22,9 @@ def test_a_service_at_dhcp_ack_is_initialized_as_in_bbsim():
     eap_response_success_received, DhcpState dhcp_ack_received (BBSim's three FSMs, same names)."""
     settings = load_settings({"pon": 1, "onu": 1, "uni": 1}, None)
     clock = Clock()
-    olt = build_olt(settings, clock, random.Random(0))
-    omci = OmciResponder.from_settings(settings)
-    omci.attach(olt)
-    ProtocolEngine.from_settings(settings, omci_responder=omci.handle).attach(olt)
+    path = FramePath(OmciResponder.from_settings(settings), ProtocolEngine.from_settings(settings))
+    olt = build_olt(settings, clock, random.Random(0), omci=path.omci, frames=path.frames)
+    path.attach(olt)
     hub = IndicationHub(olt)
     adapter = BuiltinAdapter(olt, hub, OpenoltServicer(olt, hub, None), clock, random.Random(1),
                              reachable=lambda: True)

@@ -328,10 +328,11 @@ class V1Commands:
                     if getattr(s.spec, needs) and s.state == "initialized"]
         if not services:
             raise FailedPrecondition(f"No service of ONU {onu.serial} requires {label} on an enabled UNI")
-        if onu.handlers is None:
+        frames = onu.hub.frames
+        if frames is None:
             raise FailedPrecondition(f"{label} is not running on ONU {onu.serial}")
         for service in services:
-            getattr(onu.handlers, f"restart_{protocol}")(service)
+            getattr(frames, f"restart_{protocol}")(service)
         names = " ".join(f"uni[{s.uni.id}]{s.name}" for s in services)
         verb = "Authentication" if protocol == "eapol" else "DHCP"
         return _ok(f"{verb} restarted on Services [{names}] for ONU {onu.serial}.")
@@ -370,8 +371,8 @@ class V1Commands:
                 raise FailedPrecondition(f"service {service.name} on UNI {uni.id} of ONU {onu.serial} "
                                          f"is {service.igmp_state}; cannot {bbsim_pb2.SubActionTypes.Name(action)}")
         for service in services:
-            if onu.handlers is not None:
-                onu.handlers.change_igmp(service, event, str(group), request.VLAN)
+            if onu.hub.frames is not None:
+                onu.hub.frames.change_igmp(service, event, str(group), request.VLAN)
             service.igmp_state = IGMP_MACHINE.next(service.igmp_state, event)
             groups = service.igmp_groups or {}
             if event == "igmp_leave":
