@@ -262,8 +262,8 @@ def test_bbsimctl_example_lists_the_onus(tmp_path):
     process = Daemon(tmp_path, "--grpc-v1", f"tcp:{DEFAULT_PORTS['grpc-v1']}:interface=127.0.0.1")
     try:
         process.wait_serving()
-        block = doc_block("docs/examples.md", "bbsimctl ")
-        result = run(block.replace("bbsimctl ", f"{BBSIMCTL} ", 1), tmp_path)
+        block = doc_block("docs/examples.md", ".venv/bin/bbsimctl ")
+        result = run(block.replace(".venv/bin/bbsimctl ", f"{BBSIMCTL} ", 1), tmp_path)
     finally:
         process.close()
     assert result.returncode == 0, result.stderr

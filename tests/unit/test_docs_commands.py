@@ -359,14 +359,7 @@ def page_id(page: Path) -> str:
     return str(page.relative_to(REPO))
 
 
-# docs/oltsimctl.md is brought to `.venv/bin/` with the command's help text, by whoever changes that page next: until
-# then its bare commands are expected here, and once they are gone this marker must go too (strict).
-CATCHING_UP = {"docs/oltsimctl.md"}
-PAGE_CASES = [pytest.param(page, marks=pytest.mark.xfail(strict=True, reason="its commands are still bare"))
-              if page_id(page) in CATCHING_UP else page for page in PAGES]
-
-
-@pytest.mark.parametrize("page", PAGE_CASES, ids=page_id)
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
 def test_every_command_of_the_page_runs_as_written_from_the_set_up(page):
     """Each command of the page's shell blocks and transcripts names a program that exists where the README's set-up
     leaves the reader: the venv's with `.venv/bin/`, a file of the repository, or a known system tool; and the files

@@ -243,8 +243,8 @@ def test_wait_names_the_onus_state_and_each_subscribers_progress():
 
 
 def doc_command_lines() -> list[str]:
-    """Every `oltsimctl ...` line of the sh blocks of docs/oltsimctl.md, docs/examples.md and the README
-    (continuations joined, comments and what a pipe feeds cut)."""
+    """Every `.venv/bin/oltsimctl ...` line of the sh blocks of docs/oltsimctl.md, docs/examples.md and the README
+    (continuations joined, comments and what a pipe feeds cut), as `oltsimctl ...`."""
     repo = Path(__file__).resolve().parents[2]
     found = []
     for doc in ("docs/oltsimctl.md", "docs/examples.md", "README.md"):
@@ -252,8 +252,8 @@ def doc_command_lines() -> list[str]:
             for line in block.replace("\\\n", " ").splitlines():
                 words = shlex.split(line, comments=True)
                 words = words[:words.index("|")] if "|" in words else words  # `... | wireshark -k -i -`
-                if words and words[0] == "oltsimctl":
-                    found.append(" ".join(shlex.quote(w) for w in words))
+                if words and words[0] in ("oltsimctl", ".venv/bin/oltsimctl"):
+                    found.append(" ".join(shlex.quote(w) for w in ["oltsimctl", *words[1:]]))
     return found
 
 
