@@ -23,8 +23,8 @@ from typing import Any
 
 import yaml
 
-# records the capture ring keeps (issue 32): its own default and bound are the capture_size row's (one source)
-from oltsim.capture.ring import DEFAULT_SIZE as DEFAULT_CAPTURE_SIZE, FLOOR_MAX as CAPTURE_FLOOR_MAX, \
+# records the capture ring keeps: its default and bound are the capture_size row's (one source)
+from oltsim.capture.sizes import DEFAULT_SIZE as DEFAULT_CAPTURE_SIZE, FLOOR_MAX as CAPTURE_FLOOR_MAX, \
     MAX_SIZE as MAX_CAPTURE_SIZE
 from oltsim.kafkaaddress import parse_address
 from oltsim.model.olt import FLOWS_PER_UNI, MAX_FLOWS, MAX_FLOWS_PER_ONU, default_max_flows
