@@ -27,6 +27,7 @@ from oltsim.model import events
 from oltsim.model.errors import NotFound
 from oltsim.model.onu import ACTIVE_STATES, serial_key
 from oltsim.omci.vlanconfig import VlanConfig
+from oltsim.packets import frames as f
 
 log = logger("oltsim.dataplane")
 
@@ -38,6 +39,8 @@ MAC_LIMIT = 65536
 #: MAC addresses learned from one UNI, at most (its own oldest are forgotten first): a client sending from ever new
 #: source MACs must not push the other UNIs' subscribers out of the table.
 MACS_PER_UNI = 1024
+#: MAC addresses one UNI holds by its subscriber's DHCP lease or EAP success, at most (its oldest let go first).
+OWNED_PER_UNI = 16
 
 __all__ = ["DataPlane", "Dropped", "Output", "PacketIn", "ToNni", "ToNniUntagged", "ToUni"]
 
@@ -95,6 +98,7 @@ REASONS = (
     "no-flow",            # no flow of the OLT matches the frame's ONU, UNI, GEM port and tags
     "no-subscriber",      # untagged NNI: the destination MAC was never learned and is not broadcast
     "no-member",          # multicast: no bound UNI joined the group (IGMP) a multicast flow carries
+    "mac-spoof",          # from a UNI, with a source MAC another UNI's subscriber holds (its lease, its EAP success)
     "queue-full",         # reserved for the caller: the interface's bounded queue was full
 )
 
@@ -132,7 +136,7 @@ class _Bound:
     """One bound UNI: its model objects, counters, and decisions compiled for the current configuration."""
 
     __slots__ = ("serial", "uni", "onu", "where", "counter", "generation", "part", "up_cache", "nni_tags",
-                 "probe_tags", "last_src", "groups", "learned")
+                 "probe_tags", "groups", "learned", "owned")
 
     def __init__(self, uni):
         self.uni = uni
@@ -146,12 +150,12 @@ class _Bound:
         #: the tags its frames last had on the tagged NNI (learned), for the untagged NNI's broadcasts
         self.nni_tags: bytes | None = None
         self.probe_tags: bytes | None = None
-        #: the source MAC learned last (with the current configuration): the same again needs no learning
-        self.last_src: bytes | None = None
         #: multicast groups (IPv4 addresses, 4 octets) its client joined (oltsim.dataplane.multicast)
         self.groups: set = set()
         #: the MACs learned from it, oldest first (at most MACS_PER_UNI)
         self.learned: dict[bytes, None] = {}
+        #: the MACs its subscriber holds (a DHCP ACK or EAP Success delivered to it), oldest first
+        self.owned: dict[bytes, None] = {}
 
 
 class DataPlane:
@@ -188,6 +192,8 @@ class DataPlane:
         self._down_cache: dict = {}
         self._down_generation = -1
         self._macs: dict[bytes, tuple[_Bound, bytes, float]] = {}
+        #: MAC -> the bound UNI whose subscriber holds it: frames from it on any other UNI are dropped (mac-spoof)
+        self._owners: dict[bytes, _Bound] = {}
         self._tuples: dict[bytes, tuple] = {}
         self._nni = _Counter()
         self._nni_untagged = _Counter()
@@ -239,7 +245,6 @@ class DataPlane:
                 bound.part = compile_onu_part(self.vlan_config.record(bound.serial), bound.uni.me_id)
             bound.up_cache = {}
             bound.probe_tags = None
-            bound.last_src = None
             bound.generation = self._generation
         return bound
 
@@ -274,6 +279,8 @@ class DataPlane:
         self._generation += 1
         for mac in [m for m, entry in self._macs.items() if entry[0] is bound]:
             del self._macs[mac]
+        for mac in bound.owned:
+            self._owners.pop(mac, None)
         if self.engine is not None:
             self.engine.take_back(bound.uni)
         log.info("dataplane-uni-unbound serial={serial} uni={uni}", serial=bound.serial, uni=uni_id)
@@ -316,6 +323,11 @@ class DataPlane:
             counter.drop("malformed")
             return [Dropped(bound.where, "malformed")]
         old_tags, tags, ethertype, proto, ports = peeled
+        src = frame[6:12]
+        owner = self._owners.get(src)
+        if owner is not None and owner is not bound:
+            counter.drop("mac-spoof")
+            return [Dropped(bound.where, "mac-spoof")]
         if bound.generation != self._generation:
             self._compiled(bound)
         if self._flows_dirty:
@@ -348,7 +360,6 @@ class DataPlane:
                 indication = events.PacketIndication("pon", onu.pon.id, at_olt, onu.onu_id, uni.id, gem,
                                                      uni.port_no)
                 self.olt.emit(indication)
-                src = frame[6:12]
                 if src not in self._macs:
                     # a client that has sent only trapped frames (a DHCP Discover) is answered by unicast on the
                     # untagged NNI (dnsmasq's Offer): it is found by the tags its forwarded frames would have
@@ -373,8 +384,10 @@ class DataPlane:
             if self.capture is not None:
                 self.capture("nni-untagged", "out", plain)
             out.append(ToNniUntagged(plain))
-        src = frame[6:12]
-        if src != bound.last_src:
+        # learnt from every frame whose entry differs (never skipped on a UNI's own last source: a move away by
+        # another UNI's frame is undone by this UNI's next one, whatever the order)
+        entry = self._macs.get(src)
+        if entry is None or entry[0] is not bound or entry[1] != out_tags:
             self._learn(src, bound, out_tags)
         return out
 
@@ -400,7 +413,6 @@ class DataPlane:
         if mac[0] & 1:
             return
         bound.nni_tags = out_tags
-        bound.last_src = mac
         macs = self._macs
         entry = macs.get(mac)
         if entry is not None and entry[0] is bound and entry[1] == out_tags:
@@ -420,8 +432,47 @@ class DataPlane:
         entry = self._macs.pop(mac, None)
         if entry is not None:
             entry[0].learned.pop(mac, None)
-            if entry[0].last_src == mac:
-                entry[0].last_src = None
+
+    def _claim(self, bound: _Bound, frame: bytes) -> None:
+        """An EAP-Success or a DHCP ACK delivered to the UNI: the client's MAC (the frame's destination, the ACK's
+        client MAC) is its subscriber's from now on, as an OLT's anti-spoofing binds a lease to its port; the MAC
+        table follows at once. Never raises."""
+        try:
+            decoded = f.decode(frame)
+        except f.PacketError:
+            return
+        if decoded.kind == "eapol" and decoded.eap is not None and decoded.eap.code == f.EAP_SUCCESS:
+            mac = decoded.eth.dst
+        elif decoded.kind == "dhcp" and decoded.dhcp is not None and decoded.dhcp.message_type == f.DHCP_ACK:
+            mac = decoded.dhcp.client_mac
+        else:
+            return
+        if len(mac) != 6 or mac[0] & 1:
+            return
+        owner = self._owners.get(mac)
+        if owner is not bound:
+            if owner is not None:
+                owner.owned.pop(mac, None)
+                log.info("dataplane-mac-moved mac={mac} from={old} to={new}", mac=f.mac_str(mac), old=owner.where,
+                         new=bound.where)
+            owned = bound.owned
+            if len(owned) >= OWNED_PER_UNI:
+                oldest = next(iter(owned))
+                del owned[oldest]
+                self._owners.pop(oldest, None)
+            owned[mac] = None
+            self._owners[mac] = bound
+        entry = self._macs.get(mac)
+        if entry is not None and entry[0] is not bound:
+            tags = bound.nni_tags if bound.nni_tags is not None else self._probe(bound)
+            if tags:
+                self._learn(mac, bound, tags)
+            else:
+                self._forget_mac(mac)
+
+    def owners(self) -> dict[str, str]:
+        """The MACs bound subscribers hold (by a DHCP ACK or EAP Success delivered to them): {mac: "<serial>/<uni>"}."""
+        return {f.mac_str(mac): f"{bound.serial}/{bound.uni.id}" for mac, bound in self._owners.items()}
 
     def macs(self) -> dict[str, dict]:
         """The MAC addresses learned from upstream frames: {mac: {"serial", "uni_id", "tags" (hex), "since"}}."""
@@ -495,6 +546,7 @@ class DataPlane:
                 self.capture(bound.where, "out", out)
             if watch:
                 states.follow_downstream(bound.uni, out, vid)
+                self._claim(bound, out)
             return [ToUni(bound.serial, bound.uni.id, out)]
         if verdict == _DROP:
             _, reason, bound = decision
@@ -589,6 +641,7 @@ class DataPlane:
             self.capture(bound.where, "out", out)
         if ethertype == ETH_EAPOL or is_dhcp(proto, ports):
             states.follow_downstream(bound.uni, out, olt_tags[0][1] & 0xFFF if olt_tags else None)
+            self._claim(bound, out)
         return [ToUni(bound.serial, bound.uni.id, out)]
 
     def from_nni_untagged(self, frame: bytes) -> list:

@@ -1,0 +1,92 @@
+"""One subscriber cannot reach, cut off or impersonate another: two bound UNIs on different ONUs of the lab (OLT id
+10; RG A on UNI 2 of ONU 11, RG B on UNI 0 of ONU 3, both on PON 1, ATT flows), tagged and untagged NNI, as a
+hostile RG A would try it against RG B."""
+import pytest
+
+from dataplane_lab import SERVER_MAC, Lab, ip_frame
+from oltsim.dataplane.pipeline import Dropped, ToUni
+from oltsim.packets import eapol, frames as f
+
+PON = 1
+A_MAC = bytes.fromhex("020000aa0001")
+B_MAC = bytes.fromhex("020000aa0002")
+
+
+@pytest.fixture
+def lab():
+    return Lab()
+
+
+@pytest.fixture
+def rgs(lab):
+    """(A's ONU, A's service), (B's ONU, B's service), both bound and configured."""
+    return lab.subscriber(PON, 11, 2, 1100), lab.subscriber(PON, 3, 0, 1030)
+
+
+def dropped(outputs):
+    return [(o.where, o.reason) for o in outputs if isinstance(o, Dropped)]
+
+
+def delivered(outputs):
+    return [(o.serial, o.uni_id) for o in outputs if isinstance(o, ToUni)]
+
+
+def dhcp_ack(client: bytes, tags=()) -> bytes:
+    """The server's DHCP ACK for `client`, with `tags` ((vid, pcp), outermost first) as on the NNI."""
+    ack = f.build_dhcp(f.BOOTREPLY, 1, client, [(f.OPT_MESSAGE_TYPE, b"\x05")], yiaddr=bytes([10, 0, 0, 3]))
+    return f.build_ethernet(client, SERVER_MAC, f.ETH_IPV4,
+                            f.build_ipv4_udp(bytes([10, 0, 0, 1]), bytes([10, 0, 0, 3]), 67, 68, ack),
+                            [f.VlanTag(vid, pcp) for vid, pcp in tags])
+
+
+def test_a_spoofed_frame_does_not_take_a_leased_mac(lab, rgs):
+    """B holds its MAC by the DHCP ACK its VLAN delivered; A sending 20 frames from B's MAC gets them dropped and
+    counted as mac-spoof, and the untagged NNI's traffic for B reaches B (never A) during and after."""
+    (a, _), (b, b_service) = rgs
+    assert delivered(lab.dp.from_nni(dhcp_ack(B_MAC, [(b_service.s_tag, 0), (b_service.c_tag, 0)]))) == [
+        (b.serial, 0)]
+    lab.dp.from_uni(b.serial, 0, ip_frame(SERVER_MAC, B_MAC))
+    to_b = ip_frame(B_MAC, SERVER_MAC)
+    for _ in range(20):
+        assert dropped(lab.dp.from_uni(a.serial, 2, ip_frame(SERVER_MAC, B_MAC))) == [
+            (f"uni {a.serial}/2", "mac-spoof")]
+        assert delivered(lab.dp.from_nni_untagged(to_b)) == [(b.serial, 0)]
+    lab.dp.from_uni(a.serial, 2, ip_frame(SERVER_MAC, A_MAC))
+    assert delivered(lab.dp.from_nni_untagged(to_b)) == [(b.serial, 0)]
+    assert lab.dp.counters()["unis"][f"{a.serial}/2"]["dropped"] == {"mac-spoof": 20}
+    assert lab.dp.owners() == {"02:00:00:aa:00:02": f"{b.serial}/0"}
+
+
+def test_eap_success_binds_the_mac_and_moves_the_table_back_at_once(lab, rgs):
+    """A's frame from B's MAC moved the untagged NNI's entry to A before B authenticated; the EAP-Success the
+    adapter sends B's supplicant binds the MAC to B and the entry returns to B with it, before B sends again."""
+    (a, _), (b, _) = rgs
+    lab.dp.from_uni(b.serial, 0, ip_frame(SERVER_MAC, B_MAC))
+    lab.dp.from_uni(a.serial, 2, ip_frame(SERVER_MAC, B_MAC))
+    to_b = ip_frame(B_MAC, SERVER_MAC)
+    assert delivered(lab.dp.from_nni_untagged(to_b)) == [(a.serial, 2)]
+    lab.path.frames.packet_out(b, b.unis[0].port_no, 1030, eapol.success_frame(B_MAC, 2))
+    assert delivered(lab.dp.from_nni_untagged(to_b)) == [(b.serial, 0)]
+    assert dropped(lab.dp.from_uni(a.serial, 2, ip_frame(SERVER_MAC, B_MAC))) == [(f"uni {a.serial}/2", "mac-spoof")]
+
+
+def test_one_spoofed_frame_does_not_cut_an_unleased_subscriber_off(lab, rgs):
+    """Without a lease, a spoofed frame may move B's address to A for a moment, but B's next frame from its own
+    MAC (the same as its last) takes it back: learning does not depend on the order frames come in."""
+    (a, _), (b, _) = rgs
+    to_b = ip_frame(B_MAC, SERVER_MAC)
+    for _ in range(3):
+        lab.dp.from_uni(b.serial, 0, ip_frame(SERVER_MAC, B_MAC))
+        assert delivered(lab.dp.from_nni_untagged(to_b)) == [(b.serial, 0)]
+        lab.dp.from_uni(a.serial, 2, ip_frame(SERVER_MAC, B_MAC))
+    lab.dp.from_uni(b.serial, 0, ip_frame(SERVER_MAC, B_MAC))
+    assert delivered(lab.dp.from_nni_untagged(to_b)) == [(b.serial, 0)]
+
+
+def test_unbinding_lets_the_mac_go(lab, rgs):
+    """A UNI unbound lets go of the MACs its subscriber held: another UNI may send from them again."""
+    (a, _), (b, b_service) = rgs
+    lab.dp.from_nni(dhcp_ack(B_MAC, [(b_service.s_tag, 0), (b_service.c_tag, 0)]))
+    lab.dp.unbind_uni(b.serial, 0)
+    assert lab.dp.owners() == {}
+    assert dropped(lab.dp.from_uni(a.serial, 2, ip_frame(SERVER_MAC, B_MAC))) == []
