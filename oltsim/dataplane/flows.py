@@ -4,7 +4,8 @@ Each stored flow (oltsim.model.flows.Flow) keeps the adapter's openolt Flow mess
 reads the classifier and action from it once. Matching follows what an OpenOLT device does with them:
 
 - classifier: `pkt_tag_type` (untagged / single_tag / double_tag; empty = any), `o_vid` / `i_vid` (0 = any) against
-  the outer / inner tag, `o_pbits` / `i_pbits` (0..7 match, anything above = any; `i_pbits` 0 = any, as adapters
+  the outer / inner tag, `o_tpid` / `i_tpid` (0 = any; the pipeline takes frames from the NNI only with 0x8100 or a
+  TPID a downstream or multicast flow names), `o_pbits` / `i_pbits` (0..7 match, anything above = any; `i_pbits` 0 = any, as adapters
   leave it unset), `eth_type`, `ip_proto`, `src_port` / `dst_port` (0 = any); an upstream flow also matches only
   the GEM ports it names (when the ONU's GEM port is known);
 - multicast flows (flow_type multicast) also match `dst_ip` (0 = any group); the MAC and other IP address fields
@@ -34,7 +35,8 @@ class CompiledFlow:
     __slots__ = ("key", "flow_id", "flow_type", "pon", "onu_id", "uni_id", "gems", "gemport_id", "network_intf_id",
                  "priority", "tag_count", "o_vid", "i_vid", "o_pbits", "i_pbits", "eth_type", "ip_proto",
                  "src_port", "dst_port", "trap", "pop", "push", "push_pbits", "push_tpid", "translate_outer",
-                 "translate_inner", "inner_pbits", "add_inner", "remove_inner", "label", "counter", "dst_ip")
+                 "translate_inner", "inner_pbits", "add_inner", "remove_inner", "label", "counter", "dst_ip",
+                 "o_tpid", "i_tpid")
 
     def __init__(self, flow):
         self.key = flow.key
@@ -54,6 +56,7 @@ class CompiledFlow:
             msg = openolt_pb2.Flow()
             msg.MergeFromString(flow.payload)
         self.dst_ip = b""
+        self.o_tpid = self.i_tpid = 0
         if msg is None:
             self.priority = 0
             self.tag_count = None
@@ -70,6 +73,7 @@ class CompiledFlow:
         self.priority = msg.priority
         self.tag_count = _TAG_COUNT.get(c.pkt_tag_type)
         self.o_vid, self.i_vid = c.o_vid, c.i_vid
+        self.o_tpid, self.i_tpid = c.o_tpid, c.i_tpid
         self.o_pbits = c.o_pbits
         self.i_pbits = c.i_pbits if c.i_pbits else ANY_PBITS
         self.eth_type, self.ip_proto = c.eth_type, c.ip_proto
@@ -99,6 +103,10 @@ class CompiledFlow:
             if not tags or (tags[0][1] & 0xFFF) != self.o_vid:
                 return False
         if self.o_pbits <= 7 and (not tags or (tags[0][1] >> 13) != self.o_pbits):
+            return False
+        if self.o_tpid and (not tags or tags[0][0] != self.o_tpid):
+            return False
+        if self.i_tpid and (len(tags) < 2 or tags[1][0] != self.i_tpid):
             return False
         if self.i_vid:
             if len(tags) < 2 or (tags[1][1] & 0xFFF) != self.i_vid:
@@ -165,6 +173,8 @@ class FlowTable:
         #: multicast flows (flow_type multicast): group traffic from the NNI, replicated to the UNIs that joined
         self.multicast: list[CompiledFlow] = []
         self.uses_ports = False
+        #: the TPIDs frames from the NNI may carry: 0x8100 and those the downstream and multicast flows classify
+        self.nni_tpids = frozenset((TPID_8021Q,))
         self._compiled: dict[tuple, tuple[object, CompiledFlow]] = {}
 
     def refresh(self, stored) -> None:
@@ -183,6 +193,10 @@ class FlowTable:
                 up.setdefault((cf.pon, cf.onu_id, cf.uni_id), []).append(cf)
             if flow.flow_type in ("downstream", "bidirectional") or flow.access_intf_id < 0:
                 down.append(cf)
+        tpids = {TPID_8021Q}
+        for cf in (*down, *multicast):
+            tpids.update(t for t in (cf.o_tpid, cf.i_tpid) if t)
+        self.nni_tpids = frozenset(tpids)
         for flows in up.values():
             flows.sort(key=_order)
         down.sort(key=_order)

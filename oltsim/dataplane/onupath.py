@@ -14,7 +14,7 @@ filter, no filtering; no bridge, no GEM port known (the OLT's flows then are not
 """
 from __future__ import annotations
 
-from oltsim.dataplane.vlan import Evtocd, VlanFilter
+from oltsim.dataplane.vlan import TPID_8021Q, Evtocd, VlanFilter
 from oltsim.omci.vlanconfig import EVTOCD, GEM_CTP, GEM_IW_TP, MAPPER, MBPCD, VTFD
 
 TP_PPTP_ETH = 1
@@ -27,14 +27,16 @@ NULL_POINTER = 0xFFFF
 
 class OnuPart:
     """The compiled ONU side of one UNI: `evtocd` (or None), `filters` (VlanFilter list), `gem_by_pbit`
-    ({priority: GEM port}, or None when no bridge towards a GEM port is known)."""
+    ({priority: GEM port}, or None when no bridge towards a GEM port is known), `tpids` (the TPIDs the UNI takes
+    tags with: 0x8100 and the EVTOCD's input TPID; a frame tagged with another is not the ONU's to forward)."""
 
-    __slots__ = ("evtocd", "filters", "gem_by_pbit")
+    __slots__ = ("evtocd", "filters", "gem_by_pbit", "tpids")
 
     def __init__(self, evtocd=None, filters=(), gem_by_pbit=None):
         self.evtocd = evtocd
         self.filters = tuple(filters)
         self.gem_by_pbit = gem_by_pbit
+        self.tpids = frozenset((TPID_8021Q, evtocd.input_tpid if evtocd is not None else TPID_8021Q))
 
     def upstream(self, tags, ethertype):
         """(tags after the ONU, GEM port or None, None) or (None, None, drop reason)."""

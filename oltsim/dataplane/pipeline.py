@@ -21,7 +21,7 @@ from oltsim.dataplane import multicast, states
 from oltsim.dataplane.flows import FlowTable
 from oltsim.dataplane.onupath import compile_onu_part
 from oltsim.dataplane.vlan import tag, tags_bytes
-from oltsim.dataplane.wire import ETH_EAPOL, IP_UDP, MAX_TAGS, is_dhcp, peel, ports_of
+from oltsim.dataplane.wire import ETH_EAPOL, IP_UDP, MAX_TAGS, TPIDS, is_dhcp, peel, ports_of
 from oltsim.logs import logger
 from oltsim.model import events
 from oltsim.model.errors import NotFound
@@ -99,6 +99,8 @@ REASONS = (
     "no-subscriber",      # untagged NNI: the destination MAC was never learned and is not broadcast
     "no-member",          # multicast: no bound UNI joined the group (IGMP) a multicast flow carries
     "mac-spoof",          # from a UNI, with a source MAC another UNI's subscriber holds (its lease, its EAP success)
+    "tpid",               # a tag whose TPID the port does not take (the UNI: 0x8100 or its EVTOCD's input TPID; the
+                          # NNI: 0x8100 or one a flow names), or a third tag
     "queue-full",         # reserved for the caller: the interface's bounded queue was full
 )
 
@@ -113,6 +115,14 @@ _STATES, _IGMP = 1, 2
 IP_IGMP = 2
 #: first octets of the TPIDs a tag may start with (0x8100, 0x88a8, 0x9100)
 _TPID_FIRST = frozenset((0x81, 0x88, 0x91))
+
+
+def _foreign_tpid(tags, allowed) -> bool:
+    """Whether a tag of `tags` ((tpid, tci) pairs) has a TPID not in `allowed`."""
+    for tpid, _ in tags:
+        if tpid not in allowed:
+            return True
+    return False
 
 
 class _Counter:
@@ -394,6 +404,8 @@ class DataPlane:
     def _decide_up(self, bound: _Bound, tags, ethertype: int, proto: int, ports: bytes) -> tuple:
         """The decision for frames of one signature from one UNI: (_DROP, reason) or (verdict, tag octets at the
         OLT, tag octets on the NNI, flow, GEM port, watch states?, outer VID at the OLT)."""
+        if ethertype in TPIDS or _foreign_tpid(tags, bound.part.tpids):
+            return (_DROP, "tpid")
         onu_tags, gem, reason = bound.part.upstream(tags, ethertype)
         if reason is not None:
             return (_DROP, reason)
@@ -510,7 +522,7 @@ class DataPlane:
             tags = (self._tag_tuple(insert) + tags)[:MAX_TAGS]
         if frame[0] == 1 and frame[1] == 0 and frame[2] == 0x5E and ethertype == 0x0800:
             flows = self._flow_table()
-            if flows.multicast:
+            if flows.multicast and not _foreign_tpid(tags, flows.nni_tpids):
                 group = frame[cut + 18:cut + 22]          # the IPv4 header starts 2 octets after the tags
                 flow = flows.first_multicast(tags, ethertype, proto, group)
                 if flow is not None:
@@ -592,6 +604,8 @@ class DataPlane:
         """The decision for frames of one signature from the NNI: (_DROP, reason, bound UNI or None),
         (_TRAP, flow) or (_FORWARD, flow, bound UNI, drop reason at the ONU or None, tag octets at the UNI, watch
         states?, outer VID before the ONU)."""
+        if ethertype in TPIDS or _foreign_tpid(tags, self._flows.nni_tpids):
+            return (_DROP, "tpid", None)
         sport, dport = ports_of(ports)
         flow = self._flows.first_downstream(tags, ethertype, proto, sport, dport)
         if flow is None:
@@ -657,6 +671,11 @@ class DataPlane:
         counter.rx_bytes += len(frame)
         if self.capture is not None:
             self.capture("nni-untagged", "in", frame)
+        if frame[12] in _TPID_FIRST:
+            peeled = peel(frame)
+            if peeled[2] in TPIDS or _foreign_tpid(peeled[1], self._flow_table().nni_tpids):
+                counter.drop("tpid")
+                return [Dropped("nni-untagged", "tpid")]
         if frame[0] == 1 and frame[1] == 0 and frame[2] == 0x5E:
             # group traffic: as it would come on the tagged NNI, in the VLAN of the multicast flow for its group
             group = frame[30:34]

@@ -90,3 +90,43 @@ def test_unbinding_lets_the_mac_go(lab, rgs):
     lab.dp.unbind_uni(b.serial, 0)
     assert lab.dp.owners() == {}
     assert dropped(lab.dp.from_uni(a.serial, 2, ip_frame(SERVER_MAC, B_MAC))) == []
+
+
+def test_frames_tagged_with_other_tpids_are_dropped_and_counted(lab, rgs):
+    """0x88a8- and 0x9100-tagged frames carrying the VIDs the ONU and the flows would take, from RG A and from the
+    trunk with B's S-tag and C-tag (and on the untagged NNI): none reaches a UNI or an NNI, each is counted as
+    tpid; the same frames with 0x8100 tags pass."""
+    (a, a_service), (b, b_service) = rgs
+    for tpid in (0x88A8, 0x9100):
+        for tags in ([f.VlanTag(a_service.c_tag, tpid=tpid)], [f.VlanTag(0, tpid=tpid)],
+                     [f.VlanTag(a_service.c_tag), f.VlanTag(7, tpid=tpid)]):
+            up = f.build_ethernet(SERVER_MAC, A_MAC, f.ETH_IPV4, bytes(46), tags)
+            assert dropped(lab.dp.from_uni(a.serial, 2, up)) == [(f"uni {a.serial}/2", "tpid")]
+        for tags in ([f.VlanTag(b_service.s_tag, tpid=tpid), f.VlanTag(b_service.c_tag)],
+                     [f.VlanTag(b_service.s_tag), f.VlanTag(b_service.c_tag, tpid=tpid)]):
+            down = f.build_ethernet(B_MAC, SERVER_MAC, f.ETH_IPV4, bytes(46), tags)
+            assert dropped(lab.dp.from_nni(down)) == [("nni", "tpid")]
+        lab.dp.from_uni(b.serial, 0, ip_frame(SERVER_MAC, B_MAC))
+        plain = f.build_ethernet(B_MAC, SERVER_MAC, f.ETH_IPV4, bytes(46), [f.VlanTag(b_service.c_tag, tpid=tpid)])
+        assert dropped(lab.dp.from_nni_untagged(plain)) == [("nni-untagged", "tpid")]
+    counters = lab.dp.counters()
+    assert counters["unis"][f"{a.serial}/2"]["dropped"] == {"tpid": 6}
+    assert counters["nni"]["dropped"] == {"tpid": 4} and counters["nni_untagged"]["dropped"] == {"tpid": 2}
+    assert counters["nni"]["tx_frames"] == 2 and counters["unis"][f"{b.serial}/0"]["tx_frames"] == 0
+    assert delivered(lab.dp.from_nni(ip_frame(B_MAC, SERVER_MAC, tags=[(b_service.s_tag, 0),
+                                                                         (b_service.c_tag, 0)]))) == [(b.serial, 0)]
+
+
+def test_a_flow_naming_a_tpid_takes_that_tpid_from_the_nni(lab, rgs):
+    """A downstream flow classifying outer TPID 0x88a8 makes the NNI take 0x88a8 S-tags, for that flow only: the
+    subscriber's 0x8100 flow no longer matches a 0x88a8 frame, which the new flow forwards."""
+    (a, _), (b, b_service) = rgs
+    lab.flow(b, 0, "downstream", dict(o_vid=b_service.s_tag, i_vid=b_service.c_tag, pkt_tag_type="double_tag",
+                                      o_pbits=0xFF, o_tpid=0x88A8), dict(remove_outer_tag=True), gem=1030,
+             priority=2000)
+    down = f.build_ethernet(B_MAC, SERVER_MAC, f.ETH_IPV4, bytes(46),
+                            [f.VlanTag(b_service.s_tag, tpid=0x88A8), f.VlanTag(b_service.c_tag)])
+    assert delivered(lab.dp.from_nni(down)) == [(b.serial, 0)]
+    plain = f.build_ethernet(B_MAC, SERVER_MAC, f.ETH_IPV4, bytes(46),
+                             [f.VlanTag(b_service.s_tag, tpid=0x9100), f.VlanTag(b_service.c_tag)])
+    assert dropped(lab.dp.from_nni(plain)) == [("nni", "tpid")]
