@@ -99,6 +99,8 @@ REASONS = (
     "no-subscriber",      # untagged NNI: the destination MAC was never learned and is not broadcast
     "no-member",          # multicast: no bound UNI joined the group (IGMP) a multicast flow carries
     "mac-spoof",          # from a UNI, with a source MAC another UNI's subscriber holds (its lease, its EAP success)
+    "link-local",         # to a link-local group address (01:80:c2:00:00:00-0f: 802.1X, pause, LLDP...), which no
+                          # bridge forwards; only a trap flow takes such a frame (to the adapter)
     "tpid",               # a tag whose TPID the port does not take (the UNI: 0x8100 or its EVTOCD's input TPID; the
                           # NNI: 0x8100 or one a flow names), or a third tag
     "queue-full",         # reserved for the caller: the interface's bounded queue was full
@@ -115,6 +117,11 @@ _STATES, _IGMP = 1, 2
 IP_IGMP = 2
 #: first octets of the TPIDs a tag may start with (0x8100, 0x88a8, 0x9100)
 _TPID_FIRST = frozenset((0x81, 0x88, 0x91))
+
+
+def _link_local(frame: bytes) -> bool:
+    """Whether `frame` (its first octet is 1) goes to a link-local group address, 01:80:c2:00:00:00-0f."""
+    return frame[1] == 0x80 and frame[2] == 0xC2 and frame[3] == 0 and frame[4] == 0 and frame[5] < 16
 
 
 def _foreign_tpid(tags, allowed) -> bool:
@@ -354,6 +361,9 @@ class DataPlane:
         if verdict == _DROP:
             counter.drop(decision[1])
             return [Dropped(bound.where, decision[1])]
+        if verdict == _FORWARD and frame[0] == 1 and _link_local(frame):
+            counter.drop("link-local")
+            return [Dropped(bound.where, "link-local")]
         _, onu_tags, out_tags, flow, gem, watch, vid = decision
         cut = 12 + len(old_tags)
         flow_counter = flow.counter
@@ -539,6 +549,9 @@ class DataPlane:
                 self._down_cache.clear()
             self._down_cache[key] = decision
         verdict = decision[0]
+        if verdict != _TRAP and frame[0] == 1 and _link_local(frame):
+            counter.drop("link-local")
+            return [Dropped(where, "link-local")]
         if verdict == _FORWARD:
             _, flow, bound, reason, uni_tags, watch, vid = decision
             flow.counter[0] += 1
@@ -683,6 +696,9 @@ class DataPlane:
                 if not flow.dst_ip or flow.dst_ip == group:
                     return self._down(frame, "nni-untagged", counter, tags_bytes((tag(flow.o_vid),)) if flow.o_vid
                                       else b"")
+        if frame[0] == 1 and _link_local(frame):
+            # not for any subscriber: only an NNI trap flow (LLDP) takes it, as it came
+            return self._down(frame, "nni-untagged", counter)
         if frame[0] & 1:
             out, seen = [], set()
             for bound in {id(b): b for b in self._bound.values()}.values():

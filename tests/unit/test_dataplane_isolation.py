@@ -130,3 +130,41 @@ def test_a_flow_naming_a_tpid_takes_that_tpid_from_the_nni(lab, rgs):
     plain = f.build_ethernet(B_MAC, SERVER_MAC, f.ETH_IPV4, bytes(46),
                              [f.VlanTag(b_service.s_tag, tpid=0x9100), f.VlanTag(b_service.c_tag)])
     assert dropped(lab.dp.from_nni(plain)) == [("nni", "tpid")]
+
+
+def test_link_local_frames_are_trapped_or_dropped_never_forwarded(lab, rgs):
+    """An authenticated RG's EAPOL (to the 802.1X group address; the EAPOL trap flow gone, only the HSIA flow would
+    take it), LLDP and pause frames leave on neither NNI: dropped and counted as link-local, upstream and
+    downstream (tagged NNI with B's tags, untagged NNI); while the EAPOL trap flow is there, EAPOL still goes to the
+    adapter."""
+    (a, a_service), (b, b_service) = rgs
+    start = eapol.eapol_start_frame(A_MAC)
+    assert [type(o).__name__ for o in lab.dp.from_uni(a.serial, 2, start)] == ["PacketIn"]
+    trap = next(flow for flow in lab.olt.flows.all() if flow.onu_id == a.onu_id and flow.eth_type == 0x888E)
+    lab.olt.flow_remove(trap.access_intf_id, trap.flow_id, trap.flow_type)
+    lldp = f.build_ethernet(bytes.fromhex("0180c200000e"), A_MAC, 0x88CC, bytes(46))
+    pause = f.build_ethernet(bytes.fromhex("0180c2000001"), A_MAC, 0x8808, bytes(46))
+    for frame in [start] * 3 + [lldp, pause]:
+        assert dropped(lab.dp.from_uni(a.serial, 2, frame)) == [(f"uni {a.serial}/2", "link-local")]
+    assert lab.dp.counters()["nni"]["tx_frames"] == 0 == lab.dp.counters()["nni_untagged"]["tx_frames"]
+    to_b = eapol.success_frame(B_MAC, 1)
+    to_b = f.PAE_GROUP_MAC + to_b[6:]
+    tagged = to_b[:12] + f.VlanTag(b_service.s_tag).pack() + f.VlanTag(b_service.c_tag).pack() + to_b[12:]
+    assert dropped(lab.dp.from_nni(tagged)) == [("nni", "link-local")]
+    assert dropped(lab.dp.from_nni_untagged(to_b)) == [("nni-untagged", "link-local")]
+    assert lab.dp.counters()["unis"][f"{b.serial}/0"]["tx_frames"] == 0
+    assert lab.dp.counters()["unis"][f"{a.serial}/2"]["dropped"] == {"link-local": 5}
+
+
+def test_an_nni_trap_flow_takes_link_local_frames_from_the_untagged_nni(lab, rgs):
+    """An NNI trap flow for LLDP (as VOLTHA installs it) takes the switch's LLDP frame from the untagged NNI to the
+    adapter as it came, not to any subscriber."""
+    from voltha_protos import openolt_pb2
+    from oltsim.openoltpb import flow_from_pb
+    lab.olt.flow_add(flow_from_pb(openolt_pb2.Flow(
+        access_intf_id=-1, onu_id=-1, uni_id=-1, flow_id=8, flow_type="downstream", network_intf_id=0,
+        gemport_id=-1, alloc_id=-1, priority=10000, classifier=openolt_pb2.Classifier(eth_type=0x88CC, o_pbits=0xFF),
+        action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True)))))
+    lldp = f.build_ethernet(bytes.fromhex("0180c200000e"), SERVER_MAC, 0x88CC, bytes(46))
+    out = lab.dp.from_nni_untagged(lldp)
+    assert [type(o).__name__ for o in out] == ["PacketIn"] and out[0].indication.pkt == lldp
