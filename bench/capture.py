@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
-"""Capture (issue 32): what the capture ring and its readers cost the simulator, against the same run without the
+"""Capture: what the capture ring and its readers cost the simulator, against the same run without the
 ring (`--capture-size 0`).
 
 Three parts, each on fresh daemons (`twistd -n --pidfile= oltsim` from this checkout, every listener on a free
 127.0.0.1 port, as the other bench/ programs start it; stopped with SIGTERM):
 
 - **bbr**: BBSim's own `bbr` load client at `--size` (16x32, 4 UNIs, `-delay 0`, as bench/bbr.py runs it) against
-  a daemon with the ring off and with the default ring (since issue 38 every ONU's bring-up: 378,880 records at
-  16x32 with 4 UNIs, 20,000 before); the simulator's CPU seconds during bbr's
+  a daemon with the ring off and with the default ring (every ONU's bring-up: 378,880 records at 16x32 with 4
+  UNIs); the simulator's CPU seconds during bbr's
   run. Target: ring on at most +10 % (ratio <= 1.10).
 - **live**: the in-repo BBR adapter's bring-up at `--size` (bench/bringup.py's `bring_up`), the ring off, the ring
   on, and the ring on with a live capture of the whole OLT open from before the adapter's first call (REST
@@ -53,13 +53,13 @@ import grpc  # noqa: E402
 import h2.events  # noqa: E402
 from voltha_protos import openolt_pb2, openolt_pb2_grpc  # noqa: E402
 
-import h2raw  # noqa: E402
 from bbr import check_programs, run_bbr  # noqa: E402
 from bringup import bring_up, cpu_seconds  # noqa: E402
-from startup import Daemon, rss_bytes  # noqa: E402
 
 from oltsim._proto import oltsim_pb2, oltsim_pb2_grpc  # noqa: E402
 from oltsim.capture import STREAM_LIMIT  # noqa: E402
+from tests.support import h2raw  # noqa: E402
+from tests.support.daemon import Daemon, rss_bytes  # noqa: E402
 
 MIB = 1024 * 1024
 BBR_TARGET, LIVE_TARGET = 1.10, 1.25

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Capture (issue 38): the memory the default capture ring costs per ONU, and whether it holds every ONU's whole
+"""Capture: the memory the default capture ring costs per ONU, and whether it holds every ONU's whole
 bring-up.
 
 In memory on a fake clock (no daemon: the ring's records are the same as the daemon's, and the run takes seconds):
@@ -10,7 +10,7 @@ more). The bring-up runs until every service has its DHCP ack, then `--settle` s
 
 - **records**: what the bring-up recorded, what the ring keeps, its size, whether it wrapped;
 - **whole bring-ups**: the ONUs whose records in the ring hold their ActivateOnu, MIB reset, a flow added, an
-  EAPOL frame and a DHCP ack at their UNIs; and the same for the last 20,000 records (the ring before issue 38);
+  EAPOL frame and a DHCP ack at their UNIs; and the same for the last 20,000 records (a ring of fixed size);
 - **memory**: the bytes the ring holds (tracemalloc's traced memory before and after the ring is emptied: its
   records, their timestamps, the frames' bytes and the annotations' event objects), in total and per ONU.
 
@@ -131,7 +131,7 @@ def main(argv=None) -> int:
     print(f"whole bring-ups in the default ring: {whole} of {onus} ONUs"
           f"{'' if whole == onus else ' (missing: ' + str(missing) + ')'} -> {'PASS' if whole == onus else 'FAIL'}")
     old_whole, _ = whole_bring_ups(list(capture.records)[-OLD_DEFAULT:])
-    print(f"whole bring-ups in the last {OLD_DEFAULT} records (the ring before issue 38): {old_whole} of {onus}")
+    print(f"whole bring-ups in the last {OLD_DEFAULT} records (a ring of fixed size): {old_whole} of {onus}")
     gc.collect()
     before = tracemalloc.get_traced_memory()[0]
     kept = len(capture.records)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Data plane (issue 37): iperf3 TCP through the simulated PON, and what it costs the control plane.
+"""Data plane: iperf3 TCP through the simulated PON, and what it costs the control plane.
 
 One daemon (`twistd -n --pidfile= oltsim` from this checkout, listeners on free 127.0.0.1 ports, as the other bench/
 programs start it) with `--adapter builtin`, `--onu 8 --uni 1`, the ATT service without EAPOL, every UNI bound in a
@@ -14,7 +14,7 @@ everything is stopped and removed at the end). Each UNI's dhclient takes a lease
   ping round trip, the adapter's control plane (gRPC HeartbeatCheck on the OpenOLT port every 100 ms, and a REST
   GET /v1/olt/onus/SERIAL), and the daemon's RSS.
 
-Targets (issue 37): one stream >= 300 Mbit/s; control-plane round trips during traffic within 2x of idle; RSS flat
+Targets: one stream >= 300 Mbit/s; control-plane round trips during traffic within 2x of idle; RSS flat
 (<= 10 MiB growth over the runs). The numbers are printed against them whatever they are; exit 0 (a report, not a
 test), 1 if the bench could not run (not root, a tool missing: the reason is printed).
 
@@ -42,7 +42,7 @@ import grpc  # noqa: E402
 from voltha_protos import openolt_pb2, openolt_pb2_grpc  # noqa: E402
 
 from netlab import Lab, LabUnavailable, require, run  # noqa: E402
-from startup import Daemon, rss_bytes  # noqa: E402
+from tests.support.daemon import Daemon, rss_bytes  # noqa: E402
 
 UNIS = 8
 SERVICES = """\

@@ -1,4 +1,4 @@
-"""Issue 37: what the data plane's pure pipeline (oltsim.dataplane.pipeline.DataPlane) costs per frame, in memory.
+"""What the data plane's pure pipeline (oltsim.dataplane.pipeline.DataPlane) costs per frame, in memory.
 
 OLT id 10, 16 ONUs with 4 UNIs (ATT services), UNI 2 of ONUs 1..8 bound, each configured as VOLTHA's ONU adapter
 does it over OMCI (through the VLAN recorder, the fault knobs and the responder) and given the ATT flows (EAPOL and

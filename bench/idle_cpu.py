@@ -4,8 +4,8 @@
 Starts `twistd -n oltsim` on loopback ports (as bench/startup.py does), brings every ONU up with the in-repo BBR
 adapter (tests/integration/bbr_adapter.py, discovery delay 0), lets it settle, then reads the daemon's CPU time
 (utime + stime from /proc/<pid>/stat) over `--window` seconds twice: with the adapter still connected (its
-indication stream open, so periodic port statistics flow as with VOLTHA) and after the adapter left. Target of
-the protocols issue: below 0.5 % of a core. Exits 0 whatever the numbers are (it is a report, not a test).
+indication stream open, so periodic port statistics flow as with VOLTHA) and after the adapter left. Target:
+below 0.5 % of a core. Exits 0 whatever the numbers are (it is a report, not a test).
 
     python bench/idle_cpu.py [--pon 16] [--onu 128] [--window 30] [--settle 5] [--timeout 1800]
 """
@@ -15,9 +15,14 @@ import argparse
 import os
 import sys
 import time
+from pathlib import Path
 
 from bringup import bring_up, cpu_seconds
-from startup import Daemon, rss_bytes
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+from tests.support.daemon import Daemon, rss_bytes  # noqa: E402
 
 TARGET_PERCENT = 0.5
 MIB = 1024 * 1024

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sequential OMCI, as VOLTHA's openonu adapter sends it: CPU per exchange and round trips (issue 24, item 1).
+"""Sequential OMCI, as VOLTHA's openonu adapter sends it: CPU per exchange and round trips.
 
 A client connects to the OpenOLT port as an adapter does (GetDeviceInfo, EnableIndication, ActivateOnu for each
 OnuDiscInd, then waits for the OnuInd up of every ONU it activated) and then, for each ONU count of --onus
@@ -11,10 +11,11 @@ next OmciMsgOut of an ONU goes out only when the answer to its previous one came
 It prints, as medians of --runs runs: the exchanges (request out, answer in), the simulator's CPU per exchange
 (utime + stime of its process from /proc/<pid>/stat, before and after the rounds, in 10 ms clock ticks), the round
 trip from just before OmciMsgOut to the omci_ind read off the stream (median, p90, p99, all exchanges of a run),
-and this client's own CPU per exchange (it shares the machine's CPUs with the simulator). Then issue 24's targets:
+and this client's own CPU per exchange (it shares the machine's CPUs with the simulator). Then the targets:
 simulator CPU per exchange at most 0.5x BBSim's and median round trip at most BBSim's. BBSim's figures come from
 the same run when one is given (--bbsim PATH starts BBSim 1.16.8 per run, as bench/bbr.py does; --target with
---pid measures one already running), else from issue 24 for one ONU (262 us CPU per exchange, 420 us median).
+--pid measures one already running), else BBSim's recorded figures for one ONU (262 us CPU per exchange, 420 us
+median; docs/performance-history.md).
 
 Without --target, every run starts a fresh simulator with 1 PON and that many ONUs (4 UNIs, delay 0): oltsim from
 this checkout (or from --checkout DIR, e.g. a `git worktree` of an older commit) on free 127.0.0.1 ports, stopped
@@ -37,16 +38,19 @@ import time
 from pathlib import Path
 
 from bringup import cpu_seconds
-from startup import REPO, Daemon
 
-sys.path.insert(0, str(REPO))
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 import grpc  # noqa: E402
 from voltha_protos import openolt_pb2, openolt_pb2_grpc  # noqa: E402
 
 from oltsim.omci import codec  # noqa: E402
+from tests.support.daemon import Daemon  # noqa: E402
 
-#: Issue 24's BBSim 1.16.8 figures for one ONU on its 2-core machine, the reference when no BBSim is measured.
-ISSUE_BBSIM = {1: {"cpu_us": 262.0, "median_us": 420.0}}
+#: BBSim 1.16.8's figures for one ONU on a 2-core machine (docs/performance-history.md), the reference when no BBSim
+#: is measured.
+RECORDED_BBSIM = {1: {"cpu_us": 262.0, "median_us": 420.0}}
 CPU_RATIO_TARGET = 0.5          # simulator CPU per exchange, oltsim / BBSim
 RTT_RATIO_TARGET = 1.0          # median round trip, oltsim / BBSim
 CALL_TIMEOUT = 10.0
@@ -382,15 +386,15 @@ def main(argv=None) -> int:
     reference = table.get("bbsim") or (table.get(args.name) if args.target and args.name != "oltsim" else None)
     if ours:
         print()
-        print(f"{'oltsim/BBSim':<13}{'ONUs':>5}{'CPU/x':>8}{'median':>8}   targets (issue 24: CPU <= "
+        print(f"{'oltsim/BBSim':<13}{'ONUs':>5}{'CPU/x':>8}{'median':>8}   targets (CPU <= "
               f"{CPU_RATIO_TARGET:g}, median <= {RTT_RATIO_TARGET:g})")
         for count in sorted(ours):
             m = ours[count][1]
             if reference and count in reference:
                 theirs, source = reference[count][1], "BBSim measured in this run"
-            elif count in ISSUE_BBSIM:
-                theirs, source = ISSUE_BBSIM[count], (f"BBSim from issue 24: {ISSUE_BBSIM[count]['cpu_us']:g} us, "
-                                                      f"{ISSUE_BBSIM[count]['median_us']:g} us")
+            elif count in RECORDED_BBSIM:
+                recorded = RECORDED_BBSIM[count]
+                theirs, source = recorded, f"BBSim as recorded: {recorded['cpu_us']:g} us, {recorded['median_us']:g} us"
             else:
                 print(f"{'':<13}{count:>5}   no BBSim reference for {count} ONUs (give --bbsim)")
                 continue

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""VOLTHA's recorded session replayed against oltsim and BBSim: simulator CPU, round trips, answers (issue 39).
+"""VOLTHA's recorded session replayed against oltsim and BBSim: simulator CPU, round trips, answers.
 
 The recording (`../shared/workloads/voltha-att-16x32.jsonl.gz` beside the repository, or --recording FILE) holds
 every call VOLTHA 2.13's openolt adapter made to BBSim 1.16.8 at 16 PONs x 32 ONUs (ATT workflow) and every
@@ -28,7 +28,7 @@ first ActivateOnu to the last call's answer, and per thread (/proc/<pid>/task/*/
 round trip of every unary call per method (from the call to its answer) and of every OMCI exchange (OmciMsgOut to
 the omci_ind of its transaction id); the calls answered with another status than recorded, and the stalls. It
 prints medians of --runs runs (default 3), the machine's load average before and after, and the ratios against
-issue 39's targets: simulator CPU <= 1.0x BBSim's (stretch 0.8x), FlowAdd median round trip <= BBSim's. Without
+the targets: simulator CPU <= 1.0x BBSim's (stretch 0.8x), FlowAdd median round trip <= BBSim's. Without
 --bbsim it runs oltsim alone. Exits 0 whatever it measures (a report, not a test); 1 if no run succeeded.
 
     python bench/replay.py [--bbsim PATH [--services FILE]] [--runs 3] [--recording FILE] [--stall 10]
@@ -443,10 +443,9 @@ def measure(simulator: str, args, recording: Recording) -> dict:
     """One run on a fresh simulator."""
     try:
         from .bbr import BBSimProcess
-        from .startup import Daemon
     except ImportError:
         from bbr import BBSimProcess
-        from startup import Daemon
+    from tests.support.daemon import Daemon
     if simulator == "bbsim":
         with BBSimProcess(args.bbsim, args.services, PON, ONU, UNI) as bbsim:
             time.sleep(args.settle)

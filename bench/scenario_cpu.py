@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Scenario runner CPU benchmark (issue 25): what playing the library's heaviest scenario adds to a bring-up.
+"""Scenario runner CPU benchmark: what playing the library's heaviest scenario adds to a bring-up.
 
 The heaviest file for the runner is docs/scenarios/flaky-omci.yaml: it power-cycles every ONU that is up, and its
 two knobs (OMCI answers delayed with jitter, OMCI answered 8 in 10) sit on the OMCI path of 10 % of the ONUs each
@@ -19,7 +19,7 @@ ONU up (`builtin-adapter-all-ready`), lets it settle, then reads the daemon's CP
   requests sent again by the adapter, answers released one at a time instead of in batches).
 
 The runner's added CPU is median(runner) - median(by hand) over `--runs` of each, as a percentage of
-median(by hand) (the bring-up's own CPU). Target of issue 25: under 5 %. The faults' cost is printed beside it
+median(by hand) (the bring-up's own CPU). Target: under 5 %. The faults' cost is printed beside it
 (no target: it is the simulated trouble). Every run must end with every ONU up again within the window (else the
 run is reported and skipped). It is a report, not a test: exits 0 whatever it measures.
 
@@ -40,10 +40,12 @@ from pathlib import Path
 import yaml
 
 from bringup import cpu_seconds
-from startup import REPO, Daemon
 
-sys.path[:0] = [str(REPO)]
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 from oltsim.scenario import schema  # noqa: E402
+from tests.support.daemon import Daemon  # noqa: E402
 
 SCENARIO = REPO / "docs" / "scenarios" / "flaky-omci.yaml"
 TARGET_PERCENT = 5.0

@@ -34,7 +34,7 @@ log = logger("oltsim.serving.grpcserver")
 #: request per ONU), and above the limit C-core refuses streams (REFUSED_STREAM, UNAVAILABLE for the client),
 #: which BBR treats as fatal. The calls still wait at most grpc.server_max_unrequested_time_in_server (30 s).
 #: It is also what an HTTP/2 "rapid reset" (streams opened and reset at once) can pile up: each pending call holds
-#: about 23 KiB in C-core, so 65536 let 90k reset streams grow the daemon by 850 MB (bench/abuse.py rapid-reset);
+#: about 23 KiB in C-core, so 65536 let 90k reset streams grow the daemon by 850 MB (tests/support/abuse.py rapid-reset);
 #: 4096 bounds that at about 95 MB. The native engine, the default, keeps nothing for a reset stream.
 MAX_PENDING_CALLS = 4096
 
@@ -49,7 +49,7 @@ _OPTIONS = [
 #: rather than failing, so an adapter's burst (one OMCI request per ONU at once) just queues: bbr at 2048 ONUs ran as
 #: fast with 1024 as with 65536. The limit is what a client that sends HEADERS and never the body can hold: pygrpc-
 #: native keeps about 12 KiB per such stream (one connection with 20000 of them grew the daemon by 238 MB), so 1024
-#: bounds a connection at about 12 MB. Its HTTP/2 layer answers a rapid reset with GOAWAY (bench/abuse.py
+#: bounds a connection at about 12 MB. Its HTTP/2 layer answers a rapid reset with GOAWAY (tests/support/abuse.py
 #: rapid-reset: +1 MB, heartbeats within 12 ms).
 NATIVE_STREAMS_PER_CONNECTION = 1024
 
@@ -57,7 +57,7 @@ NATIVE_STREAMS_PER_CONNECTION = 1024
 _NATIVE_OPTIONS = _OPTIONS + [("grpc.max_concurrent_streams", NATIVE_STREAMS_PER_CONNECTION)]
 
 # Not grpc.aio's OpenOLT port: with 1024 streams per connection a rapid reset grew the daemon by 32 MB instead of
-# 104 MB (bench/abuse.py --only rapid-reset --engines grpcio --scale 0.3, medians of 3), but C-core then refused a few
+# 104 MB (tests/support/abuse.py --only rapid-reset --engines grpcio --scale 0.3, medians of 3), but C-core then refused a few
 # of an adapter's 4000 queued calls with UNAVAILABLE (REFUSED_STREAM: it still counts streams the client has seen
 # end), which BBR treats as fatal (test_thousands_of_outstanding_calls_are_queued_not_refused). grpcio is the weaker
 # engine against a rapid reset (docs/limits.md).

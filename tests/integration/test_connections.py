@@ -1,7 +1,7 @@
 """Bounds on REST connections, checked against the real daemon over loopback sockets: connections per listener and
-per peer, where a full listener closes its idlest connection for a new one and refuses only when every one is busy
-(issue 29), request heads with a deadline, and pipelined requests whose answers the client never reads (the
-connection stops being read once its unsent answers pass --max-unsent-output, issue 22)."""
+per peer, where a full listener closes its idlest connection for a new one and refuses only when every one is busy,
+request heads with a deadline, and pipelined requests whose answers the client never reads (the connection stops
+being read once its unsent answers pass --max-unsent-output)."""
 from __future__ import annotations
 
 import http.client
@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from bench.startup import rss_bytes
+from tests.support.daemon import rss_bytes
 from scripted_adapter import free_ports
 from test_daemon import daemon  # noqa: F401 - the fixture
 from test_grpc_connections import closed_by_server

@@ -1,5 +1,6 @@
-"""Issue 13's attack run, replayed against the real daemon over loopback sockets: each test is one finding, bounded
-in time and count, and checks what a user of a shared lab relies on (the daemon stays up and keeps answering)."""
+"""Attacks that once worked against the simulator, replayed against the real daemon over loopback sockets: each test
+is one finding, bounded in time and count, and checks what a user of a shared lab relies on (the daemon stays up
+and keeps answering)."""
 from __future__ import annotations
 
 import os
@@ -15,9 +16,9 @@ import pytest
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
 from engines import engine_options, grpc_engine  # noqa: F401 - the fixture
-from bench.abuse import MIB, hold_streams, rapid_reset, slow_readers
-from bench.h2raw import RawConnection, grpc_frame
-from bench.startup import rss_bytes
+from tests.support.abuse import MIB, hold_streams, rapid_reset, slow_readers
+from tests.support.h2raw import RawConnection, grpc_frame
+from tests.support.daemon import rss_bytes
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, legacy_pb2, legacy_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from scripted_adapter import free_ports
 from test_daemon import daemon  # noqa: F401 - the fixture

@@ -3,7 +3,7 @@ removes go on and the OLT reboots midway, against the simulator in this process 
 
 Afterwards the process answers, every ONU is in exactly one legal state and none is stuck, the flow store agrees
 with the ONUs' flow registries, no answer was a 5xx (409 and 404 are the expected refusals of a storm) and, once
-the service stopped, no delayed call is left. `Storm` and `check_invariants` are shared with `bench/load.py`,
+the service stopped, no delayed call is left. `Storm` and `check_invariants` are shared with `tests/support/load.py`,
 which runs the same storm for as long as asked.
 """
 from __future__ import annotations

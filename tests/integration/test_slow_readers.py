@@ -1,6 +1,6 @@
-"""Slow readers cost a bounded amount and are told (issue 29): the real daemon on loopback, raw HTTP/2 and socket
+"""Slow readers cost a bounded amount and are told: the real daemon on loopback, raw HTTP/2 and socket
 readers that stop reading beside ordinary readers. Behaviour only: every wait is bounded, nothing asserts time or
-memory (bench/slow_readers.py measures those)."""
+memory (tests/support/slow_readers.py measures those)."""
 from __future__ import annotations
 
 import http.client
@@ -10,7 +10,7 @@ import time
 import grpc
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
-from bench.slow_readers import GrpcReader, SseReader, resume, sse_outcome, stalled_grpc, stalled_sse
+from tests.support.slow_readers import GrpcReader, SseReader, resume, sse_outcome, stalled_grpc, stalled_sse
 from test_daemon import daemon  # noqa: F401 - the fixture
 
 #: bounded storms: at most this many rounds of power cycles (or alarms) to get the stalled readers given up on

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Abuse benchmark: replays the attack storms of issues 13 and 22 and prints RSS growth, reactor stalls, refusals.
+"""Attack storms: replays attacks that once worked against the simulator and prints RSS growth, reactor stalls,
+refusals.
 
 For each storm it starts a fresh daemon (`twistd -n oltsim` from this checkout, every listener on a free
-127.0.0.1 port, as the other bench/ programs do; stopped with SIGTERM at the end) or uses the one named with
+127.0.0.1 port, tests.support.daemon's Daemon; stopped with SIGTERM at the end) or uses the one named with
 --target, then runs two probes throughout the storm, in a process of their own so that the attacker's Python
 work does not delay them: `bbsim.BBSim/GetOlt` on the v1 gRPC port (the control API, answered on the
 reactor) and `openolt.Openolt/HeartbeatCheck` on the OpenOLT port (what a VOLTHA adapter watches), one call
@@ -15,24 +16,23 @@ every --probe-interval ms with a --probe-timeout deadline. It prints per storm:
 - what the attacker was answered: refusals (RESOURCE_EXHAUSTED, 503, 413, REFUSED_STREAM, GOAWAY) and the rest;
 - whether the daemon is still alive and serving both probes again within --recover seconds after the storm;
 
-and compares each storm with the issue's targets: no crash or wedge (alive, no probe call timed out, and serving
+and compares each storm with its targets: no crash or wedge (alive, no probe call timed out, and serving
 again after the storm);
 RSS growth (peak - before) under 50 MiB; worst stall under 100 ms; and a storm's own checks where it has some
 (event-streams: the unary call beside the streams is served or refused, never left waiting; reflection-garbage:
 no Python class name in an answer). Exits 1 if any target fails (0 with --no-fail). Storms (--only NAME,...;
---list shows them): baseline, restart, streams, streams-v0, rapid-reset, slow-readers, big-body, flows (issue
-13), event-streams, pipelining, held-streams, reflection-garbage, connections (issue 22); the storms whose
+--list shows them): baseline, restart, streams, streams-v0, rapid-reset, slow-readers, big-body, flows,
+event-streams, pipelining, held-streams, reflection-garbage, connections; the storms whose
 outcome depends on the gRPC engine run once per engine of --engines. Counts and durations scale with --scale
 (0.1 for a quick run); the concurrency that makes an attack (40 streams, 20 readers, 300 connections) does not.
 
-    python bench/abuse.py [--scale 1] [--only rapid-reset,flows] [--no-fail] [--engines native,grpcio]
-    python bench/abuse.py --target 127.0.0.1 [--openolt-port 50060 ...] [--pid PID]    # a running daemon
+    python tests/support/abuse.py [--scale 1] [--only rapid-reset,flows] [--no-fail] [--engines native,grpcio]
+    python tests/support/abuse.py --target 127.0.0.1 [--openolt-port 50060 ...] [--pid PID]    # a running daemon
 
 The storm functions (restart_storm, hold_streams, rapid_reset, slow_readers, post_body, flow_flood, list_flows,
 event_streams, pipeline_requests, held_streams, reflection_garbage, hold_connections) take plain addresses and
-counts and return a Counter of what the attacker saw, so tests can reuse them: `from bench.abuse import
-rapid_reset` works under pytest (the repository root is on sys.path and bench/ is a
-namespace package); the raw HTTP/2 client is `bench.h2raw`.
+counts and return a Counter of what the attacker saw, so tests can reuse them: `from tests.support.abuse import
+rapid_reset` (pytest puts the repository root on sys.path); the raw HTTP/2 client is `tests.support.h2raw`.
 """
 from __future__ import annotations
 
@@ -50,16 +50,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-if __package__:
-    from . import h2raw  # noqa: E402
-    from .startup import Daemon, rss_bytes, status_bytes  # noqa: E402
-else:
-    import h2raw  # noqa: E402
-    from startup import Daemon, rss_bytes, status_bytes  # noqa: E402
+from tests.support import h2raw  # noqa: E402
+from tests.support.daemon import Daemon, rss_bytes, status_bytes  # noqa: E402
 
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")   # no C-core info lines ("Got goaway") among the numbers
 import grpc  # noqa: E402
@@ -1030,7 +1026,7 @@ def held_streams(host: str, port: int, connections: int = 300, streams: int = 8,
 #: length-delimited field, invalid UTF-8 in a string field (`host`).
 GARBAGE_MESSAGES = (b"\xff\xff\xff\xff\xff", b"\x0a\x05ab", b"\x0a\x02\xff\xfe")
 REFLECTION_METHOD = "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"
-#: The daemon's default --max-connections-per-peer (issue 22): the connections storm reports the ports that held
+#: The daemon's default --max-connections-per-peer: the connections storm reports the ports that held
 #: more of its connections than this.
 PEER_CONNECTIONS = 32
 
@@ -1110,7 +1106,7 @@ def hold_connections(host: str, ports: dict, per_port: int = 200, seconds: float
     return counts
 
 
-# ---- the storms as the benchmark runs them -----------------------------------------------------------------------
+# ---- the storms as the program runs them --------------------------------------------------------------------------
 
 @dataclass
 class Plan:
@@ -1357,8 +1353,8 @@ def run_connections(target: Target, plan: Plan) -> Outcome:
     counts = hold_connections(target.host, ports, plan.tcp_connections, seconds, budget=plan.budget)
     lines = [format_counts(name, counts, name + " ") for name in ports]
     # A report, not a target: the REST listeners keep --max-connections-per-peer (32) of one peer's idle connections,
-    # closing the idlest for each new one; the plain gRPC ports hold them all (issue 29: bounded by descriptors and
-    # the connection watch's budget). A daemon with other limits still meets the RSS and stall targets or not.
+    # closing the idlest for each new one; the plain gRPC ports hold them all (bounded by descriptors and the
+    # connection watch's budget). A daemon with other limits still meets the RSS and stall targets or not.
     unbounded = [name for name in ports if counts[f"{name} held to the end"] > PEER_CONNECTIONS]
     lines.append(f"held more than {PEER_CONNECTIONS} connections of this one peer (the REST per-peer limit): "
                  + (", ".join(f"{name} {counts[name + ' held to the end']}" for name in unbounded) or "no port"))
@@ -1379,11 +1375,11 @@ STORMS = {
     "slow-readers": (run_slow_readers, (), False, "finding 4: stalled StreamEvents readers"),
     "big-body": (run_big_body, (), False, "findings 5 and 6: a 30 MB v0 bulk body, a body nested 1000 deep"),
     "flows": (run_flows, (), False, "finding 5: 50k flows, then listing them"),
-    "event-streams": (run_event_streams, (), True, "issue 22 #1: a unary call beside 8 and 20 event streams"),
-    "pipelining": (run_pipelining, (), False, "issue 22 #2: pipelined GET /v1/olt/onus never read"),
-    "held-streams": (run_held_streams, (), True, "issue 22 #3: 300 connections x 8 HEADERS without DATA"),
-    "reflection-garbage": (run_reflection_garbage, (), True, "issue 22 #4: undecodable reflection requests"),
-    "connections": (run_connections, (), True, "issue 22 #3: more connections than the limits, every port"),
+    "event-streams": (run_event_streams, (), True, "a unary call beside 8 and 20 event streams"),
+    "pipelining": (run_pipelining, (), False, "pipelined GET /v1/olt/onus never read"),
+    "held-streams": (run_held_streams, (), True, "300 connections x 8 HEADERS without DATA"),
+    "reflection-garbage": (run_reflection_garbage, (), True, "undecodable reflection requests"),
+    "connections": (run_connections, (), True, "more connections than the limits, every port"),
 }
 
 
@@ -1698,7 +1694,7 @@ def main(argv=None) -> int:
     where = (f"target {args.target}" if args.target
              else f"a fresh daemon per storm ({args.pon}x{args.onu} ONUs, delay 0, OpenOLT engines "
                   f"{', '.join(engines)})")
-    print(f"oltsim abuse storms (issues 13 and 22), scale {args.scale:g}, {where}; python {sys.version.split()[0]}, "
+    print(f"oltsim abuse storms, scale {args.scale:g}, {where}; python {sys.version.split()[0]}, "
           f"{os.cpu_count()} CPUs shared by the attacker, the probes and the daemon")
     print(f"probes: {', '.join(DEFAULT_PROBES)} every {args.probe_interval:g} ms, deadline {args.probe_timeout:g} s; "
           f"targets: no crash or wedge, RSS growth (peak - before) < {TARGET_RSS_MIB:g} MiB, "

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Flood benchmark (issue 29): thousands of idle or slowloris connections on one port, and a legitimate client of
+"""Connection flood: thousands of idle or slowloris connections on one port, and a legitimate client of
 every port probed each second throughout.
 
 For each target port (--ports) and each flood mode (--modes) it starts a fresh daemon (`twistd -n --pidfile=
-oltsim` from this checkout, every listener on a free 127.0.0.1 port, as the other bench/ programs do; SADIS is on
+oltsim` from this checkout, every listener on a free 127.0.0.1 port, tests.support.daemon's Daemon; SADIS is on
 by default), then:
 
 1. starts the probes, in a process of their own: every second, on every port, a fresh legitimate client from
@@ -25,14 +25,14 @@ by default), then:
 It prints the machine's load average at start, then per (port, mode) the flood (connected, failed, closed by the
 server and when, open at the end), the probes during the flood per surface (ok, failed, over target, median and
 max latency), RSS before/peak/after and what the daemon logged about connections; then one summary table with
-PASS/FAIL against issue 29's targets: every probe during the flood ok within 1 s (EnableIndication within 1 s plus
+PASS/FAIL against the targets: every probe during the flood ok within 1 s (EnableIndication within 1 s plus
 the model's reconnect pause, `Timings.reconnect_delay`, 1 s: the OLT answers a second EnableIndication after that
 pause on purpose, as BBSim does); RSS peak - before <= 150 MB; after <= before + 20 MB. Exits 0 whatever it
 measures. The daemon logs are kept, one file per run, in --log-dir (default a new folder under /tmp).
 
-    python bench/flood.py [--ports openolt,rest-v1] [--modes idle,slowloris] [--connections 5000] [--addresses 1000]
-                          [--hold 60] [--after 60] [--reconnect] [--log-dir DIR]
-    python bench/flood.py --connections 500 --hold 10 --after 10     # a quick run, about 40 s per (port, mode)
+    python tests/support/flood.py [--ports openolt,rest-v1] [--modes idle,slowloris] [--connections 5000]
+                                  [--addresses 1000] [--hold 60] [--after 60] [--reconnect] [--log-dir DIR]
+    python tests/support/flood.py --connections 500 --hold 10 --after 10     # a quick run, about 40 s per (port, mode)
 """
 from __future__ import annotations
 
@@ -54,14 +54,11 @@ import time
 from collections import Counter, deque
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-if __package__:
-    from .startup import Daemon, rss_bytes  # noqa: E402
-else:
-    from startup import Daemon, rss_bytes  # noqa: E402
+from tests.support.daemon import Daemon, rss_bytes  # noqa: E402
 
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 
@@ -70,7 +67,7 @@ MIB = 1024 * 1024
 PORT_NAMES = ("openolt", "grpc-v1", "grpc-v0", "rest-v1", "rest-v0", "sadis", "dmi")
 HTTP_PORTS = frozenset({"rest-v1", "rest-v0", "sadis"})
 MODES = ("idle", "slowloris", "preface")
-#: issue 29's targets
+#: the targets: every probe within this many seconds, RSS growth at the peak and left a minute after, in MB
 TARGET_LATENCY = 1.0
 TARGET_GROWTH_MB = 150.0
 TARGET_BACK_MB = 20.0
@@ -481,7 +478,7 @@ def probe_main(pipe, ports: dict, period: float) -> None:
 # ---- one run: a fresh daemon, one port, one mode ----------------------------------------------------------------
 
 class LoggedDaemon(Daemon):
-    """startup.Daemon with its output kept in a named file."""
+    """tests.support.daemon's Daemon with its output kept in a named file."""
 
     def __init__(self, log_path: Path, *arguments: str):
         super().__init__(*arguments)
@@ -776,7 +773,7 @@ def main(argv=None) -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     nofile = raise_nofile()
     load = os.getloadavg()
-    print(f"oltsim flood (issue 29): {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
+    print(f"oltsim flood: {os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, "
           f"python {sys.version.split()[0]}, open files {nofile}; daemon logs in {log_dir}")
     if nofile < args.connections + 256:
         print(f"warning: this process may open {nofile} files, fewer than the flood needs", file=sys.stderr)

@@ -8,8 +8,9 @@ other than 200 and `grpc-status` codes, so that a caller can tell "refused" (REF
 503, 413, GOAWAY) from "served" and from "nothing happened".
 
 Everything is bounded: the socket has a timeout, `pump` waits at most what it is told. One connection is used by
-one thread at a time (no locks). Used by `bench/abuse.py`; importable from tests as `bench.h2raw` (the repository
-root is on `sys.path` under pytest: `bench/` is a namespace package). Needs `h2>=4` (setup.py's test extras).
+one thread at a time (no locks). Used by the storm drivers beside it and by `bench/capture.py`, imported as
+`tests.support.h2raw` (pytest and those programs put the repository root on `sys.path`). Needs `h2>=4` (setup.py's
+test extras).
 """
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ Prints the requests by surface and status, the errors (5xx, unexpected gRPC code
 checks (each ONU in one legal state, none stuck, flows consistent with the registries, no delayed call left
 after stopService). Exit status 1 when an error or a broken invariant was seen.
 
-    python bench/load.py [--duration 300] [--pon 4] [--onu 16] [--threads 2] [--reboot-every 60]
+    python tests/support/load.py [--duration 300] [--pon 4] [--onu 16] [--threads 2] [--reboot-every 60]
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(REPO), str(REPO / "tests" / "integration")]
 
 from twisted.internet import reactor, threads  # noqa: E402

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Slow readers (issue 29): what readers that stop reading cost the daemon during an ONU power storm.
+"""Slow readers: what readers that stop reading cost the daemon during an ONU power storm.
 
 Three cases, each on a fresh daemon (`twistd -n --pidfile= oltsim` from this checkout, every listener on a free
-127.0.0.1 port, as the other bench/ programs start it; stopped with SIGTERM at the end):
+127.0.0.1 port, tests.support.daemon's Daemon; stopped with SIGTERM at the end):
 
-- **grpc**: `--readers` `oltsim.v1.Oltsim/StreamEvents` streams, each on a raw HTTP/2 connection (bench.h2raw)
+- **grpc**: `--readers` `oltsim.v1.Oltsim/StreamEvents` streams, each on a raw HTTP/2 connection (tests.support.h2raw)
   announcing a `--window`-byte stream window and never giving credit back, with `--adapter builtin` so that every
   ONU power-cycled comes back up (OMCI, EAPOL, DHCP: many events);
 - **sse**: as many readers of the REST event stream `GET /v1/events`, each a socket with a small SO_RCVBUF that
@@ -21,10 +21,10 @@ case: the RSS series, the growth over the storm (peak - RSS before the readers c
 (peak after 30 s - RSS at 30 s), what the stalled readers were told (after the storm each reads again: the gRPC
 statuses that reach it, the SSE `stream-ended` events and connections closed, bytes received) and the daemon's log
 lines about them, the ordinary reader's events and drops, the heartbeats; then
-PASS/FAIL against the issue's targets: growth <= 20 MiB, flat after the first 30 s (<= 5 MiB), the ordinary reader
+PASS/FAIL against the targets: growth <= 20 MiB, flat after the first 30 s (<= 5 MiB), the ordinary reader
 got events and dropped none, every heartbeat answered. Exits 0 whatever it measures (a report, not a test).
 
-    python bench/slow_readers.py [--cases grpc,sse,indication] [--cycles 300] [--readers 20] [--rate 5]
+    python tests/support/slow_readers.py [--cases grpc,sse,indication] [--cycles 300] [--readers 20] [--rate 5]
 """
 from __future__ import annotations
 
@@ -40,16 +40,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-if __package__:
-    from . import h2raw  # noqa: E402
-    from .startup import Daemon, rss_bytes  # noqa: E402
-else:
-    import h2raw  # noqa: E402
-    from startup import Daemon, rss_bytes  # noqa: E402
+from tests.support import h2raw  # noqa: E402
+from tests.support.daemon import Daemon, rss_bytes  # noqa: E402
 
 os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
 import grpc  # noqa: E402
@@ -68,7 +64,7 @@ TOLD = re.compile(r"(events-dropped|indications-dropped|event-reader-\S+|stream-
 
 
 class LoggedDaemon(Daemon):
-    """bench/startup.py's daemon with its log in a file that can be read while it runs."""
+    """tests.support.daemon's Daemon with its log in a file that can be read while it runs."""
 
     def __init__(self, *arguments: str):
         super().__init__(*arguments)
