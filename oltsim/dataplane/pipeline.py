@@ -39,6 +39,11 @@ MAC_LIMIT = 65536
 #: MAC addresses learned from one UNI, at most (its own oldest are forgotten first): a client sending from ever new
 #: source MACs must not push the other UNIs' subscribers out of the table.
 MACS_PER_UNI = 1024
+#: Ethernet's smallest frame without its FCS: shorter frames leave padded with zeros
+MIN_FRAME = 60
+_PAD = bytes(MIN_FRAME)
+#: The NNI's MTU unless DataPlane is given another (jumbo frames): the octets a frame may carry after its tags
+DEFAULT_MTU = 1500
 #: MAC addresses one UNI holds by its subscriber's DHCP lease or EAP success, at most (its oldest let go first).
 OWNED_PER_UNI = 16
 
@@ -101,6 +106,7 @@ REASONS = (
     "mac-spoof",          # from a UNI, with a source MAC another UNI's subscriber holds (its lease, its EAP success)
     "link-local",         # to a link-local group address (01:80:c2:00:00:00-0f: 802.1X, pause, LLDP...), which no
                           # bridge forwards; only a trap flow takes such a frame (to the adapter)
+    "oversize",           # more than the NNI's MTU after the Ethernet header and its tags (never cut to fit)
     "tpid",               # a tag whose TPID the port does not take (the UNI: 0x8100 or its EVTOCD's input TPID; the
                           # NNI: 0x8100 or one a flow names), or a third tag
     "queue-full",         # reserved for the caller: the interface's bounded queue was full
@@ -185,14 +191,16 @@ class DataPlane:
     but then nothing feeds it: pass the one wired in front of the OMCI responder); `capture`, when given, a callable
     `(where: str, direction: str, frame: bytes)` given every frame that enters ("uni <serial>/<uni>" / "nni" /
     "nni-untagged", direction "in") and leaves ("out"). `nni_tagged` / `nni_untagged` say which NNI interfaces
-    exist: upstream frames produce `ToNni` and/or `ToNniUntagged` only for those.
+    exist: upstream frames produce `ToNni` and/or `ToNniUntagged` only for those. `mtu` is the NNI's (1500 by
+    default; more for jumbo frames): a frame carrying more after its header and tags is dropped (`oversize`), never
+    cut; frames shorter than 60 octets leave padded with zeros, as Ethernet carries them.
 
     All methods run on the reactor thread and never raise for a frame: a bad frame is a `Dropped` output.
     Call `close` to stop listening to the OLT and the OMCI record.
     """
 
     def __init__(self, olt, clock, *, engine=None, capture=None, vlan_config=None, nni_tagged: bool = True,
-                 nni_untagged: bool = True):
+                 nni_untagged: bool = True, mtu: int = DEFAULT_MTU):
         self.olt = olt
         self.clock = clock
         self.capture = capture
@@ -200,6 +208,9 @@ class DataPlane:
         self.nni_tagged = nni_tagged
         self.nni_untagged = nni_untagged
         self.engine = engine
+        self.mtu = mtu
+        #: the longest frame without tags the NNI carries: its header, its EtherType and the MTU
+        self._max_plain = 14 + mtu
         self._bound: dict[tuple[str, int], _Bound] = {}
         #: bumped by any change a cached decision may depend on (flows, OMCI, bindings, ONU ids)
         self._generation = 0
@@ -340,6 +351,9 @@ class DataPlane:
             counter.drop("malformed")
             return [Dropped(bound.where, "malformed")]
         old_tags, tags, ethertype, proto, ports = peeled
+        if len(frame) - len(old_tags) > self._max_plain:
+            counter.drop("oversize")
+            return [Dropped(bound.where, "oversize")]
         src = frame[6:12]
         owner = self._owners.get(src)
         if owner is not None and owner is not bound:
@@ -390,6 +404,8 @@ class DataPlane:
         out = []
         if self.nni_tagged:
             tagged = frame[:12] + out_tags + frame[cut:]
+            if len(tagged) < MIN_FRAME:
+                tagged += _PAD[len(tagged):]
             nni = self._nni
             nni.tx_frames += 1
             nni.tx_bytes += len(tagged)
@@ -398,6 +414,8 @@ class DataPlane:
             out.append(ToNni(tagged))
         if self.nni_untagged:
             plain = frame[:12] + frame[cut:] if old_tags else frame
+            if len(plain) < MIN_FRAME:
+                plain += _PAD[len(plain):]
             nni = self._nni_untagged
             nni.tx_frames += 1
             nni.tx_bytes += len(plain)
@@ -527,6 +545,9 @@ class DataPlane:
             return [Dropped(where, "malformed")]
         old_tags, tags, ethertype, proto, ports = peeled
         cut = 12 + len(old_tags)
+        if len(frame) - cut - 2 > self.mtu:
+            counter.drop("oversize")
+            return [Dropped(where, "oversize")]
         if insert:
             old_tags = insert + old_tags
             tags = (self._tag_tuple(insert) + tags)[:MAX_TAGS]
@@ -565,6 +586,8 @@ class DataPlane:
                 bcounter.drop(reason)
                 return [Dropped(bound.where, reason)]
             out = frame[:12] + uni_tags + frame[cut:]
+            if len(out) < MIN_FRAME:
+                out += _PAD[len(out):]
             bcounter.tx_frames += 1
             bcounter.tx_bytes += len(out)
             if self.capture is not None:
@@ -596,6 +619,8 @@ class DataPlane:
         flow.counter[0] += 1
         flow.counter[1] += len(frame) + inserted
         plain = frame[:12] + frame[cut:]
+        if len(plain) < MIN_FRAME:
+            plain += _PAD[len(plain):]
         out = []
         for bound in self._members():
             if group in bound.groups and bound.onu.state in ACTIVE_STATES and bound.uni.state == "up":
@@ -662,6 +687,8 @@ class DataPlane:
             counter.drop(reason)
             return [Dropped(bound.where, reason)]
         out = frame[:12] + uni_tags + frame[12 + len(old_tags):]
+        if len(out) < MIN_FRAME:
+            out += _PAD[len(out):]
         counter.tx_frames += 1
         counter.tx_bytes += len(out)
         if self.capture is not None:
@@ -746,6 +773,11 @@ class DataPlane:
             self._nni.drop("malformed")
             return [Dropped("nni", "malformed")]
         out = []
+        plain = frame[:12] + frame[12 + len(peeled[0]):]
+        if len(frame) < MIN_FRAME:
+            frame += _PAD[len(frame):]
+        if len(plain) < MIN_FRAME:
+            plain += _PAD[len(plain):]
         if self.nni_tagged:
             self._nni.tx_frames += 1
             self._nni.tx_bytes += len(frame)
@@ -753,7 +785,6 @@ class DataPlane:
                 self.capture("nni", "out", frame)
             out.append(ToNni(frame))
         if self.nni_untagged:
-            plain = frame[:12] + frame[12 + len(peeled[0]):]
             self._nni_untagged.tx_frames += 1
             self._nni_untagged.tx_bytes += len(plain)
             if self.capture is not None:

@@ -51,12 +51,13 @@ def push_rule(vid: int) -> bytes:
 
 
 def ip_frame(dst: bytes, src: bytes, payload: bytes = b"hello", tags=(), proto: int = 17, sport: int = 5000,
-             dport: int = 5001) -> bytes:
-    """An IPv4/UDP frame (tags: (vid, pcp) pairs, outermost first)."""
+             dport: int = 5001, pad: bool = True) -> bytes:
+    """An IPv4/UDP frame (tags: (vid, pcp) pairs, outermost first), zero-padded to 60 octets as Ethernet carries it
+    unless `pad` is False."""
     ip = f.build_ipv4_udp(bytes([10, 0, 0, 2]), bytes([10, 0, 0, 1]), sport, dport, payload)
     if proto != 17:
         ip = f.build_ipv4(bytes([10, 0, 0, 2]), bytes([10, 0, 0, 1]), proto, payload)
-    return f.build_ethernet(dst, src, f.ETH_IPV4, ip, [f.VlanTag(vid, pcp) for vid, pcp in tags], pad=False)
+    return f.build_ethernet(dst, src, f.ETH_IPV4, ip, [f.VlanTag(vid, pcp) for vid, pcp in tags], pad=pad)
 
 
 def tags_of(frame: bytes) -> list[tuple[int, int]]:

@@ -168,3 +168,44 @@ def test_an_nni_trap_flow_takes_link_local_frames_from_the_untagged_nni(lab, rgs
     lldp = f.build_ethernet(bytes.fromhex("0180c200000e"), SERVER_MAC, 0x88CC, bytes(46))
     out = lab.dp.from_nni_untagged(lldp)
     assert [type(o).__name__ for o in out] == ["PacketIn"] and out[0].indication.pkt == lldp
+
+
+def test_short_frames_leave_padded_and_oversize_ones_are_dropped(lab, rgs):
+    """A bare 14-octet header from RG A leaves both NNIs padded to 60 octets (the tagged one 60, not 22); a
+    42-octet ARP reply from the trunk reaches B padded to 60; frames carrying more than the NNI's 1,500 octets
+    after their tags (9,000, 65,535, and 1,501) are dropped and counted as oversize from either side, never cut,
+    while exactly 1,500 passes with its two tags on the NNI."""
+    (a, _), (b, b_service) = rgs
+    header = SERVER_MAC + A_MAC + b"\x08\x06"
+    out = lab.dp.from_uni(a.serial, 2, header)
+    assert [len(o.frame) for o in out] == [60, 60]
+    assert out[0].frame[:22] == SERVER_MAC + A_MAC + out[0].frame[12:20] + b"\x08\x06" and out[0].frame[22:] == bytes(38)
+    assert out[1].frame == header + bytes(46)
+    arp = f.build_ethernet(B_MAC, SERVER_MAC, 0x0806, bytes(28), [f.VlanTag(b_service.s_tag),
+                                                                  f.VlanTag(b_service.c_tag)], pad=False)
+    assert [len(o.frame) for o in lab.dp.from_nni(arp)] == [60]
+    for size in (1501, 9000, 65535):
+        big = ip_frame(SERVER_MAC, A_MAC, bytes(size - 28))
+        assert dropped(lab.dp.from_uni(a.serial, 2, big)) == [(f"uni {a.serial}/2", "oversize")]
+        down = ip_frame(B_MAC, SERVER_MAC, bytes(size - 28), tags=[(b_service.s_tag, 0), (b_service.c_tag, 0)])
+        assert dropped(lab.dp.from_nni(down)) == [("nni", "oversize")]
+    full = ip_frame(SERVER_MAC, A_MAC, bytes(1500 - 28))
+    assert [len(o.frame) for o in lab.dp.from_uni(a.serial, 2, full)] == [1522, 1514]
+    assert lab.dp.counters()["unis"][f"{a.serial}/2"]["dropped"] == {"oversize": 3}
+    assert lab.dp.counters()["nni"]["dropped"] == {"oversize": 3}
+
+
+def test_jumbo_frames_pass_when_the_nni_mtu_says_so(lab, rgs):
+    """A DataPlane made with an MTU of 9,000 carries a 9,000-octet datagram both ways, and drops 9,001."""
+    from oltsim.dataplane.pipeline import DataPlane
+    (a, _), (b, b_service) = rgs
+    jumbo = DataPlane(lab.olt, lab.clock, vlan_config=lab.vlan, mtu=9000)
+    for uni in ((a.serial, 2), (b.serial, 0)):
+        jumbo.bind_uni(*uni)
+    assert [len(o.frame) for o in jumbo.from_uni(a.serial, 2, ip_frame(SERVER_MAC, A_MAC, bytes(9000 - 28)))] == [
+        9022, 9014]
+    down = ip_frame(B_MAC, SERVER_MAC, bytes(9000 - 28), tags=[(b_service.s_tag, 0), (b_service.c_tag, 0)])
+    assert delivered(jumbo.from_nni(down)) == [(b.serial, 0)]
+    assert dropped(jumbo.from_uni(a.serial, 2, ip_frame(SERVER_MAC, A_MAC, bytes(9001 - 28)))) == [
+        (f"uni {a.serial}/2", "oversize")]
+    jumbo.close()

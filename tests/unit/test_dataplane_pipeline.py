@@ -436,10 +436,9 @@ def test_multicast_group_traffic_reaches_only_the_unis_that_joined(lab, sub):
     join = lab.dp.from_uni(onu.serial, UNI, untagged(igmp.join_v2_frame(RG_MAC, group, 0, 0)))
     assert [type(o) for o in join] == [PacketIn]
     stream = f.build_ethernet(bytes.fromhex("01005e010101"), SERVER_MAC, f.ETH_IPV4,
-                              f.build_ipv4_udp(bytes([10, 9, 9, 9]), group, 1234, 5004, b"video"), pad=False)
+                              f.build_ipv4_udp(bytes([10, 9, 9, 9]), group, 1234, 5004, b"video"))
     tagged = f.build_ethernet(bytes.fromhex("01005e010101"), SERVER_MAC, f.ETH_IPV4,
-                              f.build_ipv4_udp(bytes([10, 9, 9, 9]), group, 1234, 5004, b"video"), [f.VlanTag(55)],
-                              pad=False)
+                              f.build_ipv4_udp(bytes([10, 9, 9, 9]), group, 1234, 5004, b"video"), [f.VlanTag(55)])
     assert lab.dp.from_nni(tagged) == [ToUni(onu.serial, UNI, stream)]
     assert lab.dp.from_nni_untagged(stream) == [ToUni(onu.serial, UNI, stream)]
     lab.dp.from_uni(onu.serial, UNI, untagged(igmp.leave_v2_frame(RG_MAC, group, 0, 0)))
@@ -510,8 +509,7 @@ def test_an_onu_power_cycle_forgets_the_groups_its_unis_joined(lab, sub):
     lab.olt.flow_add(flow_from_pb(multicast))
     lab.dp.from_uni(onu.serial, UNI, untagged(igmp.join_v2_frame(RG_MAC, group, 0, 0)))
     tagged = f.build_ethernet(bytes.fromhex("01005e010101"), SERVER_MAC, f.ETH_IPV4,
-                              f.build_ipv4_udp(bytes([10, 9, 9, 9]), group, 1234, 5004, b"video"), [f.VlanTag(55)],
-                              pad=False)
+                              f.build_ipv4_udp(bytes([10, 9, 9, 9]), group, 1234, 5004, b"video"), [f.VlanTag(55)])
     assert [type(o) for o in lab.dp.from_nni(tagged)] == [ToUni]
     onu.power_off()
     onu.power_on()
@@ -566,8 +564,8 @@ def test_onu_packet_out_to_a_bound_uni_carries_any_frame_to_its_client(lab, sub)
     as a real ONU forwards it: only frames for UNIs of simulated clients must be EAPOL, DHCP, IGMP or ICMPv6 (they
     were refused as InvalidArgument)."""
     onu, _ = sub
-    pado = f.build_ethernet(RG_MAC, SERVER_MAC, 0x8863, bytes([0x11, 0x07, 0, 0, 0, 0]), pad=False)
-    arp = f.build_ethernet(RG_MAC, SERVER_MAC, 0x0806, bytes(28), pad=False)
+    pado = f.build_ethernet(RG_MAC, SERVER_MAC, 0x8863, bytes([0x11, 0x07, 0, 0, 0, 0]))
+    arp = f.build_ethernet(RG_MAC, SERVER_MAC, 0x0806, bytes(28))
     for frame in (pado, arp):
         lab.path.frames.packet_out(onu, onu.unis[UNI].port_no, GEM, frame)
     assert lab.delivered == [ToUni(onu.serial, UNI, pado), ToUni(onu.serial, UNI, arp)]
