@@ -1,4 +1,4 @@
-"""Capture: every frame the OLT exchanges, kept in a bounded ring and written as pcapng for Wireshark (issue 32).
+"""Capture: every frame the OLT exchanges, kept in a bounded ring and written as pcapng for Wireshark.
 
 What is recorded, and where
 ---------------------------
@@ -39,7 +39,8 @@ The API for the surfaces (REST, gRPC, /ui): all on the reactor thread
   every stream has its own at open (`stream.coverage`), which the surfaces report (REST headers, gRPC's first
   CaptureChunk) and which, when `short`, is said first in the stream by an annotation.
 - `capture.snapshot(filter=None, since=None) -> bytes`: the ring (its last `since` seconds) as a pcapng file.
-- `capture.select(filter=None, since=None) -> list[record]`: the records themselves (tuples, see `ring.TIME` ...).
+- `capture.select(filter=None, since=None) -> list[record]`: the records themselves (tuples, see `records.TIME`
+  ...).
 - `capture.open_stream(filter=None, since=None, count=None, duration=None) -> CaptureStream`: live pcapng: the
   ring's last `since` seconds first, then each frame as it is recorded; it ends by itself after `count` frames
   (annotations not counted) or `duration` seconds. At most MAX_STREAMS (16) are open (ResourceExhausted beyond).
@@ -50,15 +51,16 @@ The API for the surfaces (REST, gRPC, /ui): all on the reactor thread
   - `stream.ended`: None while live, else ``count``, ``duration``, ``closed`` or ``stopped`` (the OLT stopping,
     said in a last annotation in the stream);
   - `stream.close()`: the reader is done (always call it, e.g. when the connection is lost);
-  - `async for chunk in stream.chunks()`: the same on the reactor's asyncio loop (closes the stream when left);
+  - `async for chunk in reader.chunks(stream)`: the same on the reactor's asyncio loop, gathering on the capture's
+    clock (closes the stream when left);
   - a reader that stops reading costs at most STREAM_LIMIT (2 MiB): frames beyond are dropped and counted
     (`stream.dropped`) until it has read half, then an annotation in the stream says how many were dropped; while
     the ring's part is unread, live frames wait behind it as records, QUEUE_LIMIT (8192) at most, then are dropped
     and told the same way; the OLT never waits for a reader.
 - `capture.close()`: ends every stream (``stopped``) and stops recording (the daemon stopping).
 
-pcapng as Wireshark expects it (`PcapngWriter`, over the pure `oltsim.capture.pcapng`)
--------------------------------------------------------------------------------------
+pcapng as Wireshark expects it (`pcapng.PcapngWriter`, over that module's pure block functions)
+----------------------------------------------------------------------------------------------
 One interface per capture point, declared before its first packet: ``<serial> omci`` and ``<serial> uni-<n>``
 (Ethernet), ``nni-<n>`` (Ethernet) and ``events`` (LINKTYPE_WIRESHARK_UPPER_PDU, each annotation a
 ``syslog`` packet, whose text Wireshark shows in the Info column). OMCI goes as Ethernet frames of ethertype 0x88b5
@@ -68,9 +70,19 @@ One interface per capture point, declared before its first packet: ``<serial> om
 see (``serial=... pon=... onu=... uni=... gem=... service=...``, the OMCI message type, ME and transaction id) and
 the direction in epb_flags: inbound is towards the adapter (ONU to OLT at the OMCI channel and UNI, network to OLT
 at the NNI).
+
+The modules, by job
+-------------------
+`ring` the ring (`Capture`, `Coverage`, its sizes; `sizes` those the settings read) and `records` the layout of
+its records; `filters` which records a filter keeps and the serial check (`check_serial`); `owners` whose a UNI or
+NNI frame is (by its MAC); `annotations` the text of annotations and OMCI summaries; `pcapng` the blocks and
+`PcapngWriter`; `stream` a live capture (`CaptureStream`); `reader` its async iterator for the gRPC surface;
+`service` its place among the daemon's services.
 """
-from oltsim.capture.ring import (DEFAULT_SIZE, MAX_STREAMS, STREAM_LIMIT, Capture, CaptureFilter, CaptureStream,
-                                 PcapngWriter, olt_mac, onu_mac)
+from oltsim.capture.filters import CaptureFilter
+from oltsim.capture.pcapng import PcapngWriter, olt_mac, onu_mac
+from oltsim.capture.ring import DEFAULT_SIZE, MAX_STREAMS, STREAM_LIMIT, Capture
+from oltsim.capture.stream import CaptureStream
 
 __all__ = ["Capture", "CaptureFilter", "CaptureStream", "PcapngWriter", "DEFAULT_SIZE", "MAX_STREAMS",
            "STREAM_LIMIT", "olt_mac", "onu_mac"]

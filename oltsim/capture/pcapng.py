@@ -1,4 +1,5 @@
-"""A pcapng writer: the few blocks Wireshark needs, as pure functions over bytes (no I/O, no dependency).
+"""pcapng for the capture: the few blocks Wireshark needs, as pure functions over bytes (no I/O), and
+`PcapngWriter`, which writes the ring's records with them.
 
 pcapng (draft-ietf-opsawg-pcapng) is a sequence of blocks, each ``type, total length, body, total length`` with
 its body padded to 32 bits; options are ``code, length, value`` padded likewise and end with code 0. Everything is
@@ -13,11 +14,17 @@ written little-endian (the Section Header's byte-order magic says so to the read
 - `exported_pdu()` wraps text for LINKTYPE_WIRESHARK_UPPER_PDU, whose packets name the dissector that reads them;
   `annotation()` is one of oltsim's annotations: a ``syslog`` packet, because Wireshark's syslog dissector puts
   the text in the Info column (``data-text-lines`` leaves the packet list's row blank), never malformed, with the
-  column protocol string ``oltsim`` by which oltsim.lua (`oltsim.capture.wireshark`) knows it.
+  column protocol string ``oltsim`` by which oltsim.lua (`oltsim.capture.wireshark`) knows it;
+- `PcapngWriter` turns records (`oltsim.capture.records`) into those blocks, one interface per capture point;
+  `onu_mac` and `olt_mac` are the Ethernet addresses its OMCI frames carry.
 """
 from __future__ import annotations
 
 import struct
+
+from oltsim import __version__
+from oltsim.capture.annotations import annotation_text, omci_summary
+from oltsim.capture.records import DATA, EVENT, GEM, NNI, OMCI, ONU_ID, POINT, PON, PORT, SERIAL, TIME, UNI, UP
 
 LINKTYPE_ETHERNET = 1
 #: Wireshark's "exported PDU": a few tags (the dissector's name) then the payload that dissector reads.
@@ -156,3 +163,115 @@ def read_blocks(data: bytes):
             return
         yield block_type, data[offset + 8:offset + length - 4]
         offset += length
+
+
+# ---- the capture's records ----------------------------------------------------------------------
+
+def onu_mac(olt_id: int, pon: int, onu_id: int) -> bytes:
+    """The address an ONU's OMCI frames carry: 02:00:<olt>:<pon>:<onu id, 2 octets>."""
+    return bytes((0x02, 0x00, olt_id & 0xFF, pon & 0xFF, (onu_id >> 8) & 0xFF, onu_id & 0xFF))
+
+
+def olt_mac(olt_id: int, pon: int) -> bytes:
+    """The address the OLT's side of a PON's OMCI carries: 02:ff:<olt>:<pon>:00:00."""
+    return bytes((0x02, 0xFF, olt_id & 0xFF, pon & 0xFF, 0, 0))
+
+
+ETH_OMCI = 0x88B5
+
+
+class PcapngWriter:
+    """Records -> pcapng blocks for one output: the interfaces are declared as their first packet needs them."""
+
+    def __init__(self, capture):
+        """Written for the records of `capture` (an oltsim.capture.Capture: its OLT, whose a frame is)."""
+        self.capture = capture
+        self.olt_id = capture.olt.id
+        self.interfaces: dict = {}
+        self._omci: dict = {}  # OMCI interfaces' (index, Ethernet headers), by their key in `interfaces`
+
+    def header(self) -> bytes:
+        """The Section Header Block that starts the output."""
+        return section_header(f"oltsim {__version__}")
+
+    def _interface(self, key, linktype: int, name: str, description: str) -> tuple[int, bytes]:
+        index = self.interfaces.get(key)
+        if index is not None:
+            return index, b""
+        index = self.interfaces[key] = len(self.interfaces)
+        return index, interface_description(linktype, name, description)
+
+    def _omci_interface(self, serial: str, pon: int, onu_id: int) -> tuple[int, bytes, tuple[bytes, bytes]]:
+        """The interface of an ONU's OMCI channel (declared the first time: its IDB, else b"") and its Ethernet
+        headers (to the ONU, from it): worked out once per ONU, since a capture writes them for every message."""
+        key = (OMCI, serial, pon, onu_id)
+        known = self._omci.get(key)
+        if known is not None:
+            return known[0], b"", known[1]
+        onu, olt = onu_mac(self.olt_id, pon, onu_id), olt_mac(self.olt_id, pon)
+        index, idb = self._interface(key, LINKTYPE_ETHERNET, f"{serial or f'pon-{pon}-onu-{onu_id}'} omci",
+                                     f"OMCI channel of ONU {serial} (PON {pon}, ONU id {onu_id}); "
+                                     f"ONU {_mac(onu)}, OLT {_mac(olt)}")
+        ethertype = ETH_OMCI.to_bytes(2, "big")
+        headers = (onu + olt + ethertype, olt + onu + ethertype)
+        self._omci[key] = (index, headers)
+        return index, idb, headers
+
+    def note(self, timestamp: float, text: str) -> bytes:
+        """An annotation of oltsim's own (dropped frames, the end of a stream) on the events interface."""
+        index, idb = self._interface(EVENT, LINKTYPE_WIRESHARK_UPPER_PDU, "events", _EVENTS_DESCRIPTION)
+        return idb + enhanced_packet(index, timestamp, annotation(text), comment=text)
+
+    def block(self, record: tuple) -> bytes:
+        """The blocks of one record: its interface's description the first time, then the packet."""
+        point = record[POINT]
+        data = record[DATA]
+        if point == EVENT:
+            return self.note(record[TIME], annotation_text(data))
+        original = None
+        if data.__class__ is tuple:
+            data, original = data
+        serial, pon, onu_id, up = record[SERIAL], record[PON], record[ONU_ID], record[UP]
+        if point == OMCI:
+            index, idb, headers = self._omci_interface(serial, pon, onu_id)
+            header = headers[up]
+            packet = header + data
+            if original is not None:
+                original += len(header)
+            comment = (f"serial={serial} pon={pon} onu={onu_id} omci {'from' if up else 'to'} ONU "
+                       f"{omci_summary(data)}").rstrip()
+            flags = INBOUND if up else OUTBOUND
+        elif point == UNI:
+            port = record[PORT]
+            index = self.interfaces.get((UNI, serial, port))
+            if index is not None:
+                idb = b""
+            else:
+                uni = f"uni-{port}" if port >= 0 else "uni-unknown"
+                index, idb = self._interface((UNI, serial, port), LINKTYPE_ETHERNET, f"{serial} {uni}",
+                                             f"UNI {port} of ONU {serial} (PON {pon}, ONU id {onu_id}): frames as "
+                                             f"the subscriber sends and receives them")
+            packet = data
+            service = self.capture.service_of(record)
+            comment = (f"serial={serial} pon={pon} onu={onu_id} uni={port} gem={record[GEM]}"
+                       f"{' service=' + service if service else ''} {'from' if up else 'to'} subscriber")
+            flags = INBOUND if up else OUTBOUND
+        else:
+            port = record[PORT]
+            index, idb = self._interface((NNI, port), LINKTYPE_ETHERNET, f"nni-{port}",
+                                         f"NNI {port}: frames as the flows tag them")
+            packet = data
+            owner, owner_pon = self.capture.nni_owner(record)
+            service = self.capture.service_of(record) if owner else ""
+            comment = (f"{'serial=' + owner + ' pon=' + str(owner_pon) + ' ' if owner else ''}"
+                       f"{'service=' + service + ' ' if service else ''}nni={port} "
+                       f"{'to' if up else 'from'} network")
+            flags = OUTBOUND if up else INBOUND
+        return idb + enhanced_packet(index, record[TIME], packet, original, comment, flags)
+
+
+_EVENTS_DESCRIPTION = "oltsim annotations: scenario steps, alarms, state changes (text in each packet's comment)"
+
+
+def _mac(address: bytes) -> str:
+    return ":".join(f"{b:02x}" for b in address)

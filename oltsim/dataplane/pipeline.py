@@ -107,6 +107,9 @@ REASONS = (
     "link-local",         # to a link-local group address (01:80:c2:00:00:00-0f: 802.1X, pause, LLDP...), which no
                           # bridge forwards; only a trap flow takes such a frame (to the adapter)
     "oversize",           # more than the NNI's MTU after the Ethernet header and its tags (never cut to fit)
+    "dhcp-client",        # a DHCP message for a client MAC another UNI's subscriber holds (sent from, or answered
+                          # towards, the wrong UNI)
+    "foreign-tag",        # from the NNI, a DHCP answer under VLANs other than those of the UNI its client MAC is with
     "tpid",               # a tag whose TPID the port does not take (the UNI: 0x8100 or its EVTOCD's input TPID; the
                           # NNI: 0x8100 or one a flow names), or a third tag
     "queue-full",         # reserved for the caller: the interface's bounded queue was full
@@ -123,6 +126,21 @@ _STATES, _IGMP = 1, 2
 IP_IGMP = 2
 #: first octets of the TPIDs a tag may start with (0x8100, 0x88a8, 0x9100)
 _TPID_FIRST = frozenset((0x81, 0x88, 0x91))
+
+
+def _chaddr(frame: bytes, cut: int) -> bytes:
+    """The client MAC (BOOTP chaddr) of a DHCP frame whose EtherType is at `cut`; b"" when it is cut short."""
+    ip = cut + 2
+    if len(frame) < ip + 20:
+        return b""
+    l4 = ip + (frame[ip] & 15) * 4
+    mac = frame[l4 + 36:l4 + 42]
+    return mac if len(mac) == 6 else b""
+
+
+def _vids(octets: bytes) -> tuple:
+    """The VLAN ids of tag octets, outermost first."""
+    return tuple(((octets[i + 2] & 0xF) << 8) | octets[i + 3] for i in range(0, len(octets) - 3, 4))
 
 
 def _link_local(frame: bytes) -> bool:
@@ -380,6 +398,16 @@ class DataPlane:
             return [Dropped(bound.where, "link-local")]
         _, onu_tags, out_tags, flow, gem, watch, vid = decision
         cut = 12 + len(old_tags)
+        if watch == _STATES:
+            # the client MAC an EAPOL or DHCP frame speaks for: another subscriber's is not relayed (a DHCPRELEASE
+            # of its lease); one that is not this subscriber's moves no service state of it
+            client = _chaddr(frame, cut) if proto == IP_UDP else src
+            owner = self._owners.get(client)
+            if owner is not None and owner is not bound:
+                counter.drop("dhcp-client")
+                return [Dropped(bound.where, "dhcp-client")]
+            if bound.owned and client not in bound.owned:
+                watch = 0
         flow_counter = flow.counter
         flow_counter[0] += 1
         flow_counter[1] += len(frame) - len(old_tags) + len(onu_tags)
@@ -510,6 +538,29 @@ class DataPlane:
             else:
                 self._forget_mac(mac)
 
+    def _holder(self, mac):
+        """The bound UNI a client MAC is with: the one holding it (lease, EAP success), else the one it was learned
+        from; None when unknown."""
+        owner = self._owners.get(mac)
+        if owner is not None:
+            return owner
+        entry = self._macs.get(mac)
+        return entry[0] if entry is not None else None
+
+    def _answered_elsewhere(self, bound: _Bound, frame: bytes, cut: int) -> bool:
+        """Whether a DHCP message towards `bound` is for a client MAC that is with another UNI."""
+        holder = self._holder(_chaddr(frame, cut))
+        return holder is not None and holder is not bound
+
+    def _foreign_tags(self, frame: bytes, cut: int, tags: bytes) -> bool:
+        """Whether a DHCP answer from the NNI (its tags as on the tagged NNI: `tags`) is for a client MAC that is
+        with a UNI whose frames leave the NNI under other VLANs (a foreign S-tag over its C-tag)."""
+        holder = self._holder(_chaddr(frame, cut))
+        if holder is None:
+            return False
+        expected = holder.nni_tags if holder.nni_tags is not None else self._probe(holder)
+        return bool(expected) and _vids(expected) != _vids(tags)
+
     def owners(self) -> dict[str, str]:
         """The MACs bound subscribers hold (by a DHCP ACK or EAP Success delivered to them): {mac: "<serial>/<uni>"}."""
         return {f.mac_str(mac): f"{bound.serial}/{bound.uni.id}" for mac, bound in self._owners.items()}
@@ -588,6 +639,9 @@ class DataPlane:
             out = frame[:12] + uni_tags + frame[cut:]
             if len(out) < MIN_FRAME:
                 out += _PAD[len(out):]
+            if watch and proto == IP_UDP and self._answered_elsewhere(bound, frame, cut):
+                bcounter.drop("dhcp-client")
+                return [Dropped(bound.where, "dhcp-client")]
             bcounter.tx_frames += 1
             bcounter.tx_bytes += len(out)
             if self.capture is not None:
@@ -604,6 +658,9 @@ class DataPlane:
             counter.drop(reason)
             return [Dropped(where, reason)]
         flow = decision[1]
+        if proto == IP_UDP and is_dhcp(proto, ports) and self._foreign_tags(frame, cut, old_tags):
+            counter.drop("foreign-tag")
+            return [Dropped(where, "foreign-tag")]
         if insert:
             frame = frame[:12] + insert + frame[12:]
         flow.counter[0] += 1
@@ -686,6 +743,10 @@ class DataPlane:
         if reason is not None:
             counter.drop(reason)
             return [Dropped(bound.where, reason)]
+        dhcp = is_dhcp(proto, ports)
+        if dhcp and self._answered_elsewhere(bound, frame, 12 + len(old_tags)):
+            counter.drop("dhcp-client")
+            return [Dropped(bound.where, "dhcp-client")]
         out = frame[:12] + uni_tags + frame[12 + len(old_tags):]
         if len(out) < MIN_FRAME:
             out += _PAD[len(out):]
@@ -693,7 +754,7 @@ class DataPlane:
         counter.tx_bytes += len(out)
         if self.capture is not None:
             self.capture(bound.where, "out", out)
-        if ethertype == ETH_EAPOL or is_dhcp(proto, ports):
+        if ethertype == ETH_EAPOL or dhcp:
             states.follow_downstream(bound.uni, out, olt_tags[0][1] & 0xFFF if olt_tags else None)
             self._claim(bound, out)
         return [ToUni(bound.serial, bound.uni.id, out)]

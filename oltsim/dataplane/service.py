@@ -286,17 +286,11 @@ class CaptureWriter:
     control frames out of the ring."""
 
     def __init__(self, capture, olt):
-        from oltsim.capture import ring
-        self.ring = ring
         self.capture = capture
         self.olt = olt
         self._where: dict[str, tuple] = {}
 
     def __call__(self, where: str, direction: str, frame: bytes) -> None:
-        ring = self.ring
-        if len(frame) > ring.SNAPLEN:
-            frame = (frame[:ring.SNAPLEN], len(frame))
-        now = self.capture.clock.seconds()
         outward = direction == "out"
         if where.startswith("uni "):
             ids = self._where.get(where)
@@ -305,8 +299,8 @@ class CaptureWriter:
                 onu = self.olt.onu_by_serial(serial)
                 ids = self._where[where] = (onu.serial, onu.pon.id, onu.onu_id, int(uni))
             serial, pon, onu_id, uni_id = ids
-            # UNI records: True = from the ONU's side towards the OLT, as a packet indication
-            self.capture._add((now, ring.UNI, not outward, serial, pon, onu_id, uni_id, 0, frame))
+            # at a UNI, up is from the ONU's side towards the OLT, as a packet indication
+            self.capture.uni_frame(serial, pon, onu_id, uni_id, not outward, frame)
         else:
-            # NNI records: True = out of the NNI, as an UplinkPacketOut
-            self.capture._add((now, ring.NNI, outward, "", -1, -1, 0, 0, frame))
+            # at the NNI, up is out of it, as an UplinkPacketOut
+            self.capture.nni_frame(0, outward, frame)

@@ -13,7 +13,9 @@ import pytest
 from twisted.internet.task import Clock
 
 from oltsim.capture import Capture, CaptureFilter, pcapng
+from oltsim.capture.annotations import annotation_text, omci_summary
 from oltsim.capture import ring as capture_ring
+from oltsim.capture import stream as capture_stream
 from oltsim.config import load_settings
 from oltsim.model import events
 from oltsim.model.builder import build_olt
@@ -144,7 +146,7 @@ def test_annotations_take_their_place_in_the_timeline(rig):
     before = r.capture.recorded
     onu.power_off()
     later = list(r.capture.records)[-(r.capture.recorded - before):]
-    texts = [capture_ring.annotation_text(rec[capture_ring.DATA]) for rec in later
+    texts = [annotation_text(rec[capture_ring.DATA]) for rec in later
              if rec[capture_ring.POINT] == capture_ring.EVENT]
     assert any("dying_gasp_ind" in t and onu.serial in t for t in texts), texts
     assert any(t.startswith(f"ONU {onu.serial} InternalState") for t in texts), texts
@@ -328,16 +330,16 @@ def test_the_pcapng_blocks_are_padded_and_framed():
 def test_omci_summary_names_type_me_and_tid():
     """The comment's OMCI summary reads the G.988 header: transaction id, message type (AK), ME class and id."""
     message = codec.encode(0x1234, codec.MIB_UPLOAD_NEXT, codec.ONU_DATA, 0, b"\x00\x05")
-    assert capture_ring.omci_summary(message) == "omci=mib-upload-next me=ONU data(2)/0 tid=0x1234" or \
-        capture_ring.omci_summary(message).startswith("omci=mib-upload-next me=")
-    assert "events" not in capture_ring.omci_summary(b"\x00")
+    assert omci_summary(message) == "omci=mib-upload-next me=ONU data(2)/0 tid=0x1234" or \
+        omci_summary(message).startswith("omci=mib-upload-next me=")
+    assert "events" not in omci_summary(b"\x00")
 
 
 def test_annotations_name_what_happened():
     """Each annotated event reads as one line for people."""
-    assert capture_ring.annotation_text(events.OnuDiscovery(0, "BBSM000a0001")) == \
+    assert annotation_text(events.OnuDiscovery(0, "BBSM000a0001")) == \
         "OnuDiscInd: ONU BBSM000a0001 discovered on PON 0"
-    assert "scenario-step-started wave step 'cut' (power_off) targets BBSM000a0001" in capture_ring.annotation_text(
+    assert "scenario-step-started wave step 'cut' (power_off) targets BBSM000a0001" in annotation_text(
         events.ScenarioEvent("scenario-step-started", "wave", "cut", "power_off", ("BBSM000a0001",)))
 
 
@@ -388,7 +390,7 @@ def test_a_stalled_reader_of_the_whole_ring_holds_its_records_not_a_copy(rig):
     stream = r.capture.open_stream(since=float("inf"))
     assert stream.pending > 0 and stream._size < 4096  # the header only
     first = stream.read()
-    assert 0 < len(first) <= capture_ring.READ_CHUNK + 4096
+    assert 0 < len(first) <= capture_stream.READ_CHUNK + 4096
     r.olt.onus[0].power_off()
     r.olt.onus[0].power_on()
     for _ in range(200):
@@ -405,7 +407,7 @@ def test_a_stalled_reader_of_the_whole_ring_holds_its_records_not_a_copy(rig):
 def test_live_frames_behind_an_unread_ring_part_are_bounded(rig, monkeypatch):
     """Beyond QUEUE_LIMIT live records waiting behind the ring's part, frames are dropped, counted, and told by an
     annotation after those that waited."""
-    monkeypatch.setattr(capture_ring, "QUEUE_LIMIT", 5)
+    monkeypatch.setattr(capture_stream, "QUEUE_LIMIT", 5)
     r = rig()
     r.run_until_up()
     stream = r.capture.open_stream(since=float("inf"))

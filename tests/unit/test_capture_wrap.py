@@ -1,4 +1,4 @@
-"""What the capture ring no longer holds is said (issue 38): the default ring holds each ONU's whole bring-up (a floor
+"""What the capture ring no longer holds is said: the default ring holds each ONU's whole bring-up (a floor
 per ONU), a capture reports that the ring wrapped and the time of its oldest record (overall and for the ONU asked)
 in the file, in REST's headers and in gRPC's first CaptureChunk, and oltsimctl says it and exits 1 with one line when
 it wrote no frame. In memory, on a fake clock, with the built-in adapter (tests/unit/test_capture_ring.py's rig)."""
@@ -15,7 +15,7 @@ from test_capture_ring import EPOCH, packets, read_all, rig  # noqa: F401 (rig i
 
 from oltsim.api.v1.capture_v1 import coverage_headers, parse_query
 from oltsim.api.v1.grpc_v1 import coverage_to_pb
-from oltsim.capture import Capture, CaptureFilter
+from oltsim.capture import Capture, CaptureFilter, pcapng
 from oltsim.capture import ring as capture_ring
 from oltsim.config import load_settings
 from oltsim.ctl import capture_cli
@@ -169,7 +169,7 @@ def _pcapng(*notes: str, frames: int = 0) -> bytes:
     clock.advance(EPOCH)
     olt = build_olt(load_settings({"pon": 1, "onu": 1}, None), clock, random.Random(0))
     capture = Capture(olt, 100)
-    writer = capture_ring.PcapngWriter(capture)
+    writer = pcapng.PcapngWriter(capture)
     data = writer.header() + b"".join(writer.note(EPOCH, note) for note in notes)
     for _ in range(frames):
         data += writer.block((EPOCH, capture_ring.NNI, True, "", -1, -1, 0, 0, b"\xff" * 60))

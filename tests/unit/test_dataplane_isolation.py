@@ -209,3 +209,86 @@ def test_jumbo_frames_pass_when_the_nni_mtu_says_so(lab, rgs):
     assert dropped(jumbo.from_uni(a.serial, 2, ip_frame(SERVER_MAC, A_MAC, bytes(9001 - 28)))) == [
         (f"uni {a.serial}/2", "oversize")]
     jumbo.close()
+
+
+def dhcp_request(src: bytes, client: bytes, message_type: int) -> bytes:
+    """A DHCP message from a client (untagged, as an RG sends it) whose chaddr is `client`."""
+    msg = f.build_dhcp(f.BOOTREQUEST, 7, client, [(f.OPT_MESSAGE_TYPE, bytes([message_type]))])
+    return f.build_ethernet(f.BROADCAST_MAC, src, f.ETH_IPV4,
+                            f.build_ipv4_udp(bytes(4), bytes([255] * 4), 68, 67, msg))
+
+
+def leased(lab, b, b_service) -> None:
+    """B's client: Discover, Request, and the server's ACK in B's VLAN (B holds B_MAC)."""
+    lab.dp.from_uni(b.serial, 0, dhcp_request(B_MAC, B_MAC, f.DHCP_DISCOVER))
+    lab.dp.from_uni(b.serial, 0, dhcp_request(B_MAC, B_MAC, f.DHCP_REQUEST))
+    assert delivered(lab.dp.from_nni(dhcp_ack(B_MAC, [(b_service.s_tag, 0), (b_service.c_tag, 0)]))) == [
+        (b.serial, 0)]
+    assert b_service.dhcp_state == "dhcp_ack_received"
+
+
+def test_a_dhcp_release_for_another_subscribers_mac_is_not_relayed(lab, rgs):
+    """With B's lease bound, A's DHCPRELEASE (and Discover, Request) naming B's MAC as client, sent from A's own
+    MAC, never reaches the adapter's relay: dropped and counted as dhcp-client; sent from B's MAC it is a
+    mac-spoof. A's own DHCP still goes to the adapter."""
+    (a, _), (b, b_service) = rgs
+    leased(lab, b, b_service)
+    before = len(lab.packet_indications())
+    for kind in (f.DHCP_RELEASE, f.DHCP_DISCOVER, f.DHCP_REQUEST):
+        assert dropped(lab.dp.from_uni(a.serial, 2, dhcp_request(A_MAC, B_MAC, kind))) == [
+            (f"uni {a.serial}/2", "dhcp-client")]
+    assert dropped(lab.dp.from_uni(a.serial, 2, dhcp_request(B_MAC, B_MAC, f.DHCP_RELEASE))) == [
+        (f"uni {a.serial}/2", "mac-spoof")]
+    assert len(lab.packet_indications()) == before
+    assert [type(o).__name__ for o in lab.dp.from_uni(a.serial, 2, dhcp_request(A_MAC, A_MAC, 1))] == ["PacketIn"]
+    assert lab.dp.counters()["unis"][f"{a.serial}/2"]["dropped"] == {"dhcp-client": 3, "mac-spoof": 1}
+
+
+def test_dhcp_answers_reach_only_the_subscriber_whose_tags_and_client_mac_match(lab, rgs):
+    """An ACK for B's client MAC arriving in A's VLAN is dropped at A (dhcp-client) and moves none of A's states;
+    in B's VLAN it reaches B."""
+    (a, a_service), (b, b_service) = rgs
+    leased(lab, b, b_service)
+    state = a_service.dhcp_state
+    wrong = dhcp_ack(B_MAC, [(a_service.s_tag, 0), (a_service.c_tag, 0)])
+    assert dropped(lab.dp.from_nni(wrong)) == [(f"uni {a.serial}/2", "dhcp-client")]
+    assert a_service.dhcp_state == state
+    assert delivered(lab.dp.from_nni(dhcp_ack(B_MAC, [(b_service.s_tag, 0), (b_service.c_tag, 0)]))) == [
+        (b.serial, 0)]
+    # from the adapter (OnuPacketOut) likewise
+    lab.path.frames.packet_out(a, a.unis[2].port_no, 1100, dhcp_ack(B_MAC, [(a_service.c_tag, 0)]))
+    assert not [o for o in lab.delivered if isinstance(o, ToUni)]
+
+
+def test_a_dhcp_answer_under_a_foreign_s_tag_is_not_trapped_for_relay(lab, rgs):
+    """The NNI's DHCP trap flow takes answers whatever their tags; one for B's client MAC under S-tag 901 over B's
+    C-tag is dropped and counted as foreign-tag, not handed to the adapter's relay (which would send it to B);
+    under B's own S-tag it reaches the adapter."""
+    from voltha_protos import openolt_pb2
+    from oltsim.openoltpb import flow_from_pb
+    (a, _), (b, b_service) = rgs
+    lab.olt.flow_add(flow_from_pb(openolt_pb2.Flow(
+        access_intf_id=-1, onu_id=-1, uni_id=-1, flow_id=9, flow_type="downstream", network_intf_id=0,
+        gemport_id=-1, alloc_id=-1, priority=10000,
+        classifier=openolt_pb2.Classifier(eth_type=0x0800, ip_proto=17, src_port=67, dst_port=68, o_pbits=0xFF),
+        action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True)))))
+    lab.dp.from_uni(b.serial, 0, ip_frame(SERVER_MAC, B_MAC))
+    foreign = dhcp_ack(B_MAC, [(b_service.s_tag + 1, 0), (b_service.c_tag, 0)])
+    assert dropped(lab.dp.from_nni(foreign)) == [("nni", "foreign-tag")]
+    assert lab.dp.counters()["nni"]["dropped"] == {"foreign-tag": 1}
+    own = lab.dp.from_nni(dhcp_ack(B_MAC, [(b_service.s_tag, 0), (b_service.c_tag, 0)]))
+    assert [type(o).__name__ for o in own] == ["PacketIn"]
+
+
+def test_a_subscribers_dhcp_state_moves_only_on_its_own_client(lab, rgs):
+    """With B's lease bound, Discovers from other source MACs on B's UNI (a flood of random clients) are still
+    handed to the adapter but leave B's DhcpState at dhcp_ack_received; B's own client's Discover moves it."""
+    (a, _), (b, b_service) = rgs
+    leased(lab, b, b_service)
+    for n in range(20):
+        other = bytes([2, 9, 0, 0, 0, n])
+        assert [type(o).__name__ for o in lab.dp.from_uni(b.serial, 0, dhcp_request(other, other, 1))] == [
+            "PacketIn"]
+    assert b_service.dhcp_state == "dhcp_ack_received"
+    lab.dp.from_uni(b.serial, 0, dhcp_request(B_MAC, B_MAC, f.DHCP_DISCOVER))
+    assert b_service.dhcp_state == "dhcp_discovery_sent"

@@ -12,6 +12,7 @@ from oltsim import __version__
 from oltsim._proto import bbsim_pb2, bbsim_pb2_grpc, oltsim_pb2, oltsim_pb2_grpc
 from oltsim.api.grpc_common import abort_for, delegating_servicer
 from oltsim.api.v1 import capture_v1 as capture_rest
+from oltsim.capture.reader import chunks
 from oltsim.dataplane.service import counters_of
 from oltsim.model.errors import NotFound, Unavailable
 from oltsim.serving.onloop import AsyncStreamQueue
@@ -84,7 +85,7 @@ class OltsimServicer(oltsim_pb2_grpc.OltsimServicer):
         stream = capture.open_stream(**arguments)
         coverage = coverage_to_pb(stream.coverage)  # on the first message only
         try:
-            async for data in stream.chunks(capture_rest.WRITE_DELAY):
+            async for data in chunks(stream, capture_rest.WRITE_DELAY):
                 if len(data) <= CAPTURE_CHUNK:
                     yield oltsim_pb2.CaptureChunk(data=data, dropped=stream.dropped, coverage=coverage)
                     coverage = None
