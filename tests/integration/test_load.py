@@ -276,7 +276,9 @@ def check_invariants(olt) -> list[str]:
     enabled OLT has its discovery announcement pending; no EAPOL/DHCP exchange waits without its timer; the flow
     store, the ONUs' flow keys and the PONs' ONU id registries agree."""
     problems = []
-    engine = olt.onus[0].handlers if olt.onus else None
+    # The protocol engine holds the EAPOL and DHCP timers; the data plane's front, when there is one, stands before it.
+    frames = olt.hub.frames
+    engine = getattr(frames, "engine", frames) if olt.onus else None
     stored = {flow.key: flow for flow in olt.flows.all()}
     owned = set()
     for onu in olt.onus:
