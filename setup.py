@@ -60,6 +60,7 @@ setup(
         "oltsim.serving",
         "oltsim.capture",
         "oltsim.dataplane",
+        "oltsim.settings",
         # Twisted discovers plugins in twisted.plugins; named explicitly because
         # twisted/ and twisted/plugins/ deliberately have no __init__.py.
         "twisted.plugins",

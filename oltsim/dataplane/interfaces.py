@@ -1,7 +1,7 @@
 """The data plane's Linux interfaces: which UNIs get one and its name, and the TAP port that carries its frames.
 
-Names: a UNI's interface is ``<prefix>u<pon>-<onu>-<uni>`` (``u0-1-0``: PON 0, the ONU of index 1 on it, UNI 0),
-at most 15 characters (Linux's limit); the NNI's are given whole (``--nni-interface``,
+Names (`oltsim.dataplane.names`): a UNI's interface is ``<prefix>u<pon>-<onu>-<uni>`` (``u0-1-0``: PON 0, the ONU
+of index 1 on it, UNI 0), at most 15 characters (Linux's limit); the NNI's are given whole (``--nni-interface``,
 ``--nni-untagged-interface``). Which UNIs: ``all``, a count (the first N in PON, ONU, UNI order) or a comma list
 of ``SERIAL/UNI``.
 
@@ -23,7 +23,8 @@ from twisted.pair.ethernet import IEthernetProtocol
 from twisted.pair.tuntap import TuntapPort
 from zope.interface import implementer
 
-from oltsim.dataplane.netns import HostError, check_name
+from oltsim.dataplane.names import check_name, parse_uni_spec, uni_interface_name
+from oltsim.dataplane.netns import HostError
 from oltsim.logs import logger
 
 log = logger("oltsim.dataplane")
@@ -46,40 +47,7 @@ _RETRY_READ = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
 TUNSETCARRIER = 0x400454E2
 
 
-# ---- which UNIs, and their names ---------------------------------------------------------------------------
-
-def parse_uni_spec(text) -> object:
-    """``--uni-interfaces``: ``"all"``, a count (int >= 0) or a tuple of (SERIAL, UNI id); ValueError (one line)
-    otherwise. None or an empty text is None (no UNI interfaces)."""
-    if text is None:
-        return None
-    if isinstance(text, bool):
-        raise ValueError("--uni-interfaces must be all, a count or a comma list of SERIAL/UNI")
-    if isinstance(text, int):
-        if text < 0:
-            raise ValueError(f"--uni-interfaces: a count must be 0 or more (got {text})")
-        return text
-    value = str(text).strip()
-    if not value:
-        return None
-    if value.lower() == "all":
-        return "all"
-    if value.isascii() and value.isdigit():
-        return int(value)
-    picks = []
-    for item in value.split(","):
-        serial, slash, uni = item.strip().partition("/")
-        if not slash or not serial or not uni.strip().isdigit():
-            raise ValueError(f"--uni-interfaces: {item.strip()!r} is not SERIAL/UNI (for example BBSM00000001/0); "
-                             f"the value is all, a count or a comma list of SERIAL/UNI")
-        picks.append((serial.strip().upper(), int(uni)))
-    return tuple(picks)
-
-
-def uni_interface_name(prefix: str, pon: int, onu_index: int, uni_id: int) -> str:
-    """The interface name of a UNI: ``<prefix>u<pon>-<onu index>-<uni>``."""
-    return f"{prefix}u{pon}-{onu_index}-{uni_id}"
-
+# ---- which UNIs, and their names (oltsim.dataplane.names) -------------------------------------------------
 
 @dataclass(frozen=True)
 class UniInterface:
@@ -138,12 +106,12 @@ def plan_interfaces(olt, spec, *, prefix: str = "", netns: bool = False, nni: st
     unis = []
     for onu, uni in chosen:
         name = uni_interface_name(prefix, onu.pon.id, onu.index, uni.id)
-        check_name(name, f"UNI {onu.serial}/{uni.id}")
+        check_name(name, f"UNI {onu.serial}/{uni.id}", HostError)
         mac = uni.services[0].mac if uni.services else None
         unis.append(UniInterface(onu.serial, onu.pon.id, onu.index, uni.id, name, name if netns else None, mac))
     for value, option in ((nni, "--nni-interface"), (nni_untagged, "--nni-untagged-interface")):
         if value is not None:
-            check_name(value, option)
+            check_name(value, option, HostError)
     plan = InterfacePlan(tuple(unis), nni or None, nni_untagged or None)
     seen = set()
     for name in plan.names():

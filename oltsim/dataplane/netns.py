@@ -1,4 +1,5 @@
-"""The host side of the data plane's interfaces: privileges, link and namespace names, and `ip netns`.
+"""The host side of the data plane's interfaces: privileges, links and namespaces, and `ip netns` (the names
+themselves are checked by `oltsim.dataplane.names`).
 
 Everything here runs once at the data plane's start and once at its stop, on the reactor thread before the daemon
 serves (a few milliseconds per `ip` call; 64 UNIs in namespaces take about half a second); nothing runs while
@@ -10,34 +11,18 @@ Errors are `HostError`: one line a person can act on (the data plane turns it in
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 from dataclasses import dataclass
 
-#: Linux's IFNAMSIZ less the terminating NUL: the longest interface name.
-MAX_NAME = 15
 #: Seconds one `ip` call may take (it normally takes milliseconds).
 IP_TIMEOUT = 10.0
 TUN_DEVICE = "/dev/net/tun"
 #: CAP_NET_ADMIN's bit in /proc/self/status CapEff.
 CAP_NET_ADMIN = 12
-_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 class HostError(Exception):
     """The host refused (or would refuse) a step of the data plane's set-up; the message is one line."""
-
-
-def check_name(name: str, what: str) -> None:
-    """A usable interface (and namespace) name: 1..15 characters of letters, digits, '_', '.', '-', not '.' or
-    '..'; HostError naming `what` (``--nni-interface``, ``UNI BBSM00000001/0``) otherwise."""
-    if not name:
-        raise HostError(f"{what}: the interface name is empty")
-    if len(name) > MAX_NAME:
-        raise HostError(f"{what}: interface name {name!r} is {len(name)} characters long; Linux allows at most "
-                        f"{MAX_NAME} (a shorter --interface-prefix, or fewer digits in the names)")
-    if not _NAME.fullmatch(name) or name in (".", ".."):
-        raise HostError(f"{what}: interface name {name!r} may hold only letters, digits, '_', '.' and '-'")
 
 
 def effective_capabilities(status_path: str = "/proc/self/status") -> int | None:

@@ -213,13 +213,28 @@ def test_settings_fields_are_the_rows_then_what_the_files_give():
     assert "s3cret" not in repr(load_settings({"api_token": "s3cret"}, None))
 
 
-def test_adding_a_row_is_all_a_new_setting_needs(tmp_path, monkeypatch):
-    """config.py with one more row (the docstring's example) has the Settings field with its default, reads its
-    YAML key and the value given for its option, refuses a value outside its check with the usual message, and
-    the docs page gets its line: nothing else is edited."""
+def test_settings_declares_each_row_with_its_default():
+    """Settings declares one field for each scalar row, in the table's order, with the row's name, a type of its
+    kind and the row's very default (a derived default keeps its marker type); a secret is kept out of repr. So the
+    declared fields and the table cannot drift apart."""
+    declared = [f for f in dataclasses.fields(config.Settings)][:len(SCALAR)]
+    assert [f.name for f in declared] == [row.field for row in SCALAR]
+    for f, row in zip(declared, SCALAR):
+        assert f.default == row.default and type(f.default) is type(row.default), row.field
+        assert f.type == config._KIND_TYPES[row.kind].__name__, row.field
+        assert f.repr == (row.kind != "secret"), row.field
+
+
+def test_adding_a_row_and_its_field_is_all_a_new_setting_needs(tmp_path, monkeypatch):
+    """config.py with one more row and its Settings field (the comment's example) has the field with its default,
+    reads its YAML key and the value given for its option, refuses a value outside its check with the usual
+    message, and the docs page gets its line: nothing else is edited."""
     source = (ROOT / "oltsim" / "config.py").read_text(encoding="utf-8")
     end_of_table = "\n)\n\n#: Settings field -> its row"
     assert source.count(end_of_table) == 1
+    end_of_rows_fields = "\n    # what the files give\n"
+    assert source.count(end_of_rows_fields) == 1
+    source = source.replace(end_of_rows_fields, "\n    frame_budget: int = 512" + end_of_rows_fields)
     row = ('    Setting("frame_budget", "int", 512, "bytes kept of each captured frame (default {default})",\n'
            '            option="frame-budget", yaml="bbsim.frame_budget", check=Between(64, 65535)),')
     name = "oltsim_config_with_one_more_row"
