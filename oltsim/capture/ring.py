@@ -12,6 +12,7 @@ from oltsim.capture.pcapng import PcapngWriter
 # the records' layout, importable from the ring as it always was
 from oltsim.capture.records import (DATA, EVENT, GEM, NNI, OMCI, ONU_ID, POINT, POINT_NAMES, PON,  # noqa: F401
                                     PORT, SERIAL, TIME, UNI, UP)
+from oltsim.capture.sizes import DEFAULT_SIZE, FLOOR_MAX, MAX_SIZE
 from oltsim.capture.stream import CaptureStream
 from oltsim.logs import logger
 from oltsim.model import events
@@ -19,9 +20,6 @@ from oltsim.model.errors import InvalidArgument, NotFound, ResourceExhausted
 
 log = logger("oltsim.capture")
 
-#: The records the ring keeps by default (--capture-size, bbsim.capture_size; 0 turns capture off); the daemon's ring
-#: (`Capture.for_olt`) keeps the size given or the ONUs' bring-ups (`onu_floor`), whichever is larger.
-DEFAULT_SIZE = 20_000
 #: Records one ONU's bring-up leaves in the ring (activation, MIB upload, flows, EAPOL, DHCP, its annotations and
 #: its NNI frames), measured with the built-in adapter: 384 with one UNI, 569 with four, 813 with eight (one ATT
 #: service a UNI), about 325 + 61 a UNI. `onu_floor` keeps ONU_RECORDS + UNI_RECORDS a UNI for each ONU, a third
@@ -31,11 +29,6 @@ UNI_RECORDS = 80
 #: Bytes of frames each record of that floor beyond the size given may hold (a bring-up's records average 66, its
 #: largest DHCP frames about 350): with FRAME_BUDGET for those, the floor's worst case at 16x32 would be 240 MiB.
 FLOOR_FRAME_BUDGET = 160
-#: The most records the floor asks for: every ONU's bring-up up to about 16x32 with 4 UNIs (378,880), and a bound on
-#: what a larger OLT spends unasked (about 100 MiB after a bring-up, 157 MiB at most): a 16x256 OLT's ring would
-#: otherwise take about 480 MiB. Beyond it the ring wraps, and says so (Coverage); --capture-size raises it.
-FLOOR_MAX = 500_000
-MAX_SIZE = 10_000_000
 #: A frame longer than this is kept cut to it (pcapng's captured length, with its original length): extended OMCI
 #: is at most 1980 octets of contents, an Ethernet frame at most 1522.
 SNAPLEN = 2048
