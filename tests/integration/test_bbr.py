@@ -55,6 +55,6 @@ def test_bbr_sequence_completes(tmp_path, pon, onu, grpc_engine):
             assert mine["flow_count"] == 1 and mine["flows"][0]["classifier"]["o_vid"] == o.c_tag
 
         # Success and Ack cancelled every attempt timer: nothing waits for the 60 s timeouts.
-        assert sim.olt.onus[0].handlers.pending_timers() == 0
+        assert sim.olt.hub.frames.pending_timers() == 0
     finally:
         yield stop_oltsim(sim, adapter)
