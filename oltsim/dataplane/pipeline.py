@@ -177,7 +177,7 @@ class _Bound:
     """One bound UNI: its model objects, counters, and decisions compiled for the current configuration."""
 
     __slots__ = ("serial", "uni", "onu", "where", "counter", "generation", "part", "up_cache", "nni_tags",
-                 "probe_tags", "groups", "learned", "owned")
+                 "probe_tags", "last_src", "groups", "learned", "owned")
 
     def __init__(self, uni):
         self.uni = uni
@@ -191,6 +191,9 @@ class _Bound:
         #: the tags its frames last had on the tagged NNI (learned), for the untagged NNI's broadcasts
         self.nni_tags: bytes | None = None
         self.probe_tags: bytes | None = None
+        #: the source MAC learned last, while the MAC table has it with this UNI and these tags (a move to another
+        #: UNI, a forgotten entry, a configuration change clear it): the same again needs no learning
+        self.last_src: bytes | None = None
         #: multicast groups (IPv4 addresses, 4 octets) its client joined (oltsim.dataplane.multicast)
         self.groups: set = set()
         #: the MACs learned from it, oldest first (at most MACS_PER_UNI)
@@ -291,6 +294,7 @@ class DataPlane:
                 bound.part = compile_onu_part(self.vlan_config.record(bound.serial), bound.uni.me_id)
             bound.up_cache = {}
             bound.probe_tags = None
+            bound.last_src = None
             bound.generation = self._generation
         return bound
 
@@ -373,10 +377,12 @@ class DataPlane:
             counter.drop("oversize")
             return [Dropped(bound.where, "oversize")]
         src = frame[6:12]
-        owner = self._owners.get(src)
-        if owner is not None and owner is not bound:
-            counter.drop("mac-spoof")
-            return [Dropped(bound.where, "mac-spoof")]
+        if src != bound.last_src:
+            # (the UNI's last source is in the MAC table with it, so no other UNI holds it)
+            owner = self._owners.get(src)
+            if owner is not None and owner is not bound:
+                counter.drop("mac-spoof")
+                return [Dropped(bound.where, "mac-spoof")]
         if bound.generation != self._generation:
             self._compiled(bound)
         if self._flows_dirty:
@@ -450,10 +456,7 @@ class DataPlane:
             if self.capture is not None:
                 self.capture("nni-untagged", "out", plain)
             out.append(ToNniUntagged(plain))
-        # learnt from every frame whose entry differs (never skipped on a UNI's own last source: a move away by
-        # another UNI's frame is undone by this UNI's next one, whatever the order)
-        entry = self._macs.get(src)
-        if entry is None or entry[0] is not bound or entry[1] != out_tags:
+        if src != bound.last_src:
             self._learn(src, bound, out_tags)
         return out
 
@@ -481,12 +484,15 @@ class DataPlane:
         if mac[0] & 1:
             return
         bound.nni_tags = out_tags
+        bound.last_src = mac
         macs = self._macs
         entry = macs.get(mac)
         if entry is not None and entry[0] is bound and entry[1] == out_tags:
             return
         if entry is not None and entry[0] is not bound:
-            entry[0].learned.pop(mac, None)          # moved to this UNI
+            entry[0].learned.pop(mac, None)          # moved to this UNI: the other learns it again from its next frame
+            if entry[0].last_src == mac:
+                entry[0].last_src = None
         learned = bound.learned
         if mac not in learned and len(learned) >= MACS_PER_UNI:
             self._forget_mac(next(iter(learned)))
@@ -500,6 +506,8 @@ class DataPlane:
         entry = self._macs.pop(mac, None)
         if entry is not None:
             entry[0].learned.pop(mac, None)
+            if entry[0].last_src == mac:
+                entry[0].last_src = None
 
     def _claim(self, bound: _Bound, frame: bytes) -> None:
         """An EAP-Success or a DHCP ACK delivered to the UNI: the client's MAC (the frame's destination, the ACK's
