@@ -5,8 +5,8 @@ reads the classifier and action from it once. Matching follows what an OpenOLT d
 
 - classifier: `pkt_tag_type` (untagged / single_tag / double_tag; empty = any), `o_vid` / `i_vid` (0 = any) against
   the outer / inner tag, `o_tpid` / `i_tpid` (0 = any; the pipeline takes frames from the NNI only with 0x8100 or a
-  TPID a downstream or multicast flow names), `o_pbits` / `i_pbits` (0..7 match, anything above = any; `i_pbits` 0 = any, as adapters
-  leave it unset), `eth_type`, `ip_proto`, `src_port` / `dst_port` (0 = any); an upstream flow also matches only
+  TPID a downstream or multicast flow names), `o_pbits` / `i_pbits` (0..7 match, anything above = any; `i_pbits`
+  0 = any, as adapters leave it unset), `eth_type`, `ip_proto`, `src_port` / `dst_port` (0 = any); an upstream flow also matches only
   the GEM ports it names (when the ONU's GEM port is known);
 - multicast flows (flow_type multicast) also match `dst_ip` (0 = any group); the MAC and other IP address fields
   of a classifier are not matched (VOLTHA's unicast flows leave them empty);

@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from twisted.application import service
 from voltha_protos import openolt_pb2, tech_profile_pb2
 
-from oltsim.logs import SummedLines, logger
+from oltsim.logs import SummedLines, Summary, logger
 from oltsim.model import events
 from oltsim.model.errors import NotFound, OltsimError
 from oltsim.omci import codec
@@ -73,6 +73,9 @@ log = logger("oltsim.adapter")
 
 #: builtin-adapter-onu-up/-ready lines written one by one per second at info (the rest at debug, and summed up).
 ONU_LINES_PER_INTERVAL = 4
+#: Seconds over which the warnings a client's frames cause (a DHCP client it does not know, a packet it cannot
+#: decode, an EAP answer it rejects) are summed: per reason the first is logged, the rest counted, then one line.
+FRAME_WARNING_INTERVAL = 10.0
 #: The name the hub and the refusal of an external EnableIndication give this adapter.
 DRIVER = "builtin"
 #: Indications the stream holds at most (as an external adapter's); more are dropped by the hub and counted.
@@ -202,6 +205,39 @@ class AdapterOnu:
         self.ready = False
 
 
+class FrameWarnings:
+    """Warnings a client's frames cause, which a client can send by the thousand: each is counted by its event name
+    (`counts`, from the start); per name the first of an interval is logged as a warning, the others at debug, and
+    when the interval ends one `<name> count=<n> (summary of 10 s)` warning says how many there were; while they
+    go on, only that line comes, once per interval. `flush` reports at once (the adapter stopping)."""
+
+    def __init__(self, clock, interval: float = FRAME_WARNING_INTERVAL):
+        self.clock = clock
+        self.interval = interval
+        self.counts: dict[str, int] = {}
+        self._summaries: dict[str, Summary] = {}
+
+    def warn(self, name: str, fmt: str, /, **fields) -> None:
+        """Count one `name` warning (`fmt` starts with `name`) and log it unless this interval's is spent."""
+        self.counts[name] = self.counts.get(name, 0) + 1
+        summary = self._summaries.get(name)
+        if summary is None:
+            summary = self._summaries[name] = Summary(self.clock, lambda counts, name=name: self._report(name, counts),
+                                                      interval=self.interval, burst=1, sustained=True)
+        if summary.offer(name):
+            log.warn(fmt, **fields)
+        else:
+            log.debug(fmt, **fields)
+
+    def flush(self) -> None:
+        for summary in self._summaries.values():
+            summary.flush()
+
+    def _report(self, name: str, counts: dict) -> None:
+        log.warn(name + " count={count} (summary of {interval:g} s)", count=sum(counts.values()),
+                 interval=self.interval)
+
+
 @dataclass
 class _Session:
     """An EAP conversation with one service MAC."""
@@ -248,6 +284,8 @@ class BuiltinAdapter(service.Service):
         self.clock = clock
         #: onu-up and onu-ready lines: a few a second, then one `builtin-adapter-onus` summary line
         self.onu_lines = SummedLines(log, "builtin-adapter-onus", clock, burst=ONU_LINES_PER_INTERVAL)
+        #: what clients' frames made the adapter refuse, counted by event name, logged as a summary
+        self.frame_warnings = FrameWarnings(clock)
         self.random = rng or random.Random()
         self.onus: dict[str, AdapterOnu] = {}
         self.by_id: dict[tuple[int, int], AdapterOnu] = {}
@@ -299,6 +337,7 @@ class BuiltinAdapter(service.Service):
         if getattr(self.hub, "driver", None) == DRIVER:
             self.hub.driver = None
         self.onu_lines.flush()
+        self.frame_warnings.flush()
         log.info("builtin-adapter-stopped serial={serial}", serial=self.olt.serial)
 
     def pending_calls(self) -> int:
@@ -858,8 +897,9 @@ class BuiltinAdapter(service.Service):
         try:
             frame = f.decode(bytes(ind.pkt))
         except f.PacketError as exc:
-            log.warn("builtin-adapter-packet-undecodable intf_type={type} intf_id={id} why={why}",
-                     type=ind.intf_type, id=ind.intf_id, why=str(exc))
+            self.frame_warnings.warn("builtin-adapter-packet-undecodable",
+                                     "builtin-adapter-packet-undecodable intf_type={type} intf_id={id} why={why}",
+                                     type=ind.intf_type, id=ind.intf_id, why=str(exc))
             return
         if ind.intf_type == "nni":
             self._from_nni(frame)
@@ -905,8 +945,9 @@ class BuiltinAdapter(service.Service):
             expected = bytes((CHALLENGE_SIZE,)) + md5_response(eap.id, session.challenge, secret)
             del self.sessions[mac]
             if eap.data[:len(expected)] != expected:
-                log.warn("builtin-adapter-eapol-rejected serial={serial} uni={uni} why={why}", serial=onu.serial,
-                         uni=ind.uni_id, why="the MD5 response does not match")
+                self.frame_warnings.warn("builtin-adapter-eapol-rejected",
+                                         "builtin-adapter-eapol-rejected serial={serial} uni={uni} why={why}",
+                                         serial=onu.serial, uni=ind.uni_id, why="the MD5 response does not match")
                 self._packet_out(onu, ind.uni_id, ind.gemport_id, failure_frame(mac, eap.id, self.authenticator_mac))
                 return
             if self._packet_out(onu, ind.uni_id, ind.gemport_id, success_frame(mac, eap.id, self.authenticator_mac)):
@@ -929,8 +970,9 @@ class BuiltinAdapter(service.Service):
             return
         known = self.by_mac.get(frame.eth.src)
         if known is None:
-            log.warn("builtin-adapter-dhcp-unknown-client serial={serial} mac={mac}", serial=onu.serial,
-                     mac=f.mac_str(frame.eth.src))
+            self.frame_warnings.warn("builtin-adapter-dhcp-unknown-client",
+                                     "builtin-adapter-dhcp-unknown-client serial={serial} mac={mac}",
+                                     serial=onu.serial, mac=f.mac_str(frame.eth.src))
             return
         _, uni_id, index = known
         svc = self.olt.onu_by_serial(onu.serial).unis[uni_id].services[index]
@@ -946,7 +988,8 @@ class BuiltinAdapter(service.Service):
         eth = frame.eth
         known = self.by_mac.get(eth.dst) or self.by_mac.get(frame.dhcp.client_mac)
         if known is None:
-            log.warn("builtin-adapter-dhcp-unknown-client mac={mac}", mac=f.mac_str(eth.dst))
+            self.frame_warnings.warn("builtin-adapter-dhcp-unknown-client",
+                                     "builtin-adapter-dhcp-unknown-client mac={mac}", mac=f.mac_str(eth.dst))
             return
         onu, uni_id, index = known
         if not onu.up:

@@ -202,3 +202,53 @@ def test_with_an_nni_interface_the_simulated_subscribers_still_get_the_built_in_
                for s in u.services if (onu.serial, u.id) != (serial, 1))
     adapter.stopService()
     olt.stop()
+
+
+def test_a_clients_flood_of_refused_frames_costs_counters_and_a_few_summary_lines():
+    """10,000 DHCP Discovers from random MACs and 2,000 undecodable packets from a bound UNI: the adapter counts
+    each by reason, logs the first of each as a warning and then one summary line per reason per 10 s (a handful of
+    warnings, not thousands); afterwards another subscriber still authenticates and gets its lease."""
+    from twisted.logger import LogLevel, globalLogPublisher
+    from voltha_protos import openolt_pb2
+    from oltsim.packets import dhcp as dhcp_frames
+    settings_olt = build_olt(load_settings({"pon": 1, "onu": 2, "uni": 2}, None), Clock(), random.Random(0))
+    serial = settings_olt.onus[0].serial
+    olt, servicer, adapter, clock = rig({(serial, 1)})
+    onu = adapter.onus[serial]
+    logged: list = []
+    globalLogPublisher.addObserver(logged.append)
+    try:
+        r = random.Random(44)
+        for n in range(10000):
+            mac = bytes([2]) + r.randbytes(5)
+            adapter._on_packet(openolt_pb2.PacketIndication(
+                intf_type="pon", intf_id=onu.pon, onu_id=onu.onu_id, uni_id=1, gemport_id=1024,
+                pkt=dhcp_frames.discover_frame(mac, 0, 0, 1024, onu.pon, onu.onu_id)))
+            if n % 1000 == 0:
+                clock.advance(1)
+        for _ in range(2000):
+            adapter._on_packet(openolt_pb2.PacketIndication(intf_type="nni", pkt=b"\x01\x02"))
+        clock.advance(builtin.FRAME_WARNING_INTERVAL)
+    finally:
+        globalLogPublisher.removeObserver(logged.append)
+    warnings = [e["log_format"].split(" ", 1)[0] for e in logged
+                if e.get("log_namespace") == "oltsim.adapter" and e.get("log_level") == LogLevel.warn]
+    assert adapter.frame_warnings.counts == {"builtin-adapter-dhcp-unknown-client": 10000,
+                                             "builtin-adapter-packet-undecodable": 2000}
+    assert 2 <= warnings.count("builtin-adapter-dhcp-unknown-client") <= 3
+    assert warnings.count("builtin-adapter-packet-undecodable") == 2
+    summaries = [e for e in logged if e.get("log_namespace") == "oltsim.adapter" and e.get("log_level") == LogLevel.warn
+                 and "count={count}" in e.get("log_format", "")]
+    assert sum(e["count"] for e in summaries) + len(warnings) - len(summaries) == 12000
+    other = olt.onus[1]
+    other.power_off()
+    other.power_on()
+    services = [s for u in other.unis for s in u.services]
+    for _ in range(600):
+        clock.advance(0.1)
+        if all(s.eapol_state == EAP_OK and s.dhcp_state == DHCP_OK for s in services):
+            break
+    assert all(s.eapol_state == EAP_OK and s.dhcp_state == DHCP_OK for s in services)
+    adapter.stopService()
+    olt.stop()
+    assert adapter.pending_calls() == 0 and not clock.getDelayedCalls()
