@@ -8,11 +8,11 @@ aside). When any step fails, everything made so far is removed again (interfaces
 made deleted) and the failure is one line: `DataPlaneError`, or with `exit_on_failure` (the daemon) ``oltsim: ...``
 on stderr and exit status 2.
 
-Frames: each interface's `TapPort` queues what it reads (bounded), one `Pump` hands the frames to the `DataPlane`
-(`from_uni`, `from_nni`, `from_nni_untagged`) a bounded number per reactor turn, and `deliver` carries the outputs
-out: `ToUni` to the UNI's interface, `ToNni`/`ToNniUntagged` to the NNI's; `PacketIn` (already emitted by the
-DataPlane) and `Dropped` (already counted) are only counted here. The adapter's OnuPacketOut to a bound UNI and
-UplinkPacketOut come through the same `deliver` (`DataPlane.attach`).
+Frames: each interface's `TapPort` reads into its protocol's queue (bounded; a full one stops the reading), one
+`Pump` hands the frames to the `DataPlane` (`from_uni`, `from_nni`, `from_nni_untagged`) a bounded number per
+reactor turn, and `deliver` carries the outputs out: `ToUni` to the UNI's interface, `ToNni`/`ToNniUntagged` to the
+NNI's; `PacketIn` (already emitted by the DataPlane) and `Dropped` (already counted) are only counted here. The
+adapter's OnuPacketOut to a bound UNI and UplinkPacketOut come through the same `deliver` (`DataPlane.attach`).
 
 Stop: unbind the UNIs (their simulated protocols drive them again), close every interface (the kernel removes it)
 and delete the namespaces this start made; nothing is left on the host.

@@ -1,12 +1,15 @@
-"""The data plane's interfaces in memory (issue 37): which UNIs get one and their names, the TAP ports on Twisted's
-MemoryIOSystem, the bounded queues and the pump's fairness, the service's start (host checks, namespaces) and its
-undoing of everything on a failed start and at stop. The host's `ip` is a fake that records what would run."""
+"""The data plane's interfaces in memory: which UNIs get one and their names, the TAP ports on Twisted's
+MemoryIOSystem and MemoryReactorClock, the bounded queues and the pump's fairness, the service's start (host checks,
+namespaces) and its undoing of everything on a failed start and at stop. The host's `ip` is a fake that records what
+would run."""
 from __future__ import annotations
 
+import errno
 import random
 
 import pytest
 from twisted.internet.task import Clock
+from twisted.internet.testing import MemoryReactorClock
 from twisted.pair.testing import MemoryIOSystem, Tunnel
 
 from oltsim.config import load_settings
@@ -17,26 +20,6 @@ from oltsim.dataplane.netns import HostError
 from oltsim.dataplane.pipeline import Dropped, PacketIn, ToNni, ToNniUntagged, ToUni
 from oltsim.dataplane.service import DataPlaneError, DataPlaneService
 from oltsim.model.builder import build_olt
-
-
-class Reactor(Clock):
-    """A fake clock that also takes file descriptor readers (a MemoryIOSystem's are not real)."""
-
-    def __init__(self):
-        super().__init__()
-        self.readers = set()
-
-    def addReader(self, reader):
-        self.readers.add(reader)
-
-    def removeReader(self, reader):
-        self.readers.discard(reader)
-
-    def addWriter(self, writer):
-        pass
-
-    def removeWriter(self, writer):
-        pass
 
 
 def memory_system() -> MemoryIOSystem:
@@ -162,8 +145,10 @@ def test_plan_refuses_bad_names_and_unis():
     olt = olt_of()
     with pytest.raises(HostError, match=r"'verylongprefu0-1-0' is 18 characters long; Linux allows at most 15"):
         plan_interfaces(olt, "all", prefix="verylongpref")
-    with pytest.raises(HostError, match="no ONU has serial BBSM99999999"):
+    with pytest.raises(HostError, match="no ONU has serial BBSM99999999$"):
         plan_interfaces(olt, "BBSM99999999/0")
+    with pytest.raises(HostError, match=r"no ONU has serial BBSM0000001; did you mean BBSM00000001\?$"):
+        plan_interfaces(olt, "BBSM0000001/0")
     with pytest.raises(HostError, match="has no Ethernet UNI 7"):
         plan_interfaces(olt, f"{olt.onus[0].serial}/7")
     with pytest.raises(HostError, match="the OLT has 4 Ethernet UNIs"):
@@ -172,6 +157,16 @@ def test_plan_refuses_bad_names_and_unis():
         plan_interfaces(olt, "1", nni="u0-1-0")
     with pytest.raises(HostError, match="--nni-interface: interface name 'a b'"):
         plan_interfaces(olt, None, nni="a b")
+
+
+def test_an_unknown_serial_names_the_nearest_in_a_labs_numbering():
+    """At OLT 10 with 16 ONUs a PON (serials BBSM000a0001 to BBSM000a0110), a serial misspelt in --uni-interfaces is
+    refused naming the serial it was meant to be."""
+    olt = olt_of(pon=2, onu=16, uni=1, olt_id=10)
+    assert olt.onus[-1].serial == "BBSM000a0110"
+    with pytest.raises(HostError, match=r"^--uni-interfaces: no ONU has serial BBSM000A011O; did you mean "
+                                        r"BBSM000a0110\?$"):
+        plan_interfaces(olt, "BBSM000a011O/0")
 
 
 def test_privileges_are_checked_first():
@@ -187,7 +182,7 @@ def test_privileges_are_checked_first():
 def test_port_reads_a_burst_per_turn_and_drops_beyond_its_queue():
     """A port reads at most `burst` frames per readable event; what its bounded queue cannot hold is dropped and
     counted as queue-full, and frames written go to the interface and are counted."""
-    system, reactor = memory_system(), Reactor()
+    system, reactor = memory_system(), MemoryReactorClock()
     handled = []
     pump = Pump(reactor, lambda port, data: handled.append(data))
     port = TapPort("u0-1-0", ("S", 0), pump, queue_frames=4, burst=3, reactor=reactor, system=system)
@@ -211,7 +206,7 @@ def test_port_reads_a_burst_per_turn_and_drops_beyond_its_queue():
 def test_flooded_port_does_not_starve_the_others():
     """One UNI flooding fills only its own queue; another UNI's frames are handed on in the same reactor turn, and
     a turn hands on at most the pump's budget (the rest waits for the next turn, so the control plane runs)."""
-    system, reactor = memory_system(), Reactor()
+    system, reactor = memory_system(), MemoryReactorClock()
     handled = []
     pump = Pump(reactor, lambda port, data: handled.append(port.name), budget=8, per_round=2)
     flood = TapPort("u0-1-0", ("A", 0), pump, queue_frames=16, burst=64, reactor=reactor, system=system)
@@ -232,9 +227,55 @@ def test_flooded_port_does_not_starve_the_others():
     assert handled.count("u0-1-0") == 16 and not reactor.getDelayedCalls()
 
 
+def test_a_full_queue_stops_the_port_reading_until_a_burst_fits_again():
+    """While its queue is full a port does not read (what comes next stays in the kernel's TAP queue); once the pump
+    has taken enough for a whole burst it reads again."""
+    system, reactor = memory_system(), MemoryReactorClock()
+    handled = []
+    pump = Pump(reactor, lambda port, data: handled.append(data), budget=2, per_round=2)
+    port = TapPort("u0-1-0", ("S", 0), pump, queue_frames=4, burst=2, reactor=reactor, system=system)
+    port.open()
+    for n in range(8):
+        tunnel(system, port).readBuffer.append(frame(n))
+    port.doRead()
+    port.doRead()
+    assert len(port.queue) == 4 and port not in reactor.readers and not port.dropped
+    one_turn(reactor)
+    assert handled == [frame(0), frame(1)] and port in reactor.readers
+    port.doRead()
+    assert len(port.queue) == 4 and port not in reactor.readers and len(tunnel(system, port).readBuffer) == 2
+    port.close()
+    assert not port.connected and port not in reactor.readers
+
+
+def test_a_lost_interface_closes_its_port_in_one_line():
+    """A read the kernel fails for good (the interface taken away) closes the port, said in one
+    dataplane-interface-lost line, and the frames read before it are still handed on."""
+    from twisted.logger import globalLogPublisher
+
+    system, reactor = memory_system(), MemoryReactorClock()
+    handled = []
+    pump = Pump(reactor, lambda port, data: handled.append(data))
+    port = TapPort("u0-1-0", ("S", 0), pump, reactor=reactor, system=system)
+    port.open()
+    tunnel(system, port).readBuffer.append(frame(1))
+    tunnel(system, port).nonBlockingExceptionStyle = OSError(errno.EBADFD, "File descriptor in bad state")
+    seen = []
+    globalLogPublisher.addObserver(seen.append)
+    try:
+        assert port.doRead() is None
+    finally:
+        globalLogPublisher.removeObserver(seen.append)
+    lost = [e for e in seen if e.get("log_format", "").startswith("dataplane-interface-lost")]
+    assert len(lost) == 1 and lost[0]["why"] == "File descriptor in bad state"
+    assert not port.connected and port not in reactor.readers
+    reactor.advance(0)
+    assert handled == [frame(1)]
+
+
 def test_pump_survives_a_failing_handler():
     """A handler that raises on one frame is counted, and the frames after it are still handed on."""
-    system, reactor = memory_system(), Reactor()
+    system, reactor = memory_system(), MemoryReactorClock()
     seen = []
 
     def handle(port, data):
@@ -254,7 +295,7 @@ def test_pump_survives_a_failing_handler():
 # ---- the service -----------------------------------------------------------------------------------------------
 
 def service_for(plan, dataplane, host, system=None, reactor=None, **options):
-    return DataPlaneService(olt_of(), dataplane, plan, reactor or Reactor(), host=host,
+    return DataPlaneService(olt_of(), dataplane, plan, reactor or MemoryReactorClock(), host=host,
                             system=system or memory_system(), **options)
 
 
@@ -266,7 +307,7 @@ def test_start_makes_moves_and_binds_then_stop_removes_everything():
     plan = plan_interfaces(olt, "2", prefix="x", netns=True, nni="xnni", nni_untagged="xnniu")
     host = FakeHost(namespaces={"xu0-1-1"})
     dataplane = FakeDataPlane()
-    reactor = Reactor()
+    reactor = MemoryReactorClock()
     svc = DataPlaneService(olt, dataplane, plan, reactor, host=host, system=memory_system())
     svc.startService()
     mac = olt.onus[0].unis[0].services[0].mac
@@ -342,7 +383,7 @@ def test_frames_flow_to_the_dataplane_and_outputs_go_out():
             return [ToUni(serial, 1, b"D" + data), PacketIn(None), Dropped("nni", "no-flow")]
         return [ToUni("BBSM99999999", 0, data)]
 
-    system, reactor = memory_system(), Reactor()
+    system, reactor = memory_system(), MemoryReactorClock()
     dataplane = FakeDataPlane(answer)
     svc = DataPlaneService(olt, dataplane, plan, reactor, host=FakeHost(), system=system)
     svc.startService()
@@ -389,7 +430,8 @@ def test_rest_dataplane_counters():
     off = sim.rest.call("GET", "/v1/dataplane")
     assert off.code == 409 and "--uni-interfaces" in off.json["message"]
     plan = plan_interfaces(sim.olt, "1")
-    svc = DataPlaneService(sim.olt, FakeDataPlane(), plan, Reactor(), host=FakeHost(), system=memory_system())
+    svc = DataPlaneService(sim.olt, FakeDataPlane(), plan, MemoryReactorClock(), host=FakeHost(),
+                           system=memory_system())
     svc.startService()
     sim.commands.dataplane = svc
     on = sim.rest.call("GET", "/v1/dataplane")
@@ -436,8 +478,8 @@ def test_grpc_get_dataplane_is_the_rest_document():
     with pytest.raises(Aborted) as refused:
         grpc_call(servicer, "GetDataPlane", oltsim_pb2.Empty())
     assert "FAILED_PRECONDITION" in str(refused.value) and "--uni-interfaces" in str(refused.value)
-    svc = DataPlaneService(sim.olt, FakeDataPlane(), plan_interfaces(sim.olt, "1"), Reactor(), host=FakeHost(),
-                           system=memory_system())
+    svc = DataPlaneService(sim.olt, FakeDataPlane(), plan_interfaces(sim.olt, "1"), MemoryReactorClock(),
+                           host=FakeHost(), system=memory_system())
     svc.startService()
     sim.commands.dataplane = svc
     answer = grpc_call(servicer, "GetDataPlane", oltsim_pb2.Empty())
@@ -508,7 +550,7 @@ def test_uni_interface_carrier_follows_its_uni():
             carrier_at_link_up.append(list(system.carrier_calls))
         return FakeHost.run(host, args)
     host.runner = run
-    svc = DataPlaneService(olt, FakeDataPlane(), plan, Reactor(), host=host, system=system)
+    svc = DataPlaneService(olt, FakeDataPlane(), plan, MemoryReactorClock(), host=host, system=system)
     svc.startService()
     port = svc.ports[(olt.onus[0].serial, 0)]
     assert carrier_at_link_up == [[(port.fileno(), 0)]]
@@ -548,7 +590,7 @@ def test_a_count_of_zero_and_no_nni_make_no_data_plane():
     from oltsim.tap import Options, makeService
     options = Options()
     options.parseOptions(["--openolt", "tcp:0:interface=127.0.0.1", "--uni-interfaces", "0"])
-    top = makeService(options, Reactor())
+    top = makeService(options, MemoryReactorClock())
     assert "dataplane" not in {child.name for child in top}
 
 
@@ -559,7 +601,7 @@ def test_a_lost_interface_is_not_taken_for_a_kernel_without_carrier_control():
     olt = olt_of()
     plan = plan_interfaces(olt, "2")
     system = CarrierSystem()
-    svc = DataPlaneService(olt, FakeDataPlane(), plan, Reactor(), host=FakeHost(), system=system)
+    svc = DataPlaneService(olt, FakeDataPlane(), plan, MemoryReactorClock(), host=FakeHost(), system=system)
     svc.startService()
     lost = svc.ports[(olt.onus[0].serial, 0)]
     kept = svc.ports[(olt.onus[0].serial, 1)]
