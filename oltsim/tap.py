@@ -85,7 +85,7 @@ def makeService(options, reactor=None):
                                                                      "error") else "info")
     olt, hub, capture, path = _build_model(settings, reactor)
     dataplane = _build_dataplane(settings, reactor, olt, path, capture)
-    # security and metrics (issue 5): one registry per service; the token guards the control surfaces only
+    # security and metrics: one registry per service; the token guards the control surfaces only
     metrics = Metrics(olt, hub)
     token = AccessToken(settings.api_token) if settings.api_token else None
     openolt = _build_openolt(settings, reactor, olt, hub, path.frames, capture, metrics,
@@ -94,7 +94,7 @@ def makeService(options, reactor=None):
     sink, topic, kafka = _build_kafka_events(settings, reactor, olt, metrics)
     adapter = _build_builtin_adapter(settings, reactor, olt, hub, capture, openolt, dataplane)
     bus = EventBus(olt, reactor)
-    # Fault scenarios (issue 25): one runner over the same use cases, for the v1 API and --scenario; its stop (before
+    # Fault scenarios: one runner over the same use cases, for the v1 API and --scenario; its stop (before
     # the OLT's, children stop last first) undoes what a running scenario holds.
     commands = V1Commands(olt, openolt=openolt, logs=CONTROL, olt_ip=local_ip(settings.openolt),
                           revision=settings.api_revision, capture=capture,
@@ -188,7 +188,7 @@ def _build_openolt(settings, reactor, olt, hub, frames, capture, metrics, traffi
 
 
 def _build_kafka_events(settings, reactor, olt, metrics):
-    """BBSim's Kafka events (issue 15), when on, through a sink that never blocks the OLT (bounded buffer, drops
+    """BBSim's Kafka events, when on, through a sink that never blocks the OLT (bounded buffer, drops
     counted; its stop flushes for a second at most): (the sink, its topic, [its service]), else (None, None, [])."""
     if not settings.enable_events:
         return None, None, []
@@ -200,9 +200,9 @@ def _build_kafka_events(settings, reactor, olt, metrics):
 
 
 def _build_builtin_adapter(settings, reactor, olt, hub, capture, openolt, dataplane=()) -> list:
-    """With --adapter builtin (issue 16), oltsim drives its own OpenOLT side: started after the OLT powers on,
+    """With --adapter builtin, oltsim drives its own OpenOLT side: started after the OLT powers on,
     stopped before it stops; for the UNIs with an interface (`dataplane`) it also writes their VLAN operations and
-    forwarding flows, and checks their supplicants against --eap-secret (issue 37)."""
+    forwarding flows, and checks their supplicants against --eap-secret."""
     if settings.adapter != "builtin":
         return []
     bound = {(uni.serial, uni.uni_id) for service in dataplane for uni in service.plan.unis}
@@ -292,7 +292,7 @@ def _build_sadis(settings, reactor, olt, commands, metrics) -> list:
 
 
 def _build_dmi(settings, reactor, olt, metrics):
-    """The Device Management Interface (issue 15): (the managed device, [its service, its gRPC server]). VOLTHA's
+    """The Device Management Interface: (the managed device, [its service, its gRPC server]). VOLTHA's
     device manager connects with no token, so, as SADIS, it is never token-protected; its calls are capped per
     connection and per server as the control APIs'."""
     device = ManagedDevice(olt, reactor, random.Random(), sink_factory=lambda address: KafkaSink(

@@ -1,4 +1,4 @@
-"""Which multicast groups a bound UNI's client joined, from the IGMP reports it sends (issue 37).
+"""Which multicast groups a bound UNI's client joined, from the IGMP reports it sends.
 
 The OLT replicates a multicast flow's group traffic to the UNIs that joined (an OpenOLT device learns them from the
 adapter's group operations, which the simulated OLT does not keep): the data plane snoops the IGMP of each bound

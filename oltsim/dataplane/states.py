@@ -1,4 +1,4 @@
-"""A bound UNI's service states follow what its real client's frames do (issue 37), so that `oltsimctl wait`,
+"""A bound UNI's service states follow what its real client's frames do, so that `oltsimctl wait`,
 bbsimctl and /ui show progress as they do for the simulated supplicant and DHCP client.
 
 Upstream (frames that left the ONU: forwarded or trapped): EAPOL-Start -> `eap_start_sent`, EAP-Response/Identity

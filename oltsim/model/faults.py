@@ -1,4 +1,4 @@
-"""Fault knobs of the OLT, per ONU: slow, rationed or silent OMCI and lost EAPOL/DHCP frames (issue 25).
+"""Fault knobs of the OLT, per ONU: slow, rationed or silent OMCI and lost EAPOL/DHCP frames.
 
 The OLT holds one `FaultBook` (`olt.faults`); the knobs of an ONU live on `onu.faults`, an `OnuFaults`, or None when
 the ONU has no knob and no delayed answer pending, so that the OMCI and packet hot paths stay one attribute check.

@@ -3,7 +3,7 @@ peer address, and when a listener (or a peer) is full, the connection idle the l
 
 Every Twisted listener of oltsim (REST v1 and v0, SADIS, and the TLS relay of an ``ssl:`` gRPC port) accepts its
 connections through a `LimitedFactory`. What the daemon holds stays bounded whatever the clients do, and a flood of
-connections that never send a request cannot keep a real client out (issue 29):
+connections that never send a request cannot keep a real client out:
 
 - **Eviction, not refusal.** A connection that arrives while its listener holds `total` connections (or its peer
   `per_peer`) closes the one with nothing in flight that made progress longest ago: for HTTP, the one whose last

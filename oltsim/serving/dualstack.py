@@ -1,4 +1,4 @@
-"""Listening on every address, IPv4 and IPv6 on one socket, for a Twisted listener given only a port (issue 30).
+"""Listening on every address, IPv4 and IPv6 on one socket, for a Twisted listener given only a port.
 
 Go's ``net.Listen("tcp", ":50074")`` (and ``"0.0.0.0:50074"``) opens one IPv6 socket with ``IPV6_V6ONLY`` off, so
 BBSim's every port answers on both families, and a kubelet probing a pod's IPv6 address reaches it. Twisted's

@@ -66,7 +66,7 @@ _GRPCIO_OPTIONS = _OPTIONS
 #: HTTP/2 streams a connection may open on a server that caps its open calls, beyond the cap (``max_calls``): a
 #: client holding as many streams as the server lets stay open still has room for its other calls, and its next
 #: stream reaches the server, which refuses it at once (RESOURCE_EXHAUSTED, logged). With a per-connection limit at
-#: or below the cap, that stream waited silently in the client until its deadline (issue 22). On grpc.aio the cap
+#: or below the cap, that stream would wait silently in the client until its deadline. On grpc.aio the cap
 #: on every call (streams, unary calls, calls whose request has not come) is as high, so that the cap on streams
 #: refuses first. 256 + 64 = 320 by default: above the 100 to 250 common servers allow (Go's HTTP/2 250, hyper 200,
 #: nginx 128), and what a client that sends HEADERS and never the body can hold, at about 14.5 KiB each in
@@ -256,7 +256,7 @@ class GrpcServerService(Service):
 
     def _relayed(self, listen: GrpcListen) -> bool:
         """Whether the engine sits behind the relay: TLS on the native engine, which has none. Plain ports are the
-        engine's own (a relay there cost the sequential southbound about a fifth of its CPU, issue 29)."""
+        engine's own (a relay there costs the sequential southbound about a fifth of its CPU)."""
         return self.engine == "native" and listen.secure
 
     def _bind_tls_front(self, server: Any, listen: GrpcListen) -> tuple[str, int]:

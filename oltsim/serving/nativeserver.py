@@ -52,7 +52,7 @@ log = logger("oltsim.serving.nativeserver")
 #: events taken from the front per trip into Python; a burst of calls costs one wake-up of the loop per batch
 BATCH = 256
 #: the front's tokio I/O threads. Two once measured better on 2 cores with bbr at 16x32 (bigger batches reached the
-#: reactor); on VOLTHA's recorded session (bench/replay.py, issue 39) one costs less: daemon CPU lower in each of 7
+#: reactor); on VOLTHA's recorded session (bench/replay.py) one costs less: daemon CPU lower in each of 7
 #: interleaved pairs, medians 8.4 and 10.3 s against 10.4 and 12.5 s (a loaded 2-core machine), the reactor thread's
 #: too: each respond() and stream_try_send() with the GIL held is cheaper without a second I/O thread to contend.
 IO_THREADS = 1
@@ -453,7 +453,7 @@ class NativeServer(aio.Server):
         and are then answered BULK_CHUNK at a time (_drain_bulk; at once, after the others, when none waits and the
         batch holds at most a chunk of them, as one request at a time brings): with every ONU uploading its MIB, a
         batch holds one OMCI request per ONU, and an adapter's FlowAdd, heartbeat or scheduler call, which it sends
-        one at a time, would otherwise wait for all of them (issue 29: 2.4 - 2.9x BBSim's FlowAdd round trip). Calls
+        one at a time, would otherwise wait for all of them (a FlowAdd's round trip then 2.4 - 2.9x BBSim's). Calls
         on different HTTP/2 streams carry no order between them; each method's own calls keep theirs."""
         bulk_ids = self._bulk_ids
         if bulk_ids:

@@ -4,8 +4,8 @@ that Twisted's reactor runs, so no request thread ever touches the model.
 The OpenOLT southbound carries an adapter's whole bring-up, about 240 unary calls per ONU (MIB upload), so its cost
 per call is what a user feels.  Served by grpcio's thread pool and hopped to the reactor through a thread bridge, a
 call woke half a dozen threads; on the reactor's own loop the handler runs where the model lives and nothing crosses
-a thread (bench/bringup.py, docs/performance.md).  The control APIs followed (issue 13): a pool thread per call let
-32 open streams, or 32 requests whose body never came, wedge them.
+a thread (bench/bringup.py, docs/performance.md).  The control APIs run there too: a pool thread per call would let
+32 open streams, or 32 requests whose body never comes, wedge them.
 
 :func:`on_loop` turns the one servicer (plain unary methods over the model that raise domain errors, mapped by its
 ``_abort``; async generators for streams) into grpc.aio handlers that call the same methods inline; the native engine

@@ -261,7 +261,7 @@ def certificate_options(listen: GrpcListen, protocols: list[bytes] | None = None
 
 #: connections a Twisted listener's socket queues before they are accepted, unless the endpoint string says
 #: otherwise (Twisted's default is 50): during a flood of connects, a full queue drops a real client's SYN, which
-#: it sends again only a second later (issue 29; the kernel caps it at net.core.somaxconn)
+#: it sends again only a second later (the kernel caps it at net.core.somaxconn)
 LISTEN_BACKLOG = 1024
 
 

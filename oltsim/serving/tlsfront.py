@@ -9,7 +9,7 @@ key, certificate and client-certificate options as every other ``ssl:`` listener
 require) whose connections are byte pipes to the front, with flow control both ways: a client that stops reading
 stops the front's writes to it, not the reactor. Every call then meets the native engine's limits.
 
-Plain (``tcp:``) endpoints have no relay: the engine listens on the port itself (issue 29).
+Plain (``tcp:``) endpoints have no relay: the engine listens on the port itself.
 
 The engine would see every relayed client as the relay's own loopback address. The relay therefore records, for
 each connection it opens to the engine, whose it is (``peers``: the engine-side peer name, ``ipv4:127.0.0.1:<port>``,

@@ -5,7 +5,7 @@ system call. The loop, woken by that very write, takes the GIL and runs the batc
 its write, must then wait for the GIL until the loop lets go of it (a native call that releases it, or the switch
 interval), only to return into the front's ``recv_batch_details``, which releases it at once. On one call at a time
 (how VOLTHA's adapters send OMCI and flows) that is two GIL hand-offs and two thread switches per call: py-spy
-showed the dispatch thread waiting for the GIL at the self-pipe write for most of its samples (issue 29).
+showed the dispatch thread waiting for the GIL at the self-pipe write for most of its samples.
 
 :class:`LoopWaker` is an eventfd (a pipe where there is none) the loop reads (``add_reader``), written through
 ctypes' ``PyDLL``, which keeps the GIL for the call: a non-blocking write of 8 bytes is shorter than a GIL

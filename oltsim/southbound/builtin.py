@@ -101,7 +101,7 @@ CHALLENGE_SIZE = 16
 #: EAP sessions the authenticator keeps at most (the oldest forgotten): a client on a bound UNI may send EAPOL-Starts
 #: from ever new source MACs
 MAX_SESSIONS = 4096
-# The data plane's part (issue 37): with a UNI bound to an interface, the ONU's bridge and VLAN operations are
+# The data plane's part: with a UNI bound to an interface, the ONU's bridge and VLAN operations are
 # written over OMCI as VOLTHA's ONU adapter writes them (its entity id numbering), and the ATT workflow's forwarding
 # flows are installed. G.988 classes:
 MAC_BRIDGE_SERVICE_PROFILE = 45
@@ -267,7 +267,7 @@ class BuiltinAdapter(service.Service):
     def __init__(self, olt, hub, servicer, clock, rng: random.Random | None = None, reachable=None,
                  forwards=None, eap_secret: bytes = PASSWORD, authenticator_mac: bytes = AUTHENTICATOR_MAC):
         self.olt = olt
-        #: Whether a UNI has a real interface (the data plane, issue 37): `forwards(serial, uni_id)`. For such a UNI
+        #: Whether a UNI has a real interface (the data plane): `forwards(serial, uni_id)`. For such a UNI
         #: the adapter also writes the ONU's bridge and VLAN operations and installs the forwarding flows, and its
         #: EAP-MD5 answers are checked against `eap_secret`; the simulated UNIs keep the password of the simulated
         #: supplicant. The authenticator's frames, every UNI's, come from `authenticator_mac` (the OLT side) to
@@ -851,7 +851,7 @@ class BuiltinAdapter(service.Service):
         if self.forwards(onu.serial, uni.id) and uni.services:
             self._forwarding(onu, uni, ids)
 
-    # ---- the data plane's part (issue 37) ------------------------------------------------------------------
+    # ---- the data plane's part -----------------------------------------------------------------------------
 
     def _forwarding(self, onu: AdapterOnu, uni, ids: _UniIds) -> None:
         """A bound UNI's subscriber is through EAPOL (or needs none): its ONU now tags upstream frames with the
@@ -1002,7 +1002,7 @@ class BuiltinAdapter(service.Service):
                 self._check_ready(onu)
 
 
-# ---- the data plane's OMCI and flows (issue 37), as VOLTHA's ONU and OLT adapters write them ------------------------
+# ---- the data plane's OMCI and flows, as VOLTHA's ONU and OLT adapters write them -----------------------------------
 
 def first_vid(svc) -> int:
     """The VLAN the ONU first tags a bound UNI's upstream frames with: 4091 while its service still has to

@@ -19,7 +19,7 @@ from oltsim.api.restkit import (ListWriter, Route, bad_url, build_request, json_
 from oltsim.dataplane.service import counters_of
 from oltsim.model.errors import InvalidArgument
 
-#: The data plane's counters (issue 37)
+#: The data plane's counters
 DATAPLANE_PATH = "/v1/dataplane"
 
 ROUTES: tuple[Route, ...] = (
@@ -379,7 +379,7 @@ class V1Rest:
 
     @app.route(DATAPLANE_PATH, methods=["GET"], branch=False)
     def dataplane(self, request):
-        """The data plane's counters (issue 37, docs/dataplane.md); FAILED_PRECONDITION when it is off."""
+        """The data plane's counters (docs/dataplane.md); FAILED_PRECONDITION when it is off."""
         unknown = set(query_params(request))
         if unknown:
             raise InvalidArgument(f"unknown parameter(s) {', '.join(sorted(unknown))}; {DATAPLANE_PATH} takes none")
