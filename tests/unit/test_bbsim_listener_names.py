@@ -1,4 +1,4 @@
-"""`bbsim` names its own flags when a listener cannot bind (issue 38): the daemon's one line says
+"""`bbsim` names its own flags when a listener cannot bind: the daemon's one line says
 ``bbsim: -rest_api_address 127.0.0.1:50171: address already in use``, not oltsim's ``--rest-v1 tcp:...``."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The built-in adapter's part of the data plane (issue 37), in memory: for a UNI with an interface it writes the
+"""The built-in adapter's part of the data plane, in memory: for a UNI with an interface it writes the
 ONU's bridge and VLAN operations over OMCI in VOLTHA's order (EAPOL's 4091 first, the C-tag after EAP success),
 installs the ATT workflow's HSIA flows and the NNI's DHCP trap flow, and checks EAP-MD5 against the configured
 secret; a UNI without an interface is brought up exactly as before."""

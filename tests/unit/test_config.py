@@ -93,8 +93,8 @@ def test_settings_are_frozen():
 
 
 def test_bbsim_sample_config_loads(tmp_path):
-    """BBSim's shipped bbsim.yaml loads, its reboot_delay applies, and it gives no warning (issue 31 item 6: it gave
-    five): the keys BBSim itself ignores (enable_igmp, enable_dhcp, enable_auth, device_serial_number) and
+    """BBSim's shipped bbsim.yaml loads, its reboot_delay applies, and it gives no warning: the keys
+    BBSim itself ignores (enable_igmp, enable_dhcp, enable_auth, device_serial_number) and
     enable_perf: false (what oltsim does anyway) are notes, logged at debug, and --strict-config accepts the file."""
     path = write(tmp_path, "bbsim.yaml", BBSIM_SAMPLE)
     settings = load_settings({}, path)

@@ -31,7 +31,7 @@ def debug_level():
 def test_the_soft_limit_is_raised_to_the_hard_one_and_logged():
     """A soft limit below the hard one is raised to it; the result is logged and returned."""
     calls = []
-    with debug_level(), capturedLogs() as logged:  # logged at debug since issue 38
+    with debug_level(), capturedLogs() as logged:  # logged at debug
         limit = raise_open_files_limit(getrlimit=lambda _: (1024, 65536),
                                        setrlimit=lambda kind, value: calls.append(value))
     assert (limit, calls) == (65536, [(65536, 65536)])

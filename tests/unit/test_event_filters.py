@@ -1,4 +1,4 @@
-"""Event filters say when they name nothing (issue 38): an unknown event type or ONU is refused with one line and a
+"""Event filters say when they name nothing: an unknown event type or ONU is refused with one line and a
 "did you mean" on the event bus, REST `GET /v1/events`, gRPC StreamEvents, the alarms' ONU filter and oltsimctl;
 an accepted filter that matched nothing yet is told once by oltsimctl; `oltsimctl events` without a filter asks for
 state, alarm and scenario events only; a reader that fell behind is told once per gap what it lost; port-stats

@@ -1,4 +1,4 @@
-"""The event bus's records (issue 31 item 3): every model event has a type of the catalogue oltsimctl chooses from
+"""The event bus's records: every model event has a type of the catalogue oltsimctl chooses from
 (oltsim.api.eventtypes), and a record that concerns an ONU names its serial even when the event names the ONU by
 PON and ONU id only (OMCI frames, packets, flows)."""
 from __future__ import annotations
@@ -36,7 +36,7 @@ def test_every_model_event_has_a_catalogued_type():
     olt = Sim().olt
     produced = {to_record(olt, event, 1, 0.0)["type"] for event in SAMPLES}
     assert produced == set(RECORD_TYPES)
-    # issue 38: the default is what `oltsimctl events`' help says (state, alarm and scenario events); the exchanges
+    # the default is what `oltsimctl events`' help says (state, alarm and scenario events); the exchanges
     # of a bring-up are asked for by type or --all, as the chatty ones
     assert set(DEFAULT_TYPES) | set(EXCHANGE_TYPES) | set(CHATTY_TYPES) == set(RECORD_TYPES)
     assert {"omci-indication", "packet-indication", "port-stats"}.isdisjoint(DEFAULT_TYPES)

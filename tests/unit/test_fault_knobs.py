@@ -1,4 +1,4 @@
-"""Fault knobs on the model (issue 25): OMCI delay with and without jitter, the per-ONU OMCI rate, mute, EAPOL/DHCP
+"""Fault knobs on the model: OMCI delay with and without jitter, the per-ONU OMCI rate, mute, EAPOL/DHCP
 frames dropped, clearing each knob, cancel_all, power-off and validation, on the real model, responder and protocol
 engine with a fake clock. OMCI reaches the responder through the fault wrapper in front of it, as in the daemon."""
 import random

@@ -1,4 +1,4 @@
-"""Issue 13's limits in memory: id ranges and flow limits on the OpenOLT servicer (refused before anything is
+"""The daemon's limits in memory: id ranges and flow limits on the OpenOLT servicer (refused before anything is
 stored), flow lists paged and written a slice per reactor turn, JSON nesting found without parsing, request bodies
 refused by the Site's Request from their headers, the access log's redaction, and the settings behind them."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every log line follows the level (issue 23, items 1, 2 and 3): under twistd the level filter stands in front of
+"""Every log line follows the level: under twistd the level filter stands in front of
 every observer, Twisted's lines included, and follows SetLogLevel; bursts of per-UNI and per-ONU lines are summed up;
 alarms are logged once each, raised and cleared, and summed up under a burst."""
 from __future__ import annotations
@@ -152,7 +152,7 @@ def test_each_alarm_raised_and_cleared_is_one_line_naming_it():
 
 
 def test_clears_the_olt_makes_without_an_indication_are_logged_too():
-    """Issue 31 item 2: an ONU powered off then on again has its dying gasp cleared in the alarm book (BBSim sends
+    """An ONU powered off then on again has its dying gasp cleared in the alarm book (BBSim sends
     no dying_gasp_ind off), and an OLT reboot clears every active alarm: each clear is an alarm-cleared line saying
     why, and an event readers see; the adapter is sent no indication for them. The ITU PON statistics alarm, whose
     status is inside rdi_error_ind, is logged cleared when cleared."""

@@ -1,4 +1,4 @@
-"""Readable logs and plain messages (issue 14, items 3, 4 and 9): state-change lines name their device, ONU changes
+"""Readable logs and plain messages: state-change lines name their device, ONU changes
 are logged at info with a bounded rate, dropped indications are summed up, the APIs say when no adapter received
 an indication, v0 body errors are in the API's own words, and the legacy vendor is BBSim's."""
 

@@ -1,4 +1,4 @@
-"""A misspelt name the user can type is one line with the nearest right one (issue 31 item 1): daemon options,
+"""A misspelt name the user can type is one line with the nearest right one: daemon options,
 `bbsim` flags, `oltsimctl` and `bbsimctl` options and config file keys, scenario keys and actions; all through the
 one helper, oltsim.suggest."""
 from __future__ import annotations

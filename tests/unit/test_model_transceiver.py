@@ -1,4 +1,4 @@
-"""PON transceiver plug-out and plug-in in the OLT model on a fake clock (issue 15; BBSim's DMI PlugOutTransceiver
+"""PON transceiver plug-out and plug-in in the OLT model on a fake clock (BBSim's DMI PlugOutTransceiver
 and PlugInTransceiver, reference 1.8): the indications in order as the adapter receives them, the states in v1
 REST, the cases BBSim leaves open (ONUs not yet activated, OLT not enabled or rebooting, PON administratively
 down, power-on while unplugged) and the refusals.

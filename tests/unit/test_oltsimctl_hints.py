@@ -67,7 +67,7 @@ def onu(serial: str, state: str, dhcp: str) -> bbsim_pb2.ONU:
 
 
 def test_a_service_state_names_the_onu_state_while_the_onu_is_not_up():
-    """Waiting for a service state, an ONU reads as its own state first, then its services' (issue 31 item 4: the
+    """Waiting for a service state, an ONU reads as its own state first, then its services' (the
     ONU's state whether it is up or not, and a service's untouched `created` said to be DHCP's)."""
     dhcp = StateCheck("dhcp_ack_received")
     assert dhcp.status(onu("a", "discovered", "created")) == (False, "discovered, hsia: dhcp created")

@@ -217,7 +217,7 @@ def service(name: str, uni: int, eapol: str = "", dhcp: str = "", igmp: str = ""
 
 
 def test_wait_names_the_onus_state_and_each_subscribers_progress():
-    """Issue 31 item 4: a service state not reached names the ONU's own state (not a service's `created`), then
+    """A service state not reached names the ONU's own state (not a service's `created`), then
     each service's EAPOL and DHCP states (IGMP when an IGMP state is waited for); services of one name in the same
     place are named once, in different places with their UNI; `created`, every machine's first state, says whose;
     the timeout line separates ONUs with `;`."""
@@ -320,7 +320,7 @@ def test_as_bbsimctl_every_failure_exits_1_and_names_bbsimctl(tmp_path, capsys):
         err = capsys.readouterr().err
         if profile is BBSIMCTL:  # go-flags' usage, as Go bbsimctl prints it
             assert f"usage: {profile.prog} onu" in err
-        else:  # one line (issue 38)
+        else:  # one line
             assert err.startswith("oltsimctl: onu: unknown command 'nosuchcommand' (one of list, get,")
             assert err.endswith(" (see oltsimctl onu --help)\n") and err.count("\n") == 1
         assert main(["-c", str(bad), "olt", "get"], profile) == usage_code

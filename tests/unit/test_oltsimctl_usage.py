@@ -1,4 +1,4 @@
-"""oltsimctl's bad command lines (issue 38): one stderr line naming the command, what is wrong and where its help
+"""oltsimctl's bad command lines: one stderr line naming the command, what is wrong and where its help
 is, exit 2, never argparse's usage block; a misspelt command gets the nearest; `--version`; the global options are
 taken between command names; bbsimctl keeps go-flags' behaviour."""
 from __future__ import annotations

@@ -459,7 +459,7 @@ def test_dotted_names_through_scalars_or_lists_are_refused(api, path):
 
 def test_documents_state_the_connection_limits():
     """Both documents say what a REST connection is bounded by: connections per port and per client address, and
-    the answers left unsent before the server stops reading (issue 22), with the options that set them."""
+    the answers left unsent before the server stops reading, with the options that set them."""
     for document in (v1_rest.openapi_document(), v0_rest.openapi_document()):
         text = document["info"]["description"]
         assert all(option in text for option in ("--max-connections (default 128)",

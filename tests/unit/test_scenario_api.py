@@ -332,7 +332,7 @@ def test_ctl_stop(scenario_file):
 
 
 def test_ctl_run_bar_moves_with_time_on_a_0x0_terminal(monkeypatch, tmp_path):
-    """Issue 31 item 5: `scenario run` of pon-los-30s (one 30 s step) on a terminal that reports its size as 0x0
+    """`scenario run` of pon-los-30s (one 30 s step) on a terminal that reports its size as 0x0
     (a fresh pseudo-terminal) draws its bar, and the bar fills as the step's time passes (0/1 steps all along),
     full once the step has ended; scenario_progress counts the running step's elapsed part of its duration."""
     import os

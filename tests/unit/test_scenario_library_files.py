@@ -1,6 +1,6 @@
 """The scenario library of docs/scenarios/: every file loads with the schema the runner uses, names itself after
 its file, says in its opening comment what it reproduces, which VOLTHA suite it mirrors and what it leaves, covers
-the fault the issue lists for it, and plays in tens of seconds (so the end-to-end tests can run it as written)."""
+the fault it is named for, and plays in tens of seconds (so the end-to-end tests can run it as written)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -12,7 +12,7 @@ from oltsim.scenario import schema
 LIBRARY = Path(__file__).resolve().parents[2] / "docs" / "scenarios"
 FILES = sorted(LIBRARY.glob("*.yaml"))
 
-# The library the issue asks for: file -> the actions it must play.
+# The library: file -> the actions it must play.
 EXPECTED = {
     "onu-power-waves": {"onu-power-off"},
     "pon-los-30s": {"pon-los"},
@@ -32,8 +32,8 @@ def planned_end(scenario: schema.Scenario) -> float:
     return max(ends.values()) * scenario.repeat
 
 
-def test_the_library_holds_the_five_scenarios_of_the_issue():
-    """docs/scenarios/ holds exactly the five files the issue lists (a renamed file would break the docs' links)."""
+def test_the_library_holds_exactly_the_five_scenarios():
+    """docs/scenarios/ holds exactly the five files of EXPECTED (a renamed file would break the docs' links)."""
     assert sorted(path.stem for path in FILES) == sorted(EXPECTED)
 
 
@@ -69,7 +69,7 @@ def test_each_file_is_short_enough_to_run_end_to_end(path):
 
 
 def test_flaky_omci_takes_a_tenth_of_the_onus():
-    """flaky-omci's knobs act on 10 % of the ONUs, as the issue says, and are lifted after a while."""
+    """flaky-omci's knobs act on 10 % of the ONUs and are lifted after a while."""
     scenario = schema.load(LIBRARY / "flaky-omci.yaml")
     knobs = [step for step in scenario.steps if step.action.startswith("omci-")]
     assert knobs and all(step.targets.fraction == 0.1 and step.duration > 0 for step in knobs), knobs

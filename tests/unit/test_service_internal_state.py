@@ -1,6 +1,6 @@
 """`service list`'s INTERNALSTATE is the service's own lifecycle, as BBSim 1.16.8's (its services.go: created,
 initialized, disabled; the API reports `InternalState.Current()`): `initialized` once the ONU is up, whatever
-EAPOL and DHCP reached, which their own columns show (issue 38 asked what BBSim shows after dhcp_ack_received: this)."""
+EAPOL and DHCP reached, which their own columns show (what BBSim shows after dhcp_ack_received too)."""
 from __future__ import annotations
 
 import random

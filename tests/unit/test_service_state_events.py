@@ -1,4 +1,4 @@
-"""A service's EAPOL and DHCP progress on the event stream (issue 31 item 7): each `service-state-changed` record
+"""A service's EAPOL and DHCP progress on the event stream: each `service-state-changed` record
 names the service it concerns (a UNI may carry several, as TT's hsia, voip and vod), so that a reader such as /ui
 can follow every subscriber without reading the ONUs again; the other state changes carry no `service`."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Several OLTs in one lab (issue 21, item 8): VOLTHA's test data numbers its simulated OLTs from 10, one oltsim per
+"""Several OLTs in one lab: VOLTHA's test data numbers its simulated OLTs from 10, one oltsim per
 OLT. OLT ids 10 to 15 give every OLT its own serial, device id and DMI device, and every ONU and service its
 own serial and MAC, each exactly as BBSim derives it; from 256 the id wraps in the derived identifiers as BBSim's."""
 from __future__ import annotations

@@ -359,7 +359,7 @@ def test_unexpected_exception_on_grpc_is_internal_with_request_id():
 
 def test_every_control_grpc_method_is_served_inline_or_as_an_async_stream():
     """Every gRPC method of the control servicers is a plain method the loop runs inline or an async-generator
-    stream: none holds a thread (issue 13: 32 open streams used to exhaust a 32-thread pool and wedge the API)."""
+    stream: none holds a thread (32 open streams would exhaust a 32-thread pool and wedge the API)."""
     for servicer, base in ((BBSimServicer(None), bbsim_pb2_grpc.BBSimServicer),
                            (OltsimServicer(None), oltsim_pb2_grpc.OltsimServicer)):
         served = on_loop(servicer, base)
