@@ -1,4 +1,4 @@
-"""v0's port alarm_state follows the clears an OLT reboot makes (issue 38): the reboot clears every active alarm
+"""v0's port alarm_state follows the clears an OLT reboot makes: the reboot clears every active alarm
 without an indication (the model's AlarmCleared, as BBSim sends none), and OLTStatus/PortStatus say `off` after it,
 as v1's alarm list does."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""An ordinary start says nothing of the descriptor limit above debug (issue 38: `descriptor-limit open_files=20000`
-at info on every start pushed a busy port's one-line error off the last line); a low limit is still a warning."""
+"""An ordinary start says nothing of the descriptor limit above debug (`descriptor-limit open_files=20000`
+at info on every start would push a busy port's one-line error off the last line); a low limit is still a warning."""
 from __future__ import annotations
 
 from twisted.logger import LogLevel, capturedLogs
