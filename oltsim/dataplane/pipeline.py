@@ -177,7 +177,7 @@ class _Bound:
     """One bound UNI: its model objects, counters, and decisions compiled for the current configuration."""
 
     __slots__ = ("serial", "uni", "onu", "where", "counter", "generation", "part", "up_cache", "nni_tags",
-                 "probe_tags", "last_src", "groups", "learned", "owned")
+                 "probe_tags", "last_src", "groups", "learned", "owned", "leases")
 
     def __init__(self, uni):
         self.uni = uni
@@ -200,6 +200,8 @@ class _Bound:
         self.learned: dict[bytes, None] = {}
         #: the MACs its subscriber holds (a DHCP ACK or EAP Success delivered to it), oldest first
         self.owned: dict[bytes, None] = {}
+        #: the IPv4 addresses DHCP ACKs delivered to it gave its clients, oldest first
+        self.leases: dict[bytes, None] = {}
 
 
 class DataPlane:
@@ -243,6 +245,8 @@ class DataPlane:
         self._macs: dict[bytes, tuple[_Bound, bytes, float]] = {}
         #: MAC -> the bound UNI whose subscriber holds it: frames from it on any other UNI are dropped (mac-spoof)
         self._owners: dict[bytes, _Bound] = {}
+        #: IPv4 address (4 octets) -> the bound UNI whose client was ACKed it: ARP requests for it go there only
+        self._leases: dict[bytes, _Bound] = {}
         self._tuples: dict[bytes, tuple] = {}
         self._nni = _Counter()
         self._nni_untagged = _Counter()
@@ -331,6 +335,8 @@ class DataPlane:
             del self._macs[mac]
         for mac in bound.owned:
             self._owners.pop(mac, None)
+        for address in bound.leases:
+            self._leases.pop(address, None)
         if self.engine is not None:
             self.engine.take_back(bound.uni)
         log.info("dataplane-uni-unbound serial={serial} uni={uni}", serial=bound.serial, uni=uni_id)
@@ -521,6 +527,7 @@ class DataPlane:
             mac = decoded.eth.dst
         elif decoded.kind == "dhcp" and decoded.dhcp is not None and decoded.dhcp.message_type == f.DHCP_ACK:
             mac = decoded.dhcp.client_mac
+            self._lease(bound, decoded.dhcp.yiaddr)
         else:
             return
         if len(mac) != 6 or mac[0] & 1:
@@ -545,6 +552,23 @@ class DataPlane:
                 self._learn(mac, bound, tags)
             else:
                 self._forget_mac(mac)
+
+    def _lease(self, bound: _Bound, address: bytes) -> None:
+        """The address a DHCP ACK delivered to the UNI gave its client (0.0.0.0, an INFORM's ACK: none)."""
+        if len(address) != 4 or address == bytes(4):
+            return
+        old = self._leases.get(address)
+        if old is bound:
+            return
+        if old is not None:
+            old.leases.pop(address, None)
+        leases = bound.leases
+        if len(leases) >= OWNED_PER_UNI:
+            oldest = next(iter(leases))
+            del leases[oldest]
+            self._leases.pop(oldest, None)
+        leases[address] = None
+        self._leases[address] = bound
 
     def _holder(self, mac):
         """The bound UNI a client MAC is with: the one holding it (lease, EAP success), else the one it was learned
@@ -770,7 +794,8 @@ class DataPlane:
     def from_nni_untagged(self, frame: bytes) -> list:
         """A frame from the untagged NNI: matched back to its subscriber by the learned destination MAC (broadcast
         and multicast: to every bound UNI, with the tags its frames carry on the tagged NNI, learned or worked out
-        from its configuration), then handled as `from_nni`. IPv4 group traffic a multicast flow names goes in that
+        from its configuration; an ARP request for an address a DHCP ACK gave a bound UNI's client: to that UNI
+        only), then handled as `from_nni`. IPv4 group traffic a multicast flow names goes in that
         flow's VLAN (to the UNIs that joined)."""
         counter = self._nni_untagged
         counter.rx_frames += 1
@@ -796,6 +821,13 @@ class DataPlane:
             # not for any subscriber: only an NNI trap flow (LLDP) takes it, as it came
             return self._down(frame, "nni-untagged", counter)
         if frame[0] & 1:
+            if frame[12] == 8 and frame[13] == 6 and len(frame) >= 42 and self._leases:
+                # an ARP request for a leased address: to its subscriber only, as within its VLAN
+                holder = self._leases.get(frame[38:42])
+                if holder is not None:
+                    tags = holder.nni_tags if holder.nni_tags is not None else self._probe(holder)
+                    if tags:
+                        return self._down(frame, "nni-untagged", counter, tags)
             out, seen = [], set()
             for bound in {id(b): b for b in self._bound.values()}.values():
                 tags = bound.nni_tags if bound.nni_tags is not None else self._probe(bound)

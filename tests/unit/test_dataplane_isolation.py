@@ -292,3 +292,20 @@ def test_a_subscribers_dhcp_state_moves_only_on_its_own_client(lab, rgs):
     assert b_service.dhcp_state == "dhcp_ack_received"
     lab.dp.from_uni(b.serial, 0, dhcp_request(B_MAC, B_MAC, f.DHCP_DISCOVER))
     assert b_service.dhcp_state == "dhcp_discovery_sent"
+
+
+def test_an_arp_request_for_a_leased_address_reaches_only_its_subscriber(lab, rgs):
+    """On the untagged NNI, the server's ARP request for the address B's DHCP ACK gave it reaches B only (as within
+    B's VLAN), not A; a request for an address nobody was given still reaches every bound UNI."""
+    (a, _), (b, b_service) = rgs
+    lab.dp.from_nni(dhcp_ack(B_MAC, [(b_service.s_tag, 0), (b_service.c_tag, 0)]))
+
+    def who_has(address: bytes) -> bytes:
+        arp = (b"\x00\x01\x08\x00\x06\x04\x00\x01" + SERVER_MAC + bytes([10, 0, 0, 1]) + bytes(6) + address)
+        return f.build_ethernet(f.BROADCAST_MAC, SERVER_MAC, 0x0806, arp)
+
+    assert delivered(lab.dp.from_nni_untagged(who_has(bytes([10, 0, 0, 3])))) == [(b.serial, 0)]
+    assert sorted(delivered(lab.dp.from_nni_untagged(who_has(bytes([10, 0, 0, 9]))))) == sorted(
+        [(a.serial, 2), (b.serial, 0)])
+    lab.dp.unbind_uni(b.serial, 0)
+    assert delivered(lab.dp.from_nni_untagged(who_has(bytes([10, 0, 0, 3])))) == [(a.serial, 2)]
