@@ -1,4 +1,4 @@
-"""A small network lab for the data plane's tests (issue 37): Debian's dnsmasq, dhclient, wpa_supplicant, tshark,
+"""A small network lab for the data plane's tests: Debian's dnsmasq, dhclient, wpa_supplicant, tshark,
 iperf3 and ping, run in network namespaces beside oltsim's TAP interfaces.
 
 `require()` checks this machine can run the lab (root, /dev/net/tun, `ip netns`) and that the tools are there,

@@ -1,5 +1,5 @@
 """`bbsim` (the BBSim-compatible command) with one of its ports taken names the bbsim flag the user typed, in one
-line, exit 1 (issue 38; was oltsim's `--rest-v1 tcp:...`)."""
+line, exit 1 (not oltsim's `--rest-v1 tcp:...`)."""
 from __future__ import annotations
 
 import socket

@@ -141,7 +141,7 @@ def probe_run(workdir: Path, in_namespace: bool) -> dict:
             result["olt_get"] = {"rc": ctl.returncode, "stdout": ctl.stdout, "stderr": ctl.stderr}
             result["cfg"] = get_cfg("127.0.0.1")
             # The chart gives ports only (":50075", "0.0.0.0:50060", ...): every one answers on IPv6 as well, as
-            # Go's listeners do, so a probe to the pod's IPv6 address reaches it (issue 30).
+            # Go's listeners do, so a probe to the pod's IPv6 address reaches it.
             result["ipv6"] = has_ipv6_loopback()
             if result["ipv6"]:
                 result["listening6"] = {port: listening(port, "::1") for port in FIXED_PORTS}

@@ -1,4 +1,4 @@
-"""Issue 22, items 1 and 4, against the real daemon over loopback sockets on both gRPC engines: a client holding
+"""Call limits against the real daemon over loopback sockets on both gRPC engines: a client holding
 many event streams on one connection is never left waiting silently (each stream is served or refused at once, and
 its other calls are answered), and server reflection answers bytes that do not decode plainly on every gRPC port."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Capture (issue 32) in the real daemon, read with tshark: `twistd -n oltsim --adapter builtin --olt-id 10 --pon 2
+"""Capture in the real daemon, read with tshark: `twistd -n oltsim --adapter builtin --olt-id 10 --pon 2
 --onu 16` (a lab's numbering) brings its ONUs up by itself; `oltsimctl capture` writes what the OLT exchanged. tshark
 finds no malformed packet, dissects DHCP, EAPOL and IGMP with their VLAN tags at the UNIs and the NNI, and the OMCI
 of a whole MIB upload and flow configuration in order (transaction id, message type and ME class read at G.988's
@@ -294,7 +294,7 @@ def test_oltsimctl_capture_says_why_the_server_refused_it(olt, tmp_path):
 
 
 def test_a_wrapped_ring_is_said_by_rest_grpc_and_oltsimctl_and_an_empty_capture_exits_1(tmp_path):
-    """issue 38: a ring at its floor (--capture-size 1: 500 records for each 1-UNI ONU) that two power cycles made
+    """A ring at its floor (--capture-size 1: 500 records for each 1-UNI ONU) that two power cycles made
     wrap. REST says so in its X-Oltsim-Ring-* headers (size, oldest record, the ONU's oldest); oltsimctl over gRPC
     says what the ring no longer held of --since all and writes the rest; a capture of the ONU's last second,
     which holds nothing, exits 1 with one line saying why and leaves no file."""

@@ -1,4 +1,4 @@
-"""The real daemon's log (issue 23, items 1 to 3 and 8): at --log-level warn a built-in bring-up writes no info line
+"""The real daemon's log: at --log-level warn a built-in bring-up writes no info line
 of any namespace; at info a 16x32 bring-up writes a bounded number of lines (bursts summed up), REST listeners are
 named in one line each instead of Twisted's `Starting factory <...>`, and an alarm raised and cleared over REST is
 one line each."""

@@ -1,4 +1,4 @@
-"""Real subscriber traffic through the simulated PON (issue 37): `twistd oltsim --adapter builtin` with TAP
+"""Real subscriber traffic through the simulated PON: `twistd oltsim --adapter builtin` with TAP
 interfaces, Debian's dnsmasq on the untagged NNI interface (in a namespace of its own), and real clients in UNI
 namespaces: wpa_supplicant (wired driver, EAP-MD5) authenticates, dhclient gets a lease, ping reaches the server,
 tshark on the NNI trunk sees the S-tag and C-tag the services name; 64 UNIs at 4x16 get 64 leases from one dnsmasq;

@@ -1,4 +1,4 @@
-"""The Device Management Interface server (issue 15, item 1) over a real gRPC channel: every RPC of the four DMI
+"""The Device Management Interface server over a real gRPC channel: every RPC of the four DMI
 services, the refusals (before StartManagingDevice, unknown device or component, bad URLs, repeated
 StartManagingDevice) answered with DMI's own status, reason and reason_detail, and the three RPCs that kill BBSim."""
 from __future__ import annotations

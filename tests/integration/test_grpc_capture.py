@@ -1,4 +1,4 @@
-"""gRPC `oltsim.v1.Oltsim/Capture` (issue 32) in the real daemon: `twistd -n oltsim --adapter builtin --pon 2 --onu 4`
+"""gRPC `oltsim.v1.Oltsim/Capture` in the real daemon: `twistd -n oltsim --adapter builtin --pon 2 --onu 4`
 brings its ONUs up by itself; a grpcio client reads the capture and the bytes are parsed as pcapng: the same blocks
 and packets as REST `GET /v1/capture` gives for the same filters, tshark finds no malformed packet (skipped with the
 reason when tshark is absent), a live capture follows a power cycle and ends after `count` frames, and the

@@ -1,4 +1,4 @@
-"""Connections on the gRPC ports (issue 29): the real daemon on loopback, raw TCP and HTTP/2 clients from many loopback
+"""Connections on the gRPC ports: the real daemon on loopback, raw TCP and HTTP/2 clients from many loopback
 addresses, and real grpcio channels checking that every port still answers; and the TLS relay's byte pipe. Every
 wait is bounded; nothing asserts time or memory."""
 from __future__ import annotations
@@ -113,9 +113,9 @@ def flood(port: int, count: int = FLOOD, first_octet: int = 2) -> list[socket.so
 
 def test_a_flood_of_idle_connections_to_the_southbound_locks_no_client_out(daemon, grpc_engine):
     """600 idle connections from 150 loopback addresses to the OpenOLT port, half of them silent and half after the
-    HTTP/2 preface (issue 29: 128 such connections used to lock every client out): an adapter from 127.0.0.1 gets
-    its HeartbeatCheck answered, opens its indication stream and receives the OLT's indications, bbsimctl's
-    GetOlt answers on the v1 port throughout, and the flood's connections are held, not closed."""
+    HTTP/2 preface (refused at a cap of 128 rather than evicted, they would lock every client out): an adapter from
+    127.0.0.1 gets its HeartbeatCheck answered, opens its indication stream and receives the OLT's indications,
+    bbsimctl's GetOlt answers on the v1 port throughout, and the flood's connections are held, not closed."""
     process = daemon(*engine_options(grpc_engine))
     process.wait_serving()
     southbound = process.ports["openolt"]

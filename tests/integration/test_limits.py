@@ -1,4 +1,4 @@
-"""Issue 13's limits, checked against the real daemon over loopback sockets: request bodies capped before they are
+"""The daemon's limits, checked against the real daemon over loopback sockets: request bodies capped before they are
 read, JSON bodies parsed with a depth limit, flows per ONU and per OLT, id ranges validated before anything is stored,
 long flow lists paged and written a slice at a time, and an access token that never reaches the log."""
 from __future__ import annotations

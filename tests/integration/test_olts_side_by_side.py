@@ -1,4 +1,4 @@
-"""Two oltsim daemons side by side on one host (issue 21, item 8), as a lab runs one simulator per OLT: OLT ids 10
+"""Two oltsim daemons side by side on one host, as a lab runs one simulator per OLT: OLT ids 10
 and 11, 2 PONs x 16 ONUs each, every listener of each on its own loopback port. Over their REST APIs (v1 and
 SADIS) their OLT serials, device ids, ONU serials, service MACs and SADIS entries are BBSim's and disjoint."""
 from __future__ import annotations

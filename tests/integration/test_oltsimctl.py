@@ -434,7 +434,7 @@ def test_wait_until_onus_come_up_then_json_summary(daemons, home):
 def test_wait_timeout_exits_3_naming_where_the_onus_are(olt, home):
     """No EAPOL or DHCP runs (the scripted adapter does none): `wait --state dhcp_ack_received` exits 3 with one
     line saying how many made it and, for each other ONU, its own state and its service's EAPOL and DHCP states
-    (issue 31 item 4: it named the DHCP machine's `created` as if it were the ONU's); with -o json, also the
+    (never the DHCP machine's `created` as if it were the ONU's); with -o json, also the
     summary on stdout; an unknown ONU is refused."""
     result = ctl(olt, "wait", "--state", "dhcp_ack_received", "--timeout", "1", "--interval", "0.2", home=home)
     line = refused(result, 3)
@@ -541,7 +541,7 @@ def test_events_filtered_by_type_and_onu_with_count(daemons, home):
 
 
 def test_events_show_state_alarm_and_scenario_events_unless_all(daemons, home):
-    """Issue 31 item 3: over ONU power cycles, `events` alone prints no OMCI frame, packet or port statistics (the
+    """Over ONU power cycles, `events` alone prints no OMCI frame, packet or port statistics (the
     state changes and alarms are there); `--all` prints the OMCI frames too, and every line of an ONU, those of
     OMCI frames included, names its serial."""
     daemon = daemons(*SHAPE)

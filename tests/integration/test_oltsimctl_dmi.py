@@ -1,4 +1,4 @@
-"""`oltsimctl dmi start|stop|managed` against the real daemon (issue 38): device management is started and stopped
+"""`oltsimctl dmi start|stop|managed` against the real daemon: device management is started and stopped
 from the package's own tool (no grpcurl), and a DMI command the device refuses for a precondition exits 1 with one
 line saying what to do, where `bbsimctl` keeps Go bbsimctl's `[Status: N]` line and exit 0."""
 from __future__ import annotations

@@ -224,7 +224,7 @@ def test_restart_without_waiting_for_the_stop_serves_again():
     stop instead of failing to bind and leaving the endpoint down; a stop meanwhile calls the start off.
 
     On the native engine only: twenty grpc.aio servers started and stopped in turn on one loop end in a
-    segmentation fault inside grpcio, with or without this wait (issue 13, finding 1), which would kill the run."""
+    segmentation fault inside grpcio, with or without this wait, which would kill the run."""
     service, _ = loop_service("native")
     service.startService()
     try:

@@ -1,6 +1,6 @@
 """With --api-token-file, `GET /` on REST v1 needs the token like every route (401 without it, as v0's `/`): the
 index tells the version, which stays behind the token; only `GET /ui` (a page that holds no data) is served
-without it (issue 38, docs/security.md)."""
+without it (docs/security.md)."""
 from __future__ import annotations
 
 import http.client

@@ -1,4 +1,4 @@
-"""/ui's "download capture" links (issue 32) in headless Chromium against the whole simulator in this process, as
+"""/ui's "download capture" links in headless Chromium against the whole simulator in this process, as
 tests/integration/test_ui.py runs it: the header's link is the whole ring and an ONU's panel's link that ONU's
 frames (GET /v1/capture?...&since=all&duration=0, a snapshot, never an endless stream); what they point at is
 pcapng with the right filter, and a click saves it, with the access token the page holds."""
