@@ -379,7 +379,8 @@ class DataPlane:
             counter.drop("malformed")
             return [Dropped(bound.where, "malformed")]
         old_tags, tags, ethertype, proto, ports = peeled
-        if len(frame) - len(old_tags) > self._max_plain:
+        size = len(frame) - len(old_tags)          # the frame as on the untagged NNI
+        if size > self._max_plain:
             counter.drop("oversize")
             return [Dropped(bound.where, "oversize")]
         src = frame[6:12]
@@ -405,7 +406,7 @@ class DataPlane:
         if verdict == _DROP:
             counter.drop(decision[1])
             return [Dropped(bound.where, decision[1])]
-        if verdict == _FORWARD and frame[0] == 1 and _link_local(frame):
+        if frame[0] == 1 and verdict == _FORWARD and _link_local(frame):
             counter.drop("link-local")
             return [Dropped(bound.where, "link-local")]
         _, onu_tags, out_tags, flow, gem, watch, vid = decision
@@ -444,7 +445,7 @@ class DataPlane:
         out = []
         if self.nni_tagged:
             tagged = frame[:12] + out_tags + frame[cut:]
-            if len(tagged) < MIN_FRAME:
+            if size < MIN_FRAME:
                 tagged += _PAD[len(tagged):]
             nni = self._nni
             nni.tx_frames += 1
@@ -454,7 +455,7 @@ class DataPlane:
             out.append(ToNni(tagged))
         if self.nni_untagged:
             plain = frame[:12] + frame[cut:] if old_tags else frame
-            if len(plain) < MIN_FRAME:
+            if size < MIN_FRAME:
                 plain += _PAD[len(plain):]
             nni = self._nni_untagged
             nni.tx_frames += 1
@@ -653,7 +654,7 @@ class DataPlane:
                 self._down_cache.clear()
             self._down_cache[key] = decision
         verdict = decision[0]
-        if verdict != _TRAP and frame[0] == 1 and _link_local(frame):
+        if frame[0] == 1 and verdict != _TRAP and _link_local(frame):
             counter.drop("link-local")
             return [Dropped(where, "link-local")]
         if verdict == _FORWARD:
