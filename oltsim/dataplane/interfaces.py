@@ -228,25 +228,29 @@ class _BurstReads:
     def __init__(self, system, burst: int, lost):
         self.O_RDWR, self.O_NONBLOCK, self.O_CLOEXEC = system.O_RDWR, system.O_NONBLOCK, system.O_CLOEXEC
         self.open, self.write, self.close, self.ioctl = system.open, system.write, system.close, system.ioctl
-        self._read = system.read
-        self.burst = burst
-        self.left = burst
-        self.lost = lost
+        self.read = _reading(system.read, burst, lost)
 
-    def read(self, fd: int, limit: int) -> bytes:
-        if not self.left:
-            self.left = self.burst
+
+def _reading(read, burst: int, lost):
+    """`read`, at most `burst` frames a readable event (a closure: it runs once per frame read)."""
+    left = burst
+
+    def read_in_burst(fd: int, limit: int) -> bytes:
+        nonlocal left
+        if not left:
+            left = burst
             raise BlockingIOError(errno.EAGAIN, "the burst of this readable event is read")
         try:
-            data = self._read(fd, limit)
+            data = read(fd, limit)
         except OSError as exc:
-            self.left = self.burst
+            left = burst
             if exc.errno in _RETRY_READ:
                 raise
-            self.lost(exc)
+            lost(exc)
             raise BlockingIOError(errno.EAGAIN, "the interface is lost") from None
-        self.left -= 1
+        left -= 1
         return data
+    return read_in_burst
 
 
 class TapPort(TuntapPort):
@@ -373,7 +377,8 @@ class Pump:
                     if self.failures == 1:
                         log.failure("dataplane-frame-failed interface={name} (later failures are only counted)",
                                     name=port.name)
-            frames.taken()
+            if frames.paused:
+                frames.taken()
             if queue and port.connected:
                 ready.append(port)
             else:

@@ -203,6 +203,24 @@ def test_port_reads_a_burst_per_turn_and_drops_beyond_its_queue():
     assert not port.send(frame(1)) and port.dropped["interface-closed"] == 1
 
 
+def test_each_readable_event_reads_a_whole_burst():
+    """A readable event that finds the kernel's queue empty before its burst leaves the next event a whole burst,
+    and a burst of the largest frames is bounded by the burst, not by the bytes read."""
+    system, reactor = memory_system(), MemoryReactorClock()
+    port = TapPort("u0-1-0", ("S", 0), Pump(reactor, lambda port, data: None), queue_frames=64, burst=3,
+                   reactor=reactor, system=system)
+    port.open()
+    buffer = tunnel(system, port).readBuffer
+    buffer.extend([frame(0), frame(1)])
+    port.doRead()
+    buffer.extend(frame(n, itf.MAX_FRAME) for n in range(5))
+    port.doRead()
+    assert len(port.queue) == 5 and len(buffer) == 2
+    port.doRead()
+    assert len(port.queue) == 7 and not buffer and port.counters()["rx_frames"] == 7
+    port.close()
+
+
 def test_flooded_port_does_not_starve_the_others():
     """One UNI flooding fills only its own queue; another UNI's frames are handed on in the same reactor turn, and
     a turn hands on at most the pump's budget (the rest waits for the next turn, so the control plane runs)."""
