@@ -41,7 +41,7 @@ def test_tree_follows_the_configuration():
 
 
 #: The UUIDs BBSim 1.16.8 reported for ``-olt_id 10 -pon 2 -onu 16``: GetPhysicalInventory after
-#: StartManagingDevice on its DMI port (the /tmp/bbsim-bin/bbsim binary, run on 2026-11-27), name ->
+#: StartManagingDevice on its DMI port (a bbsim binary built from its 1.16.8 source, run on 2026-11-27), name ->
 #: UUID. The chassis is named BBSim-BBSIM_OLT_10.
 BBSIM_OLT_10_UUIDS = {
     "BBSim-BBSIM_OLT_10": "895f65ab-64a3-3957-a2db-568a168faa3a",
