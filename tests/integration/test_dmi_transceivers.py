@@ -209,8 +209,8 @@ def test_plug_out_and_in_over_dmi(tmp_path, grpc_engine):
         yield stop_oltsim(sim, adapter)
 
 
-#: What BBSim 1.16.8 answered at ``-olt_id 10 -pon 2 -onu 16`` (a bbsim binary built from its 1.16.8 source, run on 2026-11-27):
-#: GetTransceivers' (UUID, Technology) before and after StartManagingDevice, and the device UUID.
+#: What BBSim 1.16.8 answered at ``-olt_id 10 -pon 2 -onu 16`` (a bbsim binary built from its 1.16.8 source, run
+#: on 2026-11-27): GetTransceivers' (UUID, Technology) before and after StartManagingDevice, and the device UUID.
 BBSIM_OLT_10_TRANSCEIVERS = ("2d0ab069-f461-34e5-a16a-5ebb1f26b1a7", "4aa48df7-0098-3065-9206-0d48f4404677")
 BBSIM_OLT_10_DEVICE = "895f65ab-64a3-3957-a2db-568a168faa3a"
 
