@@ -435,9 +435,10 @@ class DataPlane:
                 indication = events.PacketIndication("pon", onu.pon.id, at_olt, onu.onu_id, uni.id, gem,
                                                      uni.port_no)
                 self.olt.emit(indication)
-                if src not in self._macs:
+                if src != bound.last_src and src not in bound.learned:
                     # a client that has sent only trapped frames (a DHCP Discover) is answered by unicast on the
-                    # untagged NNI (dnsmasq's Offer): it is found by the tags its forwarded frames would have
+                    # untagged NNI (dnsmasq's Offer): it is found by the tags its forwarded frames would have (an
+                    # RG moved here from another UNI is found here from its first Discover)
                     tags = self._probe(bound)
                     if tags:
                         self._learn(src, bound, tags)

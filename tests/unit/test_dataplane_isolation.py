@@ -309,3 +309,16 @@ def test_an_arp_request_for_a_leased_address_reaches_only_its_subscriber(lab, rg
         [(a.serial, 2), (b.serial, 0)])
     lab.dp.unbind_uni(b.serial, 0)
     assert delivered(lab.dp.from_nni_untagged(who_has(bytes([10, 0, 0, 3])))) == [(a.serial, 2)]
+
+
+def test_an_rg_moved_to_another_uni_gets_its_lease_there(lab, rgs):
+    """An RG whose address was learned on A (no lease held) is moved to B: its first Discover on B (trapped, never
+    forwarded) moves the address to B, and the server's ACK for it in B's VLAN reaches B and binds it there."""
+    (a, _), (b, b_service) = rgs
+    lab.dp.from_uni(a.serial, 2, ip_frame(SERVER_MAC, B_MAC))
+    assert lab.dp.macs()["02:00:00:aa:00:02"]["serial"] == a.serial
+    assert [type(o).__name__ for o in lab.dp.from_uni(b.serial, 0, dhcp_request(B_MAC, B_MAC, 1))] == ["PacketIn"]
+    assert lab.dp.macs()["02:00:00:aa:00:02"]["serial"] == b.serial
+    assert delivered(lab.dp.from_nni(dhcp_ack(B_MAC, [(b_service.s_tag, 0), (b_service.c_tag, 0)]))) == [
+        (b.serial, 0)]
+    assert lab.dp.owners() == {"02:00:00:aa:00:02": f"{b.serial}/0"}
