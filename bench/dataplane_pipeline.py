@@ -26,15 +26,17 @@ from twisted.internet.task import Clock  # noqa: E402
 from voltha_protos import openolt_pb2  # noqa: E402
 
 from oltsim.config import load_settings  # noqa: E402
+from oltsim.dataplane.front import DataPlaneFront  # noqa: E402
 from oltsim.dataplane.pipeline import DataPlane, ToNni, ToUni  # noqa: E402
 from oltsim.model.builder import build_olt  # noqa: E402
 from oltsim.omci import codec  # noqa: E402
 from oltsim.omci.responder import OmciResponder  # noqa: E402
 from oltsim.omci.vlanconfig import CLASSES, EVTOCD, GEM_CTP, GEM_IW_TP, MAPPER, MBPCD, VTFD, VlanConfig  # noqa
-from oltsim.omci.wrappers import OmciFaultWrapper  # noqa: E402
+from oltsim.omci.wrappers import receive  # noqa: E402
 from oltsim.openoltpb import flow_from_pb  # noqa: E402
 from oltsim.packets import frames as f  # noqa: E402
 from oltsim.packets.engine import ProtocolEngine  # noqa: E402
+from oltsim.tap import FramePath  # noqa: E402
 
 TARGET_US = 5.0
 UNI = 2
@@ -50,15 +52,14 @@ class Rig:
     def __init__(self):
         self.clock = Clock()
         settings = load_settings({"olt_id": 10, "pon": 1, "onu": 16, "uni": 4}, None)
-        self.olt = build_olt(settings, self.clock, random.Random(0))
-        responder = OmciResponder()
-        responder.attach(self.olt)
+        # composed as makeService composes it (oltsim.tap.FramePath)
         self.vlan = VlanConfig()
-        self.vlan.attach(self.olt)
-        self.engine = ProtocolEngine(omci_responder=self.vlan.observe(OmciFaultWrapper(responder)).handle)
-        self.engine.attach(self.olt)
-        self.dp = DataPlane(self.olt, self.clock, vlan_config=self.vlan)
-        self.dp.attach(self.engine, lambda outputs: None)
+        self.engine = ProtocolEngine()
+        path = FramePath(OmciResponder(), self.engine, self.vlan, DataPlaneFront(self.engine))
+        self.olt = build_olt(settings, self.clock, random.Random(0), omci=path.omci, frames=path.frames)
+        path.attach(self.olt)
+        self.dp = DataPlane(self.olt, self.clock, engine=self.engine, vlan_config=self.vlan)
+        path.front.add(self.dp, lambda outputs: None)
         self.olt.start()
         self.olt.enable_indication()
         self.clock.advance(60)
@@ -69,7 +70,7 @@ class Rig:
 
     def omci(self, onu, action, me_class, me_id, contents=b""):
         self.tid += 1
-        self.engine.omci(onu, codec.encode(self.tid, action | codec.AR, me_class, me_id, contents))
+        receive(onu.hub.omci, onu, codec.encode(self.tid, action | codec.AR, me_class, me_id, contents))
 
     def set(self, onu, me_class, me_id, values: dict):
         me = CLASSES[me_class]
