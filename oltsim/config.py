@@ -271,6 +271,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("capture_data_frames", "bool", False, "put the data plane's frames in the capture ring too (off: "
             "traffic would push the control frames out)", option="capture-data-frames",
             yaml="bbsim.capture_data_frames"),
+    Setting("nni_mtu", "int", 1500, "the largest payload (after the tags) of a frame on the NNI interfaces; a "
+            "larger frame is dropped and counted as oversize, never cut (default {default}; jumbo frames up to "
+            "16000)", option="nni-mtu", yaml="bbsim.nni_mtu", check=Between(68, 16000)),
     Setting("eap_secret", "secret", "password", "EAP-MD5 secret the built-in adapter's authenticator checks a real "
             "supplicant on a UNI interface against (default: password, the simulated supplicants')",
             option="eap-secret", yaml="bbsim.eap_secret", check=NotEmpty()),
@@ -386,6 +389,7 @@ class Settings:
     nni_interface: str = ""
     nni_untagged_interface: str = ""
     capture_data_frames: bool = False
+    nni_mtu: int = 1500
     eap_secret: str = field(default="password", repr=False)
     # web power switch (docs/power-switch.md): off by default
     power_switch: str = ""

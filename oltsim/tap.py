@@ -232,7 +232,8 @@ def _build_dataplane(settings, reactor, olt, path: FramePath, capture=None) -> l
     # --capture-data-frames: the data frames in the capture ring too (off: traffic would push the control frames out)
     writer = CaptureWriter(capture, olt) if settings.capture_data_frames and capture is not None else None
     pipeline = DataPlane(olt, reactor, engine=path.engine, vlan_config=path.vlan_config,
-                         nni_tagged=plan.nni is not None, nni_untagged=plan.nni_untagged is not None, capture=writer)
+                         nni_tagged=plan.nni is not None, nni_untagged=plan.nni_untagged is not None, capture=writer,
+                         mtu=settings.nni_mtu)
     service = DataPlaneService(olt, pipeline, plan, reactor, exit_on_failure=True)
     path.front.add(pipeline, service.deliver)
     return [service]

@@ -93,3 +93,14 @@ def test_omci_msg_out_parses_the_frame_once_and_the_responder_answers(monkeypatc
     with pytest.raises(InvalidArgument, match="OMCI frame too short"):    # the servicer's INVALID_ARGUMENT
         grpc_call(servicer, "OmciMsgOut", openolt_pb2.OmciMsg(intf_id=1, onu_id=16, pkt=b"0001"))
     assert [e for e in seen[before:] if isinstance(e, events.OmciIndication)] == answers
+
+
+def test_the_nni_mtu_setting_reaches_the_data_plane_and_is_checked():
+    """--nni-mtu is the pipeline's MTU (1500 by default, 9000 for jumbo frames); a value no Ethernet carries is one
+    ConfigError naming the option."""
+    from oltsim.config import ConfigError, load_settings
+    assert built("--nni-untagged-interface", "tnu0").hub.frames.pipeline.mtu == 1500
+    assert built("--nni-untagged-interface", "tnu0", "--nni-mtu", "9000").hub.frames.pipeline.mtu == 9000
+    for value in (20, 20000):
+        with pytest.raises(ConfigError, match="nni"):
+            load_settings({"nni_mtu": value}, None)
