@@ -56,8 +56,8 @@ class LogControl:
         return PredicateResult.maybe
 
 
-#: twisted.internet.tcp's unconditional legacy lines for a listening port (not for connections).
-_PORT_CHATTER = re.compile(r"(\S+ (\(\S+\) )?starting on \d+|\((TCP|UNIX) Port \S+ Closed\))$")
+#: twisted.internet.tcp's and udp's unconditional legacy lines for a listening port (not for connections).
+_PORT_CHATTER = re.compile(r"(\S+ (\(\S+\) )?starting on \d+|\((TCP|UDP|UNIX) Port \S+ Closed\))$")
 #: twisted.pair.tuntap's lines for a TAP interface opened and closed (``<class '...'> starting on b'u0-1-0'``,
 #: ``(Tuntap b'u0-1-0' Closed)``): never written, the data plane logs dataplane-interface-opened/-closed instead.
 _TUNTAP_CHATTER = re.compile(r"(<class '[^']+'> starting on b'[^']*'|\(Tuntap b'[^']*' Closed\))$")

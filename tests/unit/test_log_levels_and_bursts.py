@@ -72,6 +72,8 @@ def test_twisted_port_chatter_is_written_at_debug_only():
                    "log_text": text})
     legacy("QuietSite (LimitedFactory) starting on 50071")
     legacy("(TCP Port 50071 Closed)")
+    legacy("VxlanProtocol starting on 4789")
+    legacy("(UDP Port 4789 Closed)")
     legacy("something else")
     assert [e["log_text"] for e in seen] == ["something else"]
     control.set_level("debug")
