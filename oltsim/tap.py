@@ -41,6 +41,7 @@ from oltsim.dataplane.front import DataPlaneFront
 from oltsim.dataplane.interfaces import plan_interfaces
 from oltsim.dataplane.netns import HostError
 from oltsim.dataplane.pipeline import DataPlane
+from oltsim.dataplane.pm import PmCounters
 from oltsim.dataplane.service import CaptureWriter, DataPlaneService
 from oltsim.dmi.device import DeviceService, ManagedDevice
 from oltsim.dmi.sw import SoftwareManagementServicer
@@ -142,13 +143,16 @@ class FramePath:
       then the responder, which answers with the OLT's OmciIndication events.
     - Packets and flows: OnuPacketOut, UplinkPacketOut, FlowAdd and the control API's restarts go to `frames`: the
       data plane's front (with a data plane: a bound UNI's frames and the NNI interfaces' to its pipeline), then the
-      protocol engine (the simulated EAPOL, DHCP and IGMP clients and the NNI's DHCP server)."""
+      protocol engine (the simulated EAPOL, DHCP and IGMP clients and the NNI's DHCP server).
+    - PM: with a data plane, `pm` (oltsim.dataplane.pm.PmCounters), which the responder was built with, counts its
+      PM history MEs from the pipeline's counters once the pipeline is added to it (`_build_dataplane`)."""
 
-    def __init__(self, responder, engine, vlan_config=None, front=None):
+    def __init__(self, responder, engine, vlan_config=None, front=None, pm=None):
         self.responder = responder
         self.engine = engine
         self.vlan_config = vlan_config
         self.front = front
+        self.pm = pm
         omci = OmciFaultWrapper(responder)      # the fault knobs (scenarios) in front of the responder
         self.omci = VlanRecorder(omci, vlan_config) if vlan_config is not None else omci
         self.frames = front if front is not None else engine
@@ -163,11 +167,14 @@ class FramePath:
 
 def _build_frame_path(settings) -> FramePath:
     """The OMCI chain and the packet handlers, with the data plane's parts in front when the settings ask for
-    interfaces (--uni-interfaces, --nni-interface, --nni-untagged-interface; its pipeline is added to the front by
-    `_build_dataplane`)."""
+    interfaces (--uni-interfaces, --nni-interface, --nni-untagged-interface; its pipeline is added to the front and
+    to the responder's PM counters by `_build_dataplane`)."""
     engine = ProtocolEngine.from_settings(settings)
     if _wants_dataplane(settings):
-        return FramePath(OmciResponder.from_settings(settings), engine, VlanConfig(), DataPlaneFront(engine))
+        vlan_config = VlanConfig()
+        pm = PmCounters(vlan_config)
+        return FramePath(OmciResponder.from_settings(settings, pm=pm), engine, vlan_config, DataPlaneFront(engine),
+                         pm=pm)
     return FramePath(OmciResponder.from_settings(settings), engine)
 
 
@@ -236,6 +243,8 @@ def _build_dataplane(settings, reactor, olt, path: FramePath, capture=None) -> l
                          mtu=settings.nni_mtu)
     service = DataPlaneService(olt, pipeline, plan, reactor, exit_on_failure=True)
     path.front.add(pipeline, service.deliver)
+    if path.pm is not None:
+        path.pm.add(pipeline)          # the ONU's PM history MEs count the pipeline's frames
     return [service]
 
 

@@ -124,10 +124,17 @@ class OmciResponder:
 
     `power_cycle(onu)` is called on the ONU's clock after a Reboot response and after an
     Activate Software response; it defaults to `reboot_onu` of this module.
+
+    `pm`, when given (with a data plane: oltsim.dataplane.pm.PmCounters), counts the PM history MEs of the UNIs and
+    GEM ports it carries: `ethernet_frames(onu, me_id, upstream)` and `ethernet_uni(onu, me_id)` return an object
+    with `packets`, `octets`, `drops`, `oversize`, `broadcast`, `multicast`; `gem_port(onu, me_id)` one with
+    `tx_frames`, `tx_bytes`, `rx_frames`, `rx_bytes`; `carries(onu)` whether it carries the ONU at all (FEC). Each
+    answers None for what it does not carry, and those MEs are answered as without it (BBSim's random values).
     """
 
     def __init__(self, *, response_rate: int = 10, omcc_version: int = 0xA3, inject_unknown_me: bool = False,
-                 inject_unknown_attributes: bool = False, power_cycle: Callable | None = None):
+                 inject_unknown_attributes: bool = False, power_cycle: Callable | None = None, pm=None):
+        self.pm = pm
         self.response_rate = response_rate
         self.omcc_version = omcc_version
         self.inject_unknown_me = inject_unknown_me
@@ -155,11 +162,12 @@ class OmciResponder:
         }
 
     @classmethod
-    def from_settings(cls, settings, power_cycle: Callable | None = None) -> "OmciResponder":
-        """A responder configured from `oltsim.config` settings."""
+    def from_settings(cls, settings, power_cycle: Callable | None = None, pm=None) -> "OmciResponder":
+        """A responder configured from `oltsim.config` settings (and the PM source `pm`, if any)."""
         return cls(response_rate=settings.omci_response_rate, omcc_version=settings.omcc_version,
                    inject_unknown_me=settings.inject_omci_unknown_me,
-                   inject_unknown_attributes=settings.inject_omci_unknown_attributes, power_cycle=power_cycle)
+                   inject_unknown_attributes=settings.inject_omci_unknown_attributes, power_cycle=power_cycle,
+                   pm=pm)
 
     # ---- per-ONU state ---------------------------------------------------------------------
 
@@ -373,6 +381,9 @@ class OmciResponder:
             return {1: 1, 2: 8, 3: 48, 6: 5, 7: 9, 10: rand(16000), 11: 255, 12: 255, 14: rand(16000),
                     15: 129, 16: 129}
         if me_class in _PM_CLASSES:
+            counted = _counted_pm(self.pm, onu, me_class, me_id) if self.pm is not None else None
+            if counted is not None:
+                return counted
             return {i: rand(100) for i in range(3, len(ME_CLASSES[me_class].sizes) + 1)}
         if me_class in _EXTENDED_PM_CLASSES:
             return {i: 97 + i for i in range(3, 17)}           # 100..113, as BBSim
@@ -605,6 +616,36 @@ class OmciResponder:
         self._bump_mds(onu)
         self._fire(onu, "commit_image")
         return codec.result_response(frame, SUCCESS), None
+
+
+def _counted_pm(pm, onu, me_class: int, me_id: int) -> dict | None:
+    """A PM history ME's attributes (G.988) from the counts of the PM source `pm`, or None when it does not carry the
+    UNI or GEM port the ME counts. Counts are totals, saturated at the attribute's size (as G.988's counters stop at
+    their maximum); what the source does not count (CRC, size buckets, collisions) and the errors of a simulated wire
+    (FCS, encryption key, FEC) are 0, and so are the interval end time and threshold data id, as without it."""
+    if me_class in (codec.ETHERNET_FRAME_PM_HISTORY_UP, codec.ETHERNET_FRAME_PM_HISTORY_DOWN):
+        c = pm.ethernet_frames(onu, me_id, me_class == codec.ETHERNET_FRAME_PM_HISTORY_UP)
+        # drop events, octets, packets, broadcast, multicast, CRC errored, undersize, oversize; size buckets 0
+        values = None if c is None else {3: c.drops, 4: c.octets, 5: c.packets, 6: c.broadcast, 7: c.multicast,
+                                         10: c.oversize}
+    elif me_class == codec.ETHERNET_PM_HISTORY:
+        c = pm.ethernet_uni(onu, me_id)
+        values = None if c is None else {6: c.oversize}          # frames too long; the rest are wire errors
+    elif me_class == codec.GEM_PORT_NETWORK_CTP_PM_HISTORY:
+        g = pm.gem_port(onu, me_id)
+        # transmitted / received GEM frames, received / transmitted payload bytes; encryption key errors 0
+        values = None if g is None else {3: g.tx_frames, 4: g.rx_frames, 5: g.rx_bytes, 6: g.tx_bytes}
+    elif me_class == codec.FEC_PM_HISTORY:
+        values = {} if me_id == ANI_G_ID and pm.carries(onu) else None
+    else:
+        return None
+    if values is None:
+        return None
+    sizes = ME_CLASSES[me_class].sizes
+    counted = dict.fromkeys(range(3, len(sizes) + 1), 0)
+    for index, value in values.items():
+        counted[index] = min(value, (1 << (8 * sizes[index - 1])) - 1)
+    return counted
 
 
 def _last_upload_next(onu, seq: int, count: int) -> None:

@@ -12,6 +12,7 @@ from voltha_protos import openolt_pb2
 from oltsim.config import load_settings
 from oltsim.dataplane.front import DataPlaneFront
 from oltsim.dataplane.pipeline import DataPlane
+from oltsim.dataplane.pm import PmCounters
 from oltsim.model import events
 from oltsim.model.builder import build_olt
 from oltsim.omci import codec
@@ -71,12 +72,13 @@ class Lab:
     def __init__(self, onus: int = 16, pons: int = 2):
         self.clock = Clock()
         self.settings = load_settings({"olt_id": 10, "pon": pons, "onu": onus, "uni": 4}, None)
-        self.responder = OmciResponder()
         self.vlan = VlanConfig()
+        self.pm = PmCounters(self.vlan)       # the responder's PM history MEs count the pipeline's frames
+        self.responder = OmciResponder(pm=self.pm)
         self.engine = ProtocolEngine()
         # as makeService composes it: the recorder outermost, then the fault knobs, then the responder; the data
         # plane's front before the protocol engine
-        self.path = FramePath(self.responder, self.engine, self.vlan, DataPlaneFront(self.engine))
+        self.path = FramePath(self.responder, self.engine, self.vlan, DataPlaneFront(self.engine), pm=self.pm)
         self.olt = build_olt(self.settings, self.clock, random.Random(0), omci=self.path.omci,
                              frames=self.path.frames)
         self.events = []
@@ -85,6 +87,7 @@ class Lab:
         self.dp = DataPlane(self.olt, self.clock, engine=self.engine, vlan_config=self.vlan)
         self.delivered = []
         self.path.front.add(self.dp, self.delivered.extend)
+        self.pm.add(self.dp)
         self.olt.start()
         self.olt.enable_indication()
         self.clock.advance(60)
