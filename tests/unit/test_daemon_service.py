@@ -19,9 +19,9 @@ from oltsim.tap import Options, makeService
 
 
 class Recorder(service.Service):
-    """A child that records its starts and stops, and can fail to bind."""
+    """A child that records its starts and stops, and can fail to start with `error` (to bind, or exit)."""
 
-    def __init__(self, name: str, journal: list, error: Exception | None = None):
+    def __init__(self, name: str, journal: list, error: BaseException | None = None):
         self.setName(name)
         self.journal = journal
         self.error = error

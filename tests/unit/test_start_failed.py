@@ -11,24 +11,7 @@ from twisted.internet.error import CannotListenError
 
 from oltsim.daemon import DaemonService, StartFailed
 
-
-class Recorder(service.Service):
-    """A child that records its starts and stops, and can fail to start with `error`."""
-
-    def __init__(self, name: str, journal: list, error: BaseException | None = None):
-        self.setName(name)
-        self.journal = journal
-        self.error = error
-
-    def startService(self):
-        super().startService()
-        if self.error is not None:
-            raise self.error
-        self.journal.append(("start", self.name))
-
-    def stopService(self):
-        super().stopService()
-        self.journal.append(("stop", self.name))
+from test_daemon_service import Recorder
 
 
 def test_a_busy_port_ends_in_an_exit_twistd_treats_as_a_failed_start():
