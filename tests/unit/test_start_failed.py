@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 
 import pytest
-from twisted.application import service
 from twisted.internet.error import CannotListenError
 
 from oltsim.daemon import DaemonService, StartFailed
