@@ -15,6 +15,7 @@ This module is pure: it reads files and builds frozen values, nothing else (no r
 """
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 # records the capture ring keeps: its default and bound are the capture_size row's (one source)
 from oltsim.capture.sizes import DEFAULT_SIZE as DEFAULT_CAPTURE_SIZE, FLOOR_MAX as CAPTURE_FLOOR_MAX, \
     MAX_SIZE as MAX_CAPTURE_SIZE
+from oltsim.dataplane.vxlan import MAX_VNI, UNI_VNI_BASE
 from oltsim.kafkaaddress import parse_address
 from oltsim.model.olt import FLOWS_PER_UNI, MAX_FLOWS, MAX_FLOWS_PER_ONU, default_max_flows
 from oltsim.settings.checks import AtLeast, Between, NotEmpty, OneOf, Positive, check_interfaces, check_listeners
@@ -274,6 +276,23 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("nni_mtu", "int", 1500, "the largest payload (after the tags) of a frame on the NNI interfaces; a "
             "larger frame is dropped and counted as oversize, never cut (default {default}; jumbo frames up to "
             "16000)", option="nni-mtu", yaml="bbsim.nni_mtu", check=Between(68, 16000)),
+    Setting("attachment", "str", "tap", "what the data plane's UNIs and NNIs are: tap (Linux TAP interfaces, "
+            "CAP_NET_ADMIN) or vxlan (VXLAN segments on one UDP port, no privilege; the interface names label them; "
+            "docs/dataplane.md, VXLAN attachments) (default {default})", option="attachment",
+            yaml="bbsim.attachment", check=OneOf(("tap", "vxlan"))),
+    Setting("vxlan_port", "int", 4789, "the UDP port of the VXLAN attachments, where oltsim listens and where it "
+            "sends to the remotes (default {default})", option="vxlan-port", yaml="bbsim.vxlan_port",
+            check=Between(1, 65535)),
+    Setting("vxlan_listen", "str", "", "the address the VXLAN port listens at, IPv4 or IPv6 (default: all, IPv6 and "
+            "IPv4)", option="vxlan-listen", yaml="bbsim.vxlan_listen"),
+    Setting("vxlan_remote", "str", "", "the one remote address every VNI's frames go to and come from (default: "
+            "each VNI's learned from its first datagram)", option="vxlan-remote", yaml="bbsim.vxlan_remote"),
+    Setting("vxlan_hold", "float", 300.0, "seconds a learned VXLAN remote is held after its last datagram; datagrams "
+            "of its VNI from any other address are dropped until then (default {default})", option="vxlan-hold",
+            yaml="bbsim.vxlan_hold", check=Positive()),
+    Setting("vxlan_vni_base", "int", 0, "added to every VXLAN attachment's VNI (NNI 1, untagged NNI 2, UNIs 1000 + "
+            "their index in PON, ONU, UNI order), keeping several OLTs apart (default {default})",
+            option="vxlan-vni-base", yaml="bbsim.vxlan_vni_base", check=Between(0, MAX_VNI)),
     Setting("eap_secret", "secret", "password", "EAP-MD5 secret the built-in adapter's authenticator checks a real "
             "supplicant on a UNI interface against (default: password, the simulated supplicants')",
             option="eap-secret", yaml="bbsim.eap_secret", check=NotEmpty()),
@@ -390,6 +409,12 @@ class Settings:
     nni_untagged_interface: str = ""
     capture_data_frames: bool = False
     nni_mtu: int = 1500
+    attachment: str = "tap"
+    vxlan_port: int = 4789
+    vxlan_listen: str = ""
+    vxlan_remote: str = ""
+    vxlan_hold: float = 300.0
+    vxlan_vni_base: int = 0
     eap_secret: str = field(default="password", repr=False)
     # web power switch (docs/power-switch.md): off by default
     power_switch: str = ""
@@ -446,9 +471,29 @@ def validate(settings: Settings) -> None:
             raise ConfigError(f"kafka_address: {exc}", "kafka_address") from None
     check_api_token(s)
     check_interfaces(s)
+    _check_vxlan(s)
     check_listeners(s, LISTENER_FIELDS)
     validate_services(s.services)
     check_ranges_cover(s)
+
+
+def _check_vxlan(s: Settings) -> None:
+    """VXLAN attachments: addresses that are addresses, no namespaces (nothing is made on the host), and every VNI
+    within 24 bits."""
+    for field_name, value in (("vxlan_listen", s.vxlan_listen), ("vxlan_remote", s.vxlan_remote)):
+        if value.strip():
+            try:
+                ipaddress.ip_address(value.strip())
+            except ValueError:
+                raise ConfigError(f"{field_name} {value!r} is not an IPv4 or IPv6 address", field_name) from None
+    if s.attachment.lower() != "vxlan":
+        return
+    if s.uni_netns:
+        raise ConfigError("uni_netns needs TAP interfaces: VXLAN attachments make nothing on the host", "uni_netns")
+    highest = s.vxlan_vni_base + UNI_VNI_BASE + max(s.pon * s.onu * s.uni - 1, 1)
+    if highest > MAX_VNI:
+        raise ConfigError(f"vxlan_vni_base {s.vxlan_vni_base}: the last UNI's VNI would be {highest}, above "
+                          f"{MAX_VNI} (VNIs have 24 bits)", "vxlan_vni_base")
 
 
 #: the rows validate() checks one by one, in the table's order

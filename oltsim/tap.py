@@ -43,6 +43,7 @@ from oltsim.dataplane.netns import HostError
 from oltsim.dataplane.pipeline import DataPlane
 from oltsim.dataplane.pm import PmCounters
 from oltsim.dataplane.service import CaptureWriter, DataPlaneService
+from oltsim.dataplane.vxlan import VxlanSegments
 from oltsim.dmi.device import DeviceService, ManagedDevice
 from oltsim.dmi.sw import SoftwareManagementServicer
 from oltsim.kafka import KafkaSink, SinkService
@@ -241,7 +242,11 @@ def _build_dataplane(settings, reactor, olt, path: FramePath, capture=None) -> l
     pipeline = DataPlane(olt, reactor, engine=path.engine, vlan_config=path.vlan_config,
                          nni_tagged=plan.nni is not None, nni_untagged=plan.nni_untagged is not None, capture=writer,
                          mtu=settings.nni_mtu)
-    service = DataPlaneService(olt, pipeline, plan, reactor, exit_on_failure=True)
+    # --attachment vxlan: the same interfaces as VXLAN segments on one UDP port (no TAP, no privilege)
+    vxlan = VxlanSegments(reactor, port=settings.vxlan_port, listen=settings.vxlan_listen.strip(),
+                          remote=settings.vxlan_remote.strip() or None, hold=settings.vxlan_hold,
+                          vni_base=settings.vxlan_vni_base) if settings.attachment.lower() == "vxlan" else None
+    service = DataPlaneService(olt, pipeline, plan, reactor, exit_on_failure=True, vxlan=vxlan)
     path.front.add(pipeline, service.deliver)
     if path.pm is not None:
         path.pm.add(pipeline)          # the ONU's PM history MEs count the pipeline's frames

@@ -14,6 +14,11 @@ reactor turn, and `deliver` carries the outputs out: `ToUni` to the UNI's interf
 NNI's; `PacketIn` (already emitted by the DataPlane) and `Dropped` (already counted) are only counted here. The
 adapter's OnuPacketOut to a bound UNI and UplinkPacketOut come through the same `deliver` (`DataPlane.attach`).
 
+VXLAN attachments (`vxlan`, a `vxlan.VxlanSegments`; ``--attachment vxlan``): the same interfaces of the plan are
+VXLAN segments on one UDP port instead of TAPs (`vxlan.VxlanPort`, one VNI each, `vxlan.vni_of`): the start checks
+nothing of the host (no privileges, no `ip`), binds the port and opens the attachments; frames cross the same
+queues, pump and `deliver`; the stop closes the port.
+
 Stop: unbind the UNIs (their simulated protocols drive them again), close every interface (the kernel removes it)
 and delete the namespaces this start made; nothing is left on the host.
 """
@@ -26,6 +31,7 @@ from twisted.application import service
 from oltsim.dataplane.interfaces import NNI_QUEUE_FRAMES, QUEUE_FRAMES, InterfacePlan, Pump, TapPort
 from oltsim.dataplane.netns import Host, HostError
 from oltsim.dataplane.pipeline import PacketIn, ToNni, ToNniUntagged, ToUni
+from oltsim.dataplane.vxlan import VxlanError, VxlanPort, vni_of
 from oltsim.logs import logger
 from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition
@@ -47,12 +53,13 @@ class DataPlaneService(service.Service):
 
     `clock` is the reactor (the pump's turns; the TAP ports' reader registration); `host` a `netns.Host` (tests: one
     over a fake `ip`); `system` the TAP ports' I/O system (tests: twisted.pair.testing.MemoryIOSystem).
-    `exit_on_failure`: a failed start writes ``oltsim: LINE`` to stderr and exits with status 2 (the daemon)."""
+    `exit_on_failure`: a failed start writes ``oltsim: LINE`` to stderr and exits with status 2 (the daemon).
+    `vxlan` (a `vxlan.VxlanSegments`): every interface of the plan is a VXLAN attachment on its port, not a TAP."""
 
     name = "dataplane"
 
     def __init__(self, olt, dataplane, plan: InterfacePlan, clock, *, host: Host | None = None,
-                 system=None, exit_on_failure: bool = False, queue_frames: int | None = None):
+                 system=None, exit_on_failure: bool = False, queue_frames: int | None = None, vxlan=None):
         self.olt = olt
         self.dataplane = dataplane
         self.plan = plan
@@ -61,6 +68,7 @@ class DataPlaneService(service.Service):
         self.system = system
         self.exit_on_failure = exit_on_failure
         self.queue_frames = queue_frames
+        self.vxlan = vxlan
         self.pump = None
         self.ports: dict[object, TapPort] = {}      # (serial, uni_id) / NNI / NNI_UNTAGGED -> port
         self.made_netns: list[str] = []
@@ -108,7 +116,10 @@ class DataPlaneService(service.Service):
     # ---- making and removing -----------------------------------------------------------------------------------
 
     def _check(self) -> None:
-        """The host can take the plan: privileges, and none of its names in use (nothing is made yet)."""
+        """The host can take the plan: privileges, and none of its names in use (nothing is made yet). VXLAN
+        attachments make nothing on the host: nothing to check."""
+        if self.vxlan is not None:
+            return
         host = self.host
         host.check_privileges()
         for uni in self.plan.unis:
@@ -126,7 +137,10 @@ class DataPlaneService(service.Service):
     def _port(self, name: str, key) -> TapPort:
         default = NNI_QUEUE_FRAMES if key in (NNI, NNI_UNTAGGED) else QUEUE_FRAMES
         options = {"queue_frames": self.queue_frames or default}
-        port = TapPort(name, key, self.pump, reactor=self.clock, system=self.system, **options)
+        if self.vxlan is not None:
+            port = VxlanPort(self.vxlan, name, key, vni_of(self.olt, key, self.vxlan.vni_base), self.pump, **options)
+        else:
+            port = TapPort(name, key, self.pump, reactor=self.clock, system=self.system, **options)
         # the model's port whose packet counter (the OpenOLT PortStatistics) counts this interface's frames
         port.model_port = self.olt.nnis[0] if key in (NNI, NNI_UNTAGGED) else self.olt.onu_by_serial(key[0]).pon
         self.ports[key] = port
@@ -138,7 +152,9 @@ class DataPlaneService(service.Service):
         self._check()
         self.pump = Pump(self.clock, self._frame_in)
         host = self.host
-        for uni in plan.unis:
+        if self.vxlan is not None:
+            self._make_vxlan()
+        for uni in plan.unis if self.vxlan is None else ():
             self._port(uni.name, (uni.serial, uni.uni_id))
             # the link goes up with the UNI's carrier already right: an RG (and the kernel's own IPv6 start-up)
             # sees no carrier before its UNI is up
@@ -152,7 +168,7 @@ class DataPlaneService(service.Service):
                 host.move_link(uni.name, uni.netns)
             host.link_up(uni.name, uni.netns)
         for name, key in ((plan.nni, NNI), (plan.nni_untagged, NNI_UNTAGGED)):
-            if name:
+            if name and self.vxlan is None:
                 self._port(name, key)
                 host.link_up(name)
         for uni in plan.unis:
@@ -165,9 +181,22 @@ class DataPlaneService(service.Service):
         # wpa_supplicant authenticates again when it comes back)
         self._unsubscribe = self.olt.subscribe(self._on_event)
         self._up = True
-        log.info("dataplane-started unis={unis} nni={nni} nni_untagged={untagged} netns={netns}",
-                 unis=len(plan.unis), nni=plan.nni or "-", untagged=plan.nni_untagged or "-",
-                 netns=len(self.made_netns))
+        log.info("dataplane-started attachment={kind} unis={unis} nni={nni} nni_untagged={untagged} netns={netns}",
+                 kind="tap" if self.vxlan is None else "vxlan", unis=len(plan.unis), nni=plan.nni or "-",
+                 untagged=plan.nni_untagged or "-", netns=len(self.made_netns))
+
+    def _make_vxlan(self) -> None:
+        """The VXLAN port bound, then one attachment per interface of the plan (its VNI by `vxlan.vni_of`)."""
+        plan = self.plan
+        try:
+            self.vxlan.open()
+            for uni in plan.unis:
+                self._port(uni.name, (uni.serial, uni.uni_id))
+            for name, key in ((plan.nni, NNI), (plan.nni_untagged, NNI_UNTAGGED)):
+                if name:
+                    self._port(name, key)
+        except VxlanError as exc:
+            raise DataPlaneError(str(exc)) from None
 
     def _remove(self) -> None:
         """Undo whatever `_make` did, in reverse; goes on past a step that fails (logged)."""
@@ -186,6 +215,8 @@ class DataPlaneService(service.Service):
         for port in reversed(list(self.ports.values())):
             port.close()
         self.ports.clear()
+        if self.vxlan is not None:
+            self.vxlan.close()
         for name in reversed(self.made_netns):
             why = self.host.delete_netns(name)
             if why is not None:
@@ -255,18 +286,20 @@ class DataPlaneService(service.Service):
     def counters(self) -> dict:
         """The DataPlane's counters, with each interface's own (frames read and written, drops of its queue and of
         the kernel's refusals) under "interfaces": a UNI's names its `serial` and `uni_id`, an NNI's the `port` whose
-        counters it feeds (`nni` or `nni_untagged`)."""
+        counters it feeds (`nni` or `nni_untagged`), each its `kind` (tap or vxlan; a VXLAN attachment's its `vni`
+        and `remote` too); with VXLAN attachments, "vxlan" holds the UDP port's own (every drop by reason)."""
         counted = self.dataplane.counters()
         interfaces = {}
         for key, port in self.ports.items():
-            entry = port.counters()
+            entry = {"kind": "tap", **port.counters()}
             if isinstance(key, tuple):
                 entry.update(serial=key[0], uni_id=key[1])
             else:
                 entry.update(port="nni" if key == NNI else "nni_untagged")
             interfaces[port.name] = entry
+        extra = {} if self.vxlan is None else {"vxlan": self.vxlan.counters()}
         return {**counted, "interfaces": interfaces, "packet_ins": self.packet_ins,
-                "undeliverable": self.undeliverable}
+                "undeliverable": self.undeliverable, **extra}
 
 
 

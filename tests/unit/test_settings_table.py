@@ -38,6 +38,8 @@ def other_value(row, tmp_path):
         return "127.0.0.1:9093"
     if row.field == "uni_interfaces":
         return "all"
+    if row.field in ("vxlan_listen", "vxlan_remote"):
+        return "127.0.0.1"
     if isinstance(row.check, OneOf):
         return next(choice for choice in row.check.choices if choice != row.default)
     if row.kind in ("int", "float"):
