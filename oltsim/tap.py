@@ -43,6 +43,7 @@ from oltsim.dataplane.netns import HostError
 from oltsim.dataplane.pipeline import DataPlane
 from oltsim.dataplane.pm import PmCounters
 from oltsim.dataplane.service import CaptureWriter, DataPlaneService
+from oltsim.dataplane.shaper import Shaper
 from oltsim.dataplane.vxlan import VxlanSegments
 from oltsim.dmi.device import DeviceService, ManagedDevice
 from oltsim.dmi.sw import SoftwareManagementServicer
@@ -246,7 +247,9 @@ def _build_dataplane(settings, reactor, olt, path: FramePath, capture=None) -> l
     vxlan = VxlanSegments(reactor, port=settings.vxlan_port, listen=settings.vxlan_listen.strip(),
                           remote=settings.vxlan_remote.strip() or None, hold=settings.vxlan_hold,
                           vni_base=settings.vxlan_vni_base) if settings.attachment.lower() == "vxlan" else None
-    service = DataPlaneService(olt, pipeline, plan, reactor, exit_on_failure=True, vxlan=vxlan)
+    # the bandwidth profiles (the adapter's traffic schedulers) shape the frames of each T-CONT and downstream
+    # scheduler; a frame of none passes as it is
+    service = DataPlaneService(olt, pipeline, plan, reactor, exit_on_failure=True, vxlan=vxlan, shaper=Shaper())
     path.front.add(pipeline, service.deliver)
     if path.pm is not None:
         path.pm.add(pipeline)          # the ONU's PM history MEs count the pipeline's frames

@@ -36,7 +36,7 @@ class CompiledFlow:
                  "priority", "tag_count", "o_vid", "i_vid", "o_pbits", "i_pbits", "eth_type", "ip_proto",
                  "src_port", "dst_port", "trap", "pop", "push", "push_pbits", "push_tpid", "translate_outer",
                  "translate_inner", "inner_pbits", "add_inner", "remove_inner", "label", "counter", "dst_ip",
-                 "o_tpid", "i_tpid")
+                 "o_tpid", "i_tpid", "alloc_id")
 
     def __init__(self, flow):
         self.key = flow.key
@@ -48,6 +48,7 @@ class CompiledFlow:
         self.gems = frozenset(flow.gem_ports)
         self.gemport_id = flow.gemport_id
         self.network_intf_id = flow.network_intf_id
+        self.alloc_id = flow.alloc_id          # the T-CONT (upstream) / downstream scheduler it shapes by
         self.label = f"{flow.access_intf_id}/{flow.flow_id}/{flow.flow_type}"
         #: [frames, bytes] forwarded or trapped by this flow (the counters' "flows" part)
         self.counter = [0, 0]

@@ -15,7 +15,7 @@ flows change, not per frame.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from oltsim.dataplane import multicast, states
 from oltsim.dataplane.flows import FlowTable
@@ -54,22 +54,30 @@ __all__ = ["DataPlane", "Dropped", "Output", "PacketIn", "ToNni", "ToNniUntagged
 
 @dataclass(frozen=True, slots=True)
 class ToUni:
-    """Send `frame` out of the interface of UNI `uni_id` of ONU `serial`, as the RG receives it."""
+    """Send `frame` out of the interface of UNI `uni_id` of ONU `serial`, as the RG receives it. `queue`: the
+    downstream scheduler's key the frame is shaped by (`shaper.DOWN`, the ONU, its UNI id, the flow's alloc id);
+    None for none (a packet-out); not compared."""
     serial: str
     uni_id: int
     frame: bytes
+    queue: tuple | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class ToNni:
-    """Send `frame` out of the tagged NNI interface (S-tag and C-tag as the flows and the ONU left them)."""
+    """Send `frame` out of the tagged NNI interface (S-tag and C-tag as the flows and the ONU left them). `queue`:
+    the T-CONT's key the frame is shaped by (`shaper.UP`, the ONU, the flow's alloc id); None for none (an
+    UplinkPacketOut); not compared."""
     frame: bytes
+    queue: tuple | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
 class ToNniUntagged:
-    """Send `frame` out of the untagged NNI interface (the frame of the tagged NNI with its VLAN tags removed)."""
+    """Send `frame` out of the untagged NNI interface (the frame of the tagged NNI with its VLAN tags removed);
+    `queue` as `ToNni`'s."""
     frame: bytes
+    queue: tuple | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +121,7 @@ REASONS = (
     "tpid",               # a tag whose TPID the port does not take (the UNI: 0x8100 or its EVTOCD's input TPID; the
                           # NNI: 0x8100 or one a flow names), or a third tag
     "queue-full",         # reserved for the caller: the interface's bounded queue was full
+    "shaper",             # reserved for the caller: the T-CONT's or downstream scheduler's queue was full
 )
 
 
@@ -121,6 +130,8 @@ REASONS = (
 # ---- internals ------------------------------------------------------------------------------------------------
 
 _FORWARD, _TRAP, _DROP = 0, 1, 2
+#: the first element of an output's queue key (oltsim.dataplane.shaper.UP, DOWN)
+_UP, _DOWN = "up", "down"
 #: what an upstream frame's decision says to look at: service states (EAPOL, DHCP) or group membership (IGMP)
 _STATES, _IGMP = 1, 2
 IP_IGMP = 2
@@ -444,6 +455,7 @@ class DataPlane:
                         self._learn(src, bound, tags)
                 return [PacketIn(indication, flow.flow_id)]
         out = []
+        queue = (_UP, onu, flow.alloc_id)
         if self.nni_tagged:
             tagged = frame[:12] + out_tags + frame[cut:]
             if size < MIN_FRAME:
@@ -453,7 +465,7 @@ class DataPlane:
             nni.tx_bytes += len(tagged)
             if self.capture is not None:
                 self.capture("nni", "out", tagged)
-            out.append(ToNni(tagged))
+            out.append(ToNni(tagged, queue))
         if self.nni_untagged:
             plain = frame[:12] + frame[cut:] if old_tags else frame
             if size < MIN_FRAME:
@@ -463,7 +475,7 @@ class DataPlane:
             nni.tx_bytes += len(plain)
             if self.capture is not None:
                 self.capture("nni-untagged", "out", plain)
-            out.append(ToNniUntagged(plain))
+            out.append(ToNniUntagged(plain, queue))
         if src != bound.last_src:
             self._learn(src, bound, out_tags)
         return out
@@ -683,7 +695,7 @@ class DataPlane:
             if watch:
                 states.follow_downstream(bound.uni, out, vid)
                 self._claim(bound, out)
-            return [ToUni(bound.serial, bound.uni.id, out)]
+            return [ToUni(bound.serial, bound.uni.id, out, (_DOWN, bound.onu, bound.uni.id, flow.alloc_id))]
         if verdict == _DROP:
             _, reason, bound = decision
             if bound is not None:

@@ -945,11 +945,25 @@ class Olt(StateHolder):
         ids are checked (`check_onu_resources`)."""
         onu = self.check_onu_resources(pon_id, onu_id, uni_id=uni_id, alloc_ids=alloc_ids)
         onu.traffic_schedulers = payload
+        schedulers = dict(onu.schedulers)
+        for sched in getattr(payload, "traffic_scheds", ()):
+            schedulers[(sched.direction, sched.alloc_id)] = (uni_id, sched)
+        onu.schedulers = schedulers      # a new dict: the data plane's shaper sees the change
         self.touch()
 
-    def clear_traffic_schedulers(self, pon_id: int, onu_id: int) -> None:
+    def clear_traffic_schedulers(self, pon_id: int, onu_id: int, payload=None) -> None:
+        """RemoveTrafficSchedulers: forget the schedulers `payload` (a TrafficSchedulers message) names by direction
+        and alloc id, or all of the ONU's without one (or with none named); the last message shown by the API is
+        forgotten either way."""
         onu = self.onu_by_id(pon_id, onu_id)
         onu.traffic_schedulers = None
+        if payload is None or not payload.traffic_scheds:
+            onu.schedulers = {}
+        else:
+            schedulers = dict(onu.schedulers)
+            for sched in payload.traffic_scheds:
+                schedulers.pop((sched.direction, sched.alloc_id), None)
+            onu.schedulers = schedulers
         self.touch()
 
     # ---- control API: power ----------------------------------------------------------------

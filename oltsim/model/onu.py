@@ -193,7 +193,7 @@ class Onu(StateHolder):
 
     MACHINE = ONU_MACHINE
     __slots__ = ("hub", "pon", "index", "serial", "onu_id", "state", "oper_state", "unis",
-                 "flow_keys", "traffic_schedulers", "mib_data_sync", "_discovery_call",
+                 "flow_keys", "traffic_schedulers", "schedulers", "mib_data_sync", "_discovery_call",
                  "_timer_calls", "image_expected_sections", "image_received_sections",
                  "active_image", "committed_image", "handlers", "faults")
 
@@ -208,6 +208,10 @@ class Onu(StateHolder):
         self.unis: list[Uni] = []
         self.flow_keys: set = set()
         self.traffic_schedulers = None
+        #: every scheduler the adapter created and did not remove: (direction, alloc id) -> (uni id, the
+        #: TrafficScheduler), replaced as a whole on each change (never changed in place) so that the data plane's
+        #: shaper sees a change by the dict's identity
+        self.schedulers: dict = {}
         self.mib_data_sync = 0
         self._discovery_call = None
         self._timer_calls: set = set()
@@ -286,6 +290,7 @@ class Onu(StateHolder):
         self.hub.flows.remove_onu(self)
         self.pon.release_onu(self)
         self.traffic_schedulers = None
+        self.schedulers = {}
 
     def _enter_disabled(self, src):
         self._release_resources()

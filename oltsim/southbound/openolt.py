@@ -305,7 +305,7 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         return openolt_pb2.Empty()
 
     def RemoveTrafficSchedulers(self, request, context):
-        self._olt.clear_traffic_schedulers(request.intf_id, request.onu_id)
+        self._olt.clear_traffic_schedulers(request.intf_id, request.onu_id, request)
         return openolt_pb2.Empty()
 
     # ---- accepted and answered, nothing to simulate ----------------------------------------
