@@ -90,6 +90,23 @@ RECONNECT_DELAY = 1.0
 NNI = 0
 PIR = 1000000
 TECH_PROFILE = 64
+
+
+def mef_shaping(profile: dict) -> tech_profile_pb2.TrafficShapingInfo:
+    """The TrafficShapingInfo VOLTHA sends for a SADIS MEF bandwidth profile: ONOS's olt app makes its meter's bands
+    (peak cir + eir + air with burst cbs + ebs, committed cir/cbs, assured air with no burst) and the openolt
+    adapter maps three bands so (voltha-lib-go `meters.GetTrafficShapingInfo`): PIR, CIR and GIR, in kbit/s."""
+    return tech_profile_pb2.TrafficShapingInfo(
+        pir=profile["cir"] + profile["eir"] + profile.get("air", 0), pbs=profile["cbs"] + profile["ebs"],
+        cir=profile["cir"], cbs=profile["cbs"], gir=profile.get("air", 0))
+
+
+#: The bandwidth profiles every subscriber of oltsim's SADIS names (oltsim.api.sadis UPSTREAM_PROFILE and
+#: DOWNSTREAM_PROFILE, MEF format: the southbound does not import the API, tests/unit/test_builtin_adapter.py checks
+#: they are the same): the built-in adapter's traffic schedulers shape by them, as VOLTHA's would.
+UPSTREAM_BANDWIDTH = {"id": "User_Bandwidth1", "cbs": 10000, "cir": 30000, "air": 100000, "ebs": 1000, "eir": 100000}
+DOWNSTREAM_BANDWIDTH = {"id": "User_Bandwidth2", "cbs": 5000, "cir": 100000, "air": 100000, "ebs": 5000,
+                        "eir": 100000}
 EAPOL_VID = 4091
 ANY_PBITS = 255
 #: The first T-CONT ME id; UNI i uses T-CONT 0x8001 + i.
@@ -805,16 +822,18 @@ class BuiltinAdapter(service.Service):
         self._check_ready(onu)
 
     def _schedulers(self, onu, uni_id, port_no, ids) -> tech_profile_pb2.TrafficSchedulers:
+        """The UNI's upstream (its T-CONT) and downstream scheduler, shaped by SADIS's bandwidth profiles."""
         return tech_profile_pb2.TrafficSchedulers(
             intf_id=onu.pon, onu_id=onu.onu_id, uni_id=uni_id, port_no=port_no,
             traffic_scheds=[tech_profile_pb2.TrafficScheduler(
-                direction=tech_profile_pb2.UPSTREAM, alloc_id=ids.alloc_id,
-                scheduler=tech_profile_pb2.SchedulerConfig(direction=tech_profile_pb2.UPSTREAM,
+                direction=direction, alloc_id=ids.alloc_id,
+                scheduler=tech_profile_pb2.SchedulerConfig(direction=direction,
                                                            additional_bw=tech_profile_pb2.AdditionalBW_BestEffort,
                                                            priority=0, weight=0,
                                                            sched_policy=tech_profile_pb2.Hybrid),
-                traffic_shaping_info=tech_profile_pb2.TrafficShapingInfo(cir=600, cbs=30, pir=32000, pbs=30),
-                tech_profile_id=TECH_PROFILE)])
+                traffic_shaping_info=mef_shaping(profile), tech_profile_id=TECH_PROFILE)
+                for direction, profile in ((tech_profile_pb2.UPSTREAM, UPSTREAM_BANDWIDTH),
+                                           (tech_profile_pb2.DOWNSTREAM, DOWNSTREAM_BANDWIDTH))])
 
     def _queues(self, onu, uni_id, port_no, ids) -> tech_profile_pb2.TrafficQueues:
         return tech_profile_pb2.TrafficQueues(

@@ -385,3 +385,25 @@ def test_an_exchange_under_way_when_the_stream_ended_starts_over_after_the_recon
     r.run(builtin.RECONNECT_DELAY + 0.2)
     assert r.adapter.connects == 2
     r.run_until(r.all_up, 10, "every service through again well before the 60 s attempt timeout")
+
+
+def test_the_traffic_schedulers_shape_by_sadis_bandwidth_profiles(rig):
+    """Each UNI gets an upstream (its T-CONT) and a downstream scheduler on its alloc id, shaped as VOLTHA would by
+    the profiles oltsim's SADIS names (PIR = cir + eir + air, CIR, GIR = air); the adapter's copies of them are
+    SADIS's own."""
+    from voltha_protos import tech_profile_pb2
+
+    from oltsim.api import sadis
+
+    mef = {p["id"]: p for p in sadis.BANDWIDTH_PROFILES["mef"]}
+    assert builtin.UPSTREAM_BANDWIDTH == mef[sadis.UPSTREAM_PROFILE]
+    assert builtin.DOWNSTREAM_BANDWIDTH == mef[sadis.DOWNSTREAM_PROFILE]
+    r = rig(pon=1, onu=1)
+    r.run_until(r.all_up, 20, "every service at dhcp_ack_received")
+    onu = r.olt.onus[0]
+    directions = sorted(direction for direction, _ in onu.schedulers)
+    assert directions == [tech_profile_pb2.UPSTREAM] * 4 + [tech_profile_pb2.DOWNSTREAM] * 4
+    shaping = {direction: sched.traffic_shaping_info for (direction, _), (_, sched) in onu.schedulers.items()}
+    up, down = shaping[tech_profile_pb2.UPSTREAM], shaping[tech_profile_pb2.DOWNSTREAM]
+    assert (up.pir, up.cir, up.gir, up.cbs, up.pbs) == (230000, 30000, 100000, 10000, 11000)
+    assert (down.pir, down.cir, down.gir, down.cbs, down.pbs) == (300000, 100000, 100000, 5000, 10000)
