@@ -96,16 +96,19 @@ def _plain(host: str) -> str:
 class VxlanPort:
     """One VXLAN attachment: the VNI `vni` of `segments`, carrying the frames of `key` (as a TapPort's: the UNI's
     (serial, uni_id), "nni" or "nni-untagged"), labelled `name`. Its protocol is a `FrameQueue` (the frames read,
-    queued for `pump`); its remote is `segments`' fixed one or the one learned for its VNI.
+    queued for `pump`); its remote is `segments`' fixed one or the one learned for its VNI. `mac` (a UNI's: its
+    first service's MAC) is the address the RG's device takes, as a UNI's TAP interface is given it (the built-in
+    adapter's DHCP relay knows its clients by it).
 
     A full queue drops what comes next (``queue-full``): the socket is every attachment's, so one VNI's queue does
     not stop it reading."""
 
     kind = "vxlan"
 
-    def __init__(self, segments: "VxlanSegments", name: str, key, vni: int, pump, *,
+    def __init__(self, segments: "VxlanSegments", name: str, key, vni: int, pump, *, mac: str | None = None,
                  queue_frames: int = QUEUE_FRAMES, burst: int = BURST):
         self.segments = segments
+        self.mac = mac
         self.name = name
         self.key = key
         self.vni = vni
@@ -191,8 +194,9 @@ class VxlanPort:
 
     def counters(self) -> dict:
         """This attachment's kind, VNI, remote (and whether learned or set), frames and bytes, drops by reason."""
+        mac = {"mac": self.mac} if self.mac else {}
         return {"name": self.name, "kind": self.kind, "vni": self.vni, "remote": self.remote,
-                "remote_learned": self.learned, "carrier": None, **self.protocol.counters()}
+                "remote_learned": self.learned, **mac, "carrier": None, **self.protocol.counters()}
 
 
 class VxlanSegments(DatagramProtocol):
