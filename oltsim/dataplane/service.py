@@ -31,6 +31,7 @@ from twisted.application import service
 from oltsim.dataplane.interfaces import NNI_QUEUE_FRAMES, QUEUE_FRAMES, InterfacePlan, Pump, TapPort
 from oltsim.dataplane.netns import Host, HostError
 from oltsim.dataplane.pipeline import PacketIn, ToNni, ToNniUntagged, ToUni
+from oltsim.dataplane.shaper import QUEUED, SEND
 from oltsim.dataplane.vxlan import VxlanError, VxlanPort, vni_of
 from oltsim.logs import logger
 from oltsim.model import events
@@ -58,7 +59,7 @@ class DataPlaneService(service.Service):
 
     name = "dataplane"
 
-    def __init__(self, olt, dataplane, plan: InterfacePlan, clock, *, host: Host | None = None,
+    def __init__(self, olt, dataplane, plan: InterfacePlan, clock, *, shaper=None, host: Host | None = None,
                  system=None, exit_on_failure: bool = False, queue_frames: int | None = None, vxlan=None):
         self.olt = olt
         self.dataplane = dataplane
@@ -68,6 +69,9 @@ class DataPlaneService(service.Service):
         self.system = system
         self.exit_on_failure = exit_on_failure
         self.queue_frames = queue_frames
+        #: a `shaper.Shaper`: the bandwidth profiles (None: no limit), and its one wake-up
+        self.shaper = shaper
+        self._wake = None
         self.vxlan = vxlan
         self.pump = None
         self.ports: dict[object, TapPort] = {}      # (serial, uni_id) / NNI / NNI_UNTAGGED -> port
@@ -92,6 +96,11 @@ class DataPlaneService(service.Service):
     def stopService(self):
         super().stopService()
         self._remove()
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+        if self.shaper is not None:
+            self.shaper.clear()
         log.info("dataplane-stopped interfaces={count}", count=len(self.plan.names()))
 
     def _start_once(self) -> None:
@@ -261,7 +270,51 @@ class DataPlaneService(service.Service):
 
     def deliver(self, outputs) -> None:
         """Carry out the DataPlane's outputs: frames out of their interfaces (an interface not made: counted as
-        undeliverable), packet indications counted (the DataPlane emitted them)."""
+        undeliverable), packet indications counted (the DataPlane emitted them). With a shaper, the frames of one
+        T-CONT or downstream scheduler (an output's `queue`) pass its queue first: out now, later (one delayed call
+        wakes the shaper when the next is due) or dropped at the queue's tail (counted by the shaper); the outputs
+        of one frame with the same queue (the tagged and the untagged NNI's copies) pass it as one."""
+        if self.shaper is not None:
+            outputs = self._shaped(outputs)
+        self._send(outputs)
+
+    def _shaped(self, outputs) -> list:
+        """`outputs` less those the shaper holds or drops; consecutive outputs with the same queue key (the one
+        tuple the pipeline gives both NNI copies of a frame) pass it as one."""
+        ready = []
+        now = None
+        i, count = 0, len(outputs)
+        while i < count:
+            out = outputs[i]
+            i += 1
+            queue = getattr(out, "queue", None)
+            if queue is None:
+                ready.append(out)
+                continue
+            start = i - 1
+            while i < count and getattr(outputs[i], "queue", None) is queue:
+                i += 1
+            if now is None:
+                now = self.clock.seconds()
+            group = outputs[start:i]
+            verdict = self.shaper.offer(queue, group, len(out.frame), now)
+            if verdict == SEND:
+                ready.extend(group)
+            elif verdict == QUEUED and self._wake is None:
+                self._wake = self.clock.callLater(0, self._on_wake)
+        return ready
+
+    def _on_wake(self) -> None:
+        """The shaper's frames whose time has come, out; the next wake-up set when more wait."""
+        self._wake = None
+        now = self.clock.seconds()
+        released, wake = self.shaper.due(now)
+        if wake is not None:
+            self._wake = self.clock.callLater(max(0.0, wake - now), self._on_wake)
+        if released:
+            self._send([out for outs in released for out in outs])
+
+    def _send(self, outputs) -> None:
         ports = self.ports
         for out in outputs:
             kind = type(out)
@@ -290,6 +343,9 @@ class DataPlaneService(service.Service):
         counters it feeds (`nni` or `nni_untagged`), each its `kind` (tap or vxlan; a VXLAN attachment's its `vni`
         and `remote` too); with VXLAN attachments, "vxlan" holds the UDP port's own (every drop by reason)."""
         counted = self.dataplane.counters()
+        if self.shaper is not None:
+            # per T-CONT and downstream scheduler: its limit, bytes sent, dropped by the shaper, queue depth
+            counted = {**counted, "shapers": self.shaper.counters()}
         interfaces = {}
         for key, port in self.ports.items():
             entry = {"kind": "tap", **port.counters()}
