@@ -118,7 +118,6 @@ class VxlanPort:
         self.learned = False
         self.last_heard: float | None = None
         self.protocol = FrameQueue(pump, queue_frames, burst)
-        self.protocol.transport = self
 
     @property
     def queue(self):
@@ -138,9 +137,11 @@ class VxlanPort:
         pass
 
     def open(self) -> None:
-        """Take frames of the VNI from now on (the segments' socket is open already)."""
-        self.connected = True
+        """Take frames of the VNI from now on (the segments' socket is open already); the protocol's transport is
+        this attachment, as a TapPort is its protocol's."""
         self.segments.attach(self)
+        self.connected = True
+        self.protocol.makeConnection(self)
 
     def close(self) -> None:
         """Take no more frames; forget those queued."""
@@ -148,7 +149,7 @@ class VxlanPort:
         if self.connected:
             self.connected = False
             self.segments.detach(self)
-            self.protocol.stopProtocol()
+            self.protocol.doStop()
 
     def set_carrier(self, on: bool) -> bool:
         """A VXLAN segment has no carrier: nothing to tell (True: not a kernel's refusal)."""

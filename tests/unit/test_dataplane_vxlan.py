@@ -76,8 +76,10 @@ def test_start_checks_and_makes_nothing_on_the_host_and_stop_leaves_nothing():
     interfaces = svc.counters()["interfaces"]
     assert interfaces["u0-1-0"]["kind"] == "vxlan" and interfaces["u0-1-0"]["vni"] == 1000
     assert interfaces["u0-1-0"]["carrier"] is None and interfaces["nniu"]["vni"] == 2
+    port = svc.ports["nni-untagged"]
     svc.stopService()
     assert segments.listening is None and segments.by_vni == {} and not dataplane.bound and svc.ports == {}
+    assert port.protocol.transport is None and not port.send(frame(1)) and port.dropped == {"interface-closed": 1}
     assert reactor.getDelayedCalls() == []
 
 
