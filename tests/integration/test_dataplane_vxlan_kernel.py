@@ -62,9 +62,9 @@ def vxlan_probe(lab: Lab) -> None:
 
 @pytest.fixture
 def lab(tmp_path):
-    """A Lab with dnsmasq, dhclient, wpa_supplicant, ping and kernel VXLAN; skips with the reason otherwise."""
+    """A Lab with dnsmasq, dhclient, wpa_supplicant, ping, iperf3 and kernel VXLAN; skips with the reason otherwise."""
     try:
-        require("dnsmasq", "dhclient", "wpa_supplicant", "ping")
+        require("dnsmasq", "dhclient", "wpa_supplicant", "ping", "iperf3")
     except LabUnavailable as exc:
         pytest.skip(str(exc))
     made = Lab(tmp_path)
@@ -170,9 +170,9 @@ def test_an_rg_and_a_dhcp_server_on_kernel_vxlan_reach_an_unprivileged_oltsim(la
     """OLT id 10, 2 ONUs x 2 UNIs, the second UNI of the second ONU bound as a VXLAN attachment (VNI 1003: 1000 + its
     index 3), the untagged NNI as VNI 2, oltsim running as nobody: the RG's kernel VXLAN device on that VNI carries
     wpa_supplicant's EAP-MD5 to the built-in authenticator (EAP success), dhclient's lease from dnsmasq behind the
-    untagged NNI's VNI (the device has the UNI's MAC, which GET /v1/dataplane shows) and a ping to it; GET
-    /v1/dataplane shows each attachment's kind, VNI and learned remote. Then a bad header, an unknown VNI, a runt and the RG's VNI from the server's address are dropped and counted,
-    and the RG still reaches the server."""
+    untagged NNI's VNI (the device has the UNI's MAC, which GET /v1/dataplane shows), a ping and a short iperf3 run to
+    it; GET /v1/dataplane shows each attachment's kind, VNI and learned remote. Then a bad header, an unknown VNI, a
+    runt and the RG's VNI from the server's address are dropped and counted, and the RG still reaches the server."""
     p = lab.prefix
     port = random.randrange(20000, 30000)
     olt_ns, rg_ns, srv_ns = (quiet_netns(lab, f"{p}{name}") for name in ("olt", "rg", "srv"))
@@ -214,6 +214,13 @@ def test_an_rg_and_a_dhcp_server_on_kernel_vxlan_reach_an_unprivileged_oltsim(la
     wait_for("DHCP ack on the service", lambda: service_of(process, serial, uni_id)["DhcpState"] == DHCP_OK)
     ping = run("ip", "netns", "exec", rg_ns, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.201.0.1", check=False)
     assert ping.returncode == 0, ping.stdout + ping.stderr
+    # a short TCP run through the pipeline (checksums, segments both ways)
+    lab.start(srv_ns, "iperf3", "-s", "-1", "--forceflush", "-B", "10.201.0.1", "-p", "5201", log="iperf3.log")
+    wait_for("iperf3 listening", lambda: "listening" in lab.log("iperf3.log"), 10, lambda: lab.log("iperf3.log"))
+    tcp = run("ip", "netns", "exec", rg_ns, "iperf3", "-J", "-c", "10.201.0.1", "-p", "5201", "-t", "2",
+              timeout=30, check=False)
+    assert tcp.returncode == 0, tcp.stdout[-2000:] + tcp.stderr
+    assert json.loads(tcp.stdout)["end"]["sum_received"]["bytes"] > 0
     rg_entry = process.rest_get("/v1/dataplane")[1]["interfaces"]["u0-2-1"]
     assert rg_entry["remote"] == "10.77.1.2" and rg_entry["remote_learned"]
     assert rg_entry["rx_frames"] >= 5 and rg_entry["tx_frames"] >= 5
