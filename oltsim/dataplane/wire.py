@@ -25,7 +25,7 @@ def peel(frame: bytes):
     et = (frame[12] << 8) | frame[13]
     tags = ()
     while et in TPIDS and len(tags) < MAX_TAGS:
-        if n < off + 8:
+        if n < off + 6:             # the tag's TPID and TCI, then the EtherType after it
             return None
         tags += ((et, (frame[off + 2] << 8) | frame[off + 3]),)
         off += 4
