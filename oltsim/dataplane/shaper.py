@@ -33,13 +33,15 @@ UP, DOWN = "up", "down"
 #: tech_profile.Direction
 _UPSTREAM, _DOWNSTREAM, _BIDIRECTIONAL = 0, 1, 2
 #: the bucket holds at least this much of its rate (the reactor's lateness must not cost tokens)
-MIN_BURST_SECONDS = 0.005
+MIN_BURST_SECONDS = 0.02
 #: ... and at least two full frames
 MIN_BURST_BYTES = 2 * 1522
 #: the queue's bound in bytes: the larger of this, the bucket, and QUEUE_SECONDS of the rate, at most MAX_QUEUE_BYTES
 MIN_QUEUE_BYTES = 64 * 1024
 QUEUE_SECONDS = 0.02
 MAX_QUEUE_BYTES = 4 * 1024 * 1024
+#: the shortest time `due` names for the next wake-up (less than MIN_BURST_SECONDS: no token is lost)
+WAKE_SECONDS = 0.001
 #: bytes of tokens that count as none missing (float rounding of the wake-up's time)
 _EPSILON = 0.5
 
@@ -216,8 +218,9 @@ class Shaper:
                 out.append(item)
             q.tokens = tokens
             if fifo:
-                # (never `now` itself: float rounding must not make a wake-up that finds nothing due)
-                at = now + max(min(fifo[0][1], burst) - tokens, _EPSILON) / rate
+                # at least WAKE_SECONDS on: each wake-up sends what a millisecond's tokens pay for (the bucket holds
+                # more than that), rather than one frame per reactor turn and timer
+                at = now + max((min(fifo[0][1], burst) - tokens) / rate, WAKE_SECONDS)
                 if wake is None or at < wake:
                     wake = at
             else:
