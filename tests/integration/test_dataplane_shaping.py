@@ -1,0 +1,79 @@
+"""Bandwidth profiles on real traffic: `twistd oltsim --adapter builtin` (OLT id 10) with TAP interfaces, one bound
+UNI in its namespace, dnsmasq and an iperf3 server behind the untagged NNI; iperf3 TCP and UDP (1470-octet datagrams
+at 1.10x the limit), 10 s each way, as voltha-system-tests' "Data plane verification" does against a hardware pod:
+each run within 90-105 % of its profile's cir + eir + air upstream, at least 90 % downstream (and at most 105 %).
+
+Needs root, /dev/net/tun, `ip netns` and Debian's dnsmasq, dhclient, iperf3 (installed only with
+OLTSIM_TEST_INSTALL=1, else skipped with the reason; tests/integration/netlab.py)."""
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from netlab import Lab, LabUnavailable, require
+from test_daemon import daemon  # noqa: F401 - the fixture
+from test_dataplane import NO_EAPOL_SERVICES, dataplane, dataplane_options, serve_dhcp, wait_for
+
+pytestmark = pytest.mark.dataplane
+
+SECONDS = 10
+#: oltsim's SADIS profiles the built-in adapter shapes by (User_Bandwidth1 up, User_Bandwidth2 down): cir + eir + air
+UP_LIMIT = (30_000 + 100_000 + 100_000) * 1000
+DOWN_LIMIT = (100_000 + 100_000 + 100_000) * 1000
+
+
+@pytest.fixture
+def lab(tmp_path):
+    """A Lab with dnsmasq, dhclient and iperf3; skips when it cannot be had."""
+    try:
+        require("dnsmasq", "dhclient", "iperf3")
+    except LabUnavailable as exc:
+        pytest.skip(str(exc))
+    made = Lab(tmp_path)
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+def iperf(netns: str, server_ip: str, *more: str) -> float:
+    """The receiver's bit/s of one iperf3 run from `netns`."""
+    done = subprocess.run(["ip", "netns", "exec", netns, "iperf3", "-J", "-c", server_ip, "-t", str(SECONDS), *more],
+                          capture_output=True, text=True, timeout=SECONDS + 60)
+    result = json.loads(done.stdout)
+    assert "error" not in result, result.get("error")
+    end = result["end"]
+    return (end.get("sum_received") or end["sum"])["bits_per_second"]
+
+
+def test_tcp_and_udp_each_way_get_their_profiles_rate(lab, daemon, tmp_path):
+    """Upstream (the T-CONT's scheduler) and downstream (the UNI's): TCP and UDP at 1.10x reach 90-105 % of the
+    profile's limit upstream, 90-105 % downstream; the shaper's counters show both schedulers' limits and what
+    they carried, and the UDP excess dropped by the shaper."""
+    services = tmp_path / "services.yaml"
+    services.write_text(NO_EAPOL_SERVICES)
+    process = daemon(*dataplane_options(lab, "--olt-id", "10", "--pon", "1", "--onu", "1", "--uni", "1",
+                                        "--uni-interfaces", "all", "--services", str(services)))
+    process.wait_serving()
+    server, server_ip = serve_dhcp(lab, 207)
+    lab.start(server, "iperf3", "-s", log="iperf3.log")
+    uni = f"{lab.prefix}u0-1-0"
+    wait_for("the ONU's forwarding flows", lambda: any(
+        f["flow_type"] == "downstream" and f.get("onu_id", -1) > 0
+        for f in process.rest_get("/v1/olt/flows")[1]["flows"]))
+    lab.dhclient(uni, uni)
+    lab.wait_address(uni, uni, timeout=120)
+    rates = {
+        "tcp up": (iperf(uni, server_ip), UP_LIMIT),
+        "tcp down": (iperf(uni, server_ip, "-R"), DOWN_LIMIT),
+        "udp up": (iperf(uni, server_ip, "-u", "-l", "1470", "-b", str(int(UP_LIMIT * 1.1))), UP_LIMIT),
+        "udp down": (iperf(uni, server_ip, "-R", "-u", "-l", "1470", "-b", str(int(DOWN_LIMIT * 1.1))), DOWN_LIMIT),
+    }
+    shares = {run: round(rate / limit * 100, 1) for run, (rate, limit) in rates.items()}
+    print(f"shaped rates, % of the profile's limit: {shares}")
+    assert all(90 <= share <= 105 for share in shares.values()), shares
+    shapers = {row["direction"]: row for row in dataplane(process)["shapers"] if row["limit"] is not None}
+    assert shapers["up"]["limit"]["pir"] == UP_LIMIT // 1000 and shapers["down"]["limit"]["pir"] == DOWN_LIMIT // 1000
+    assert shapers["up"]["sent_bytes"] > UP_LIMIT / 8 * SECONDS and shapers["down"]["dropped"].get("shaper", 0) > 0
