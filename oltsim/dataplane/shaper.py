@@ -40,6 +40,8 @@ MIN_BURST_BYTES = 2 * 1522
 MIN_QUEUE_BYTES = 64 * 1024
 QUEUE_SECONDS = 0.02
 MAX_QUEUE_BYTES = 4 * 1024 * 1024
+#: queues kept at most; past it the idle ones are forgotten
+MAX_QUEUES = 16384
 #: the shortest time `due` names for the next wake-up (less than MIN_BURST_SECONDS: no token is lost)
 WAKE_SECONDS = 0.001
 #: bytes of tokens that count as none missing (float rounding of the wake-up's time)
@@ -143,7 +145,8 @@ class Shaper:
     was full: counted). `due(now)`: the items whose time has come, in order per queue, and the time of the next one
     (None when nothing waits)."""
 
-    def __init__(self):
+    def __init__(self, max_queues: int = MAX_QUEUES):
+        self.max_queues = max_queues
         self._queues: dict = {}
         self._backlog: dict = {}        # key -> _Queue with frames waiting
 
@@ -155,6 +158,10 @@ class Shaper:
     def offer(self, key, item, size: int, now: float) -> int:
         q = self._queues.get(key)
         if q is None:
+            if len(self._queues) >= self.max_queues:
+                # ever new alloc ids (an adapter provisioning again and again) must not grow memory: the idle
+                # queues (and their counts) are forgotten, and made again at their next frame
+                self._queues = {k: old for k, old in self._queues.items() if old.fifo}
             q = self._queues[key] = _Queue(key, now)
             q.refresh(now)
         elif q.source is not q.onu.schedulers:

@@ -280,3 +280,16 @@ def test_the_service_shapes_with_one_delayed_call_and_leaves_none_after_stop():
     service.running = True
     service.stopService()
     assert clock.getDelayedCalls() == [] and shaper.counters()[0]["queue_frames"] == 0
+
+
+def test_ever_new_keys_do_not_grow_memory():
+    """Past `max_queues`, the idle queues are forgotten (a busy one keeps its frames)."""
+    onu, shaper = FakeOnu(), Shaper(max_queues=8)
+    onu.create(UPSTREAM, 1, pir=1_000)
+    busy = (UP, onu, 1)
+    while shaper.offer(busy, "x", FRAME, 0.0) != QUEUED:
+        pass
+    for alloc in range(2, 100):
+        assert shaper.offer((UP, onu, alloc), alloc, FRAME, 0.0) == SEND
+    assert len(shaper.counters()) <= 8
+    assert any(row["alloc_id"] == 1 and row["queue_frames"] == 1 for row in shaper.counters())
