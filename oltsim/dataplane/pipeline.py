@@ -133,6 +133,7 @@ REASONS = (
     "mac-spoof",          # from a UNI, with a source MAC another UNI's subscriber holds (its lease, its EAP success)
     "link-local",         # to a link-local group address (01:80:c2:00:00:00-0f: 802.1X, pause, LLDP...), which no
                           # bridge forwards; only a trap flow takes such a frame (to the adapter)
+    "eapol",              # EAPOL to any other address (unicast included): an OLT traps 802.1X, it never forwards it
     "oversize",           # more than the NNI's MTU after the Ethernet header and its tags (never cut to fit)
     "dhcp-client",        # a DHCP message for a client MAC another UNI's subscriber holds (sent from, or answered
                           # towards, the wrong UNI)
@@ -436,9 +437,13 @@ class DataPlane:
         if verdict == _DROP:
             counter.drop(decision[1])
             return [Dropped(bound.where, decision[1])]
-        if frame[0] == 1 and verdict == _FORWARD and _link_local(frame):
-            counter.drop("link-local")
-            return [Dropped(bound.where, "link-local")]
+        if verdict == _FORWARD:
+            if frame[0] == 1 and _link_local(frame):
+                counter.drop("link-local")
+                return [Dropped(bound.where, "link-local")]
+            if ethertype == ETH_EAPOL:
+                counter.drop("eapol")
+                return [Dropped(bound.where, "eapol")]
         _, onu_tags, out_tags, flow, gem, watch, vid = decision
         cut = 12 + len(old_tags)
         if watch == _STATES:
@@ -689,6 +694,9 @@ class DataPlane:
         if frame[0] == 1 and verdict != _TRAP and _link_local(frame):
             counter.drop("link-local")
             return [Dropped(where, "link-local")]
+        if verdict == _FORWARD and ethertype == ETH_EAPOL:
+            counter.drop("eapol")
+            return [Dropped(where, "eapol")]
         if verdict == _FORWARD:
             _, flow, bound, reason, uni_tags, watch, vid = decision
             flow.counter[0] += 1

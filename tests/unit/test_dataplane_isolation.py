@@ -156,6 +156,28 @@ def test_link_local_frames_are_trapped_or_dropped_never_forwarded(lab, rgs):
     assert lab.dp.counters()["unis"][f"{a.serial}/2"]["dropped"] == {"link-local": 5}
 
 
+def test_eapol_to_a_unicast_address_is_never_forwarded_either_way(lab, rgs):
+    """An authenticated RG's EAPOL sent to a unicast address (the authenticator's MAC) leaves on neither NNI, and a
+    server's EAPOL frame to an RG's MAC from either NNI reaches no UNI: dropped and counted as eapol; the RG's other
+    frames still pass."""
+    (a, a_service), (b, b_service) = rgs
+    trap = next(flow for flow in lab.olt.flows.all() if flow.onu_id == a.onu_id and flow.eth_type == 0x888E)
+    lab.olt.flow_remove(trap.access_intf_id, trap.flow_id, trap.flow_type)
+    start = eapol.eapol_start_frame(A_MAC)
+    unicast = eapol.AUTHENTICATOR_MAC + start[6:]
+    for _ in range(3):
+        assert dropped(lab.dp.from_uni(a.serial, 2, unicast)) == [(f"uni {a.serial}/2", "eapol")]
+    assert lab.dp.counters()["nni"]["tx_frames"] == 0 == lab.dp.counters()["nni_untagged"]["tx_frames"]
+    lab.dp.from_uni(b.serial, 0, ip_frame(SERVER_MAC, B_MAC))          # B's address learned on the untagged NNI
+    to_b = eapol.success_frame(B_MAC, 1)
+    tagged = to_b[:12] + f.VlanTag(b_service.s_tag).pack() + f.VlanTag(b_service.c_tag).pack() + to_b[12:]
+    assert dropped(lab.dp.from_nni(tagged)) == [("nni", "eapol")]
+    assert dropped(lab.dp.from_nni_untagged(to_b)) == [("nni-untagged", "eapol")]
+    assert lab.dp.counters()["unis"][f"{b.serial}/0"]["tx_frames"] == 0
+    assert lab.dp.counters()["unis"][f"{a.serial}/2"]["dropped"] == {"eapol": 3}
+    assert lab.dp.counters()["nni"]["tx_frames"] == 1                  # B's IP frame went out
+
+
 def test_an_nni_trap_flow_takes_link_local_frames_from_the_untagged_nni(lab, rgs):
     """An NNI trap flow for LLDP (as VOLTHA installs it) takes the switch's LLDP frame from the untagged NNI to the
     adapter as it came, not to any subscriber."""
