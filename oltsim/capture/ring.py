@@ -173,11 +173,8 @@ class Capture:
 
     def packet_out(self, onu, port_no: int, gemport_id: int, pkt: bytes) -> None:
         """The adapter sent `pkt` to the UNI of `onu` with `port_no` (OnuPacketOut)."""
-        uni = -1
-        for candidate in onu.eth_unis:
-            if candidate.port_no == port_no:
-                uni = candidate.id
-                break
+        found = onu.eth_uni_with_port_no(port_no)
+        uni = found.id if found is not None else -1
         if len(pkt) > SNAPLEN:
             pkt = (pkt[:SNAPLEN], len(pkt))
         self._add((self.clock.seconds(), UNI, False, onu.serial, onu.pon.id, onu.onu_id, uni, gemport_id, pkt))

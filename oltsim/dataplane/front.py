@@ -39,7 +39,7 @@ class DataPlaneFront:
         plane drops and counts what the ONU would not deliver (ONU not active, no VLAN rule...)."""
         engine = self.engine
         if self.pipeline is not None:
-            uni = next((u for u in onu.eth_unis if u.port_no == port_no), None)
+            uni = onu.eth_uni_with_port_no(port_no)
             if uni is not None and not engine.simulates(uni):
                 self._deliver(self.pipeline.onu_packet_out(onu.serial, uni.id, gemport_id, pkt))
                 return

@@ -228,6 +228,10 @@ class Onu(StateHolder):
     def eth_unis(self) -> list[Uni]:
         return [u for u in self.unis if u.kind == "ETH"]
 
+    def eth_uni_with_port_no(self, port_no: int) -> Uni | None:
+        """The Ethernet UNI whose flows gave it `port_no` (the port OnuPacketOut names), None when none has."""
+        return next((u for u in self.unis if u.kind == "ETH" and u.port_no == port_no), None)
+
     @property
     def services(self) -> list[Service]:
         return [s for u in self.unis for s in u.services]

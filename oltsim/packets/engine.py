@@ -125,7 +125,7 @@ class ProtocolEngine:
             log.info("packet-out-dropped serial={serial} state={state} kind={kind}", serial=onu.serial,
                      state=onu.state, kind=frame.kind)
             return
-        uni = next((u for u in onu.eth_unis if u.port_no == port_no), None)
+        uni = onu.eth_uni_with_port_no(port_no)
         if uni is None:
             raise InvalidArgument(f"{where}: no UNI has port_no {port_no} "
                                   f"(a flow for the UNI sets it; known: {_port_nos(onu)})")
