@@ -23,6 +23,27 @@ def nearest(name: str, known: Iterable[str]) -> str:
     return by_case[found[0]] if found else ""
 
 
+def serial_hint(serial: str, serials: Iterable[str]) -> str:
+    """``"; did you mean X?"`` for an ONU serial that is none of `serials`: the one of the same vendor and number,
+    zeros aside (a zero too many or too few: ``BBSM0000001`` -> ``BBSM00000001``), else the nearest; "" when none
+    is near."""
+    serials = list(serials)
+    vendor, digits = serial[:4].upper(), serial[4:]
+    try:
+        number = int(digits, 16)
+    except ValueError:
+        number = None
+    if number is not None:
+        for known in serials:
+            if known[:4].upper() == vendor:
+                try:
+                    if int(known[4:], 16) == number:
+                        return f"; did you mean {known}?"
+                except ValueError:
+                    continue
+    return did_you_mean(serial, serials)
+
+
 def did_you_mean(name: str, known: Iterable[str], shown: Callable[[str], str] = str) -> str:
     """``"; did you mean X?"`` for the known name nearest to ``name``, ``X`` written by ``shown`` (``--onu`` for
     an option, ``'duration'`` for a scenario key); "" when none is near. Names are compared bare (no dashes or

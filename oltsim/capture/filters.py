@@ -8,7 +8,7 @@ from oltsim.capture.records import DATA, EVENT, NNI, OMCI, POINT, PON, SERIAL
 from oltsim.model import events
 from oltsim.model.errors import NotFound
 from oltsim.model.onu import serial_key
-from oltsim.suggest import did_you_mean
+from oltsim.suggest import serial_hint
 
 
 @dataclass(frozen=True)
@@ -72,29 +72,9 @@ def check_serial(olt, serial: str):
     try:
         return olt.onu_by_serial(serial)
     except NotFound:
-        hint = did_you_mean(serial, (onu.serial for onu in olt.onus))
-        same = _same_number(olt, serial)  # a zero too many or too few: the serial of that number, not a neighbour
-        if same:
-            hint = f"; did you mean {same}?"
+        hint = serial_hint(serial, (onu.serial for onu in olt.onus))
         raise NotFound(f"ONU {serial} not found on this OLT{hint or ' (oltsimctl onu list names its ONUs)'}") \
             from None
-
-
-def _same_number(olt, serial: str) -> str:
-    """The serial of `olt` with the vendor and the number `serial` has, zeros aside (BBSM0000001: BBSM00000001)."""
-    vendor, digits = serial[:4].upper(), serial[4:]
-    try:
-        number = int(digits, 16)
-    except ValueError:
-        return ""
-    for onu in olt.onus:
-        if onu.serial[:4].upper() == vendor:
-            try:
-                if int(onu.serial[4:], 16) == number:
-                    return onu.serial
-            except ValueError:
-                continue
-    return ""
 
 
 def _scenario_kept(capture_filter: CaptureFilter, targets: tuple, olt) -> bool:

@@ -30,7 +30,7 @@ from zope.interface import implementer
 from oltsim.dataplane.names import check_name, parse_uni_spec, uni_interface_name
 from oltsim.dataplane.netns import HostError
 from oltsim.logs import logger
-from oltsim.suggest import did_you_mean
+from oltsim.suggest import serial_hint
 
 log = logger("oltsim.dataplane")
 
@@ -102,7 +102,7 @@ def plan_interfaces(olt, spec, *, prefix: str = "", netns: bool = False, nni: st
             try:
                 onu = olt.onu_by_serial(serial)
             except Exception:
-                hint = did_you_mean(serial, (known.serial for known in olt.onus))
+                hint = serial_hint(serial, (known.serial for known in olt.onus))
                 raise HostError(f"--uni-interfaces: no ONU has serial {serial}{hint}") from None
             unis = {uni.id: uni for uni in onu.eth_unis}
             if uni_id not in unis:
