@@ -592,10 +592,24 @@ def _drops(dropped: dict) -> str:
     return ",".join(f"{reason}={count}" for reason, count in sorted(dropped.items())) or "-"
 
 
+def _vni(interface: dict) -> str:
+    vni = interface.get("vni")
+    return "-" if vni is None else str(vni)
+
+
+def _remote(interface: dict) -> str:
+    """A VXLAN attachment's remote address, `(learned)` after a learned one; `-` for none (yet) or a TAP."""
+    remote = interface.get("remote")
+    if not remote:
+        return "-"
+    return f"{remote}(learned)" if interface.get("remote_learned") else str(remote)
+
+
 def dataplane(conn, args, out) -> int:
     """`dataplane`: the data plane's counters, one row per bound UNI (SERIAL/UNI) and for the NNI and the untagged NNI:
     frames and bytes into the simulator (RX) and out of it (TX), and the drops by reason; then one row per
-    interface with what it read and wrote and its own drops; or `-o json` (GET /v1/dataplane's document)."""
+    interface with its kind (tap or vxlan), what it read and wrote and its own drops, and for a VXLAN attachment its
+    VNI and remote (a learned one marked `(learned)`, none yet `-`); or `-o json` (GET /v1/dataplane's document)."""
     from oltsim._proto import oltsim_pb2
     counters = json.loads(conn.call("GetDataPlane", oltsim_pb2.Empty(), service="oltsim").json)
     if args.output == "json":
@@ -606,10 +620,12 @@ def dataplane(conn, args, out) -> int:
             for where, c in [*sorted(counters.get("unis", {}).items()),
                              *[(name, counters[name]) for name in ("nni", "nni_untagged") if counters.get(name)]]]
     out.write(columns(["WHERE", "RX_FRAMES", "RX_BYTES", "TX_FRAMES", "TX_BYTES", "DROPPED"], rows, rstrip=True))
-    interfaces = [[name, str(c["rx_frames"]), str(c["tx_frames"]), str(c.get("queued", 0)), _drops(c["dropped"])]
+    interfaces = [[name, c.get("kind", "tap"), _vni(c), _remote(c), str(c["rx_frames"]), str(c["tx_frames"]),
+                   str(c.get("queued", 0)), _drops(c["dropped"])]
                   for name, c in sorted(counters.get("interfaces", {}).items())]
     if interfaces:
-        out.write("\n" + columns(["INTERFACE", "READ", "WRITTEN", "QUEUED", "DROPPED"], interfaces, rstrip=True))
+        out.write("\n" + columns(["INTERFACE", "KIND", "VNI", "REMOTE", "READ", "WRITTEN", "QUEUED", "DROPPED"],
+                                 interfaces, rstrip=True))
     return EXIT_OK
 
 

@@ -532,7 +532,7 @@ def test_oltsimctl_dataplane_table_and_json():
     assert lines[0].split() == ["WHERE", "RX_FRAMES", "RX_BYTES", "TX_FRAMES", "TX_BYTES", "DROPPED"]
     assert lines[1].split() == ["BBSM00000001/0", "6", "516", "2", "180", "no-flow=5,onu-not-active=1"]
     assert lines[2].split() == ["nni", "0", "0", "0", "0", "-"]
-    assert lines[-1].split() == ["u0-1-0", "6", "2", "0", "queue-full=3"]
+    assert lines[-1].split() == ["u0-1-0", "tap", "-", "-", "6", "2", "0", "queue-full=3"]
     out = io.StringIO()
     subcommands.dataplane(Connection(), SimpleNamespace(output="json"), out)
     assert json_module.loads(out.getvalue()) == document
