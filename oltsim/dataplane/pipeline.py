@@ -46,6 +46,13 @@ _PAD = bytes(MIN_FRAME)
 DEFAULT_MTU = 1500
 #: MAC addresses one UNI holds by its subscriber's DHCP lease or EAP success, at most (its oldest let go first).
 OWNED_PER_UNI = 16
+#: A UNI's frame kinds (`DataPlane.frame_kinds`), by index: broadcast, multicast, then G.988's size buckets by the
+#: frame's length with its 4-octet FCS (64 (shorter frames are padded to it on the wire), 65-127, 128-255, 256-511,
+#: 512-1023, 1024-1518 octets), then longer frames
+KIND_BROADCAST, KIND_MULTICAST, KIND_SIZES, KIND_LONGER = 0, 1, 2, 8
+_SIZE_EDGES = (60, 123, 251, 507, 1019, 1514)       # the buckets' largest frames without FCS
+_SIZE_SLOT = bytes(KIND_SIZES + sum(n > edge for edge in _SIZE_EDGES) for n in range(_SIZE_EDGES[-1] + 1))
+_BROADCAST = b"\xff" * 6
 
 __all__ = ["DataPlane", "Dropped", "Output", "PacketIn", "ToNni", "ToNniUntagged", "ToUni"]
 
@@ -190,11 +197,13 @@ def _foreign_tpid(tags, allowed) -> bool:
 class _Counter:
     """Frames and bytes into (rx) and out of (tx) one interface, and drops by reason."""
 
-    __slots__ = ("rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "dropped")
+    __slots__ = ("rx_frames", "rx_bytes", "tx_frames", "tx_bytes", "dropped", "rx_kinds", "tx_kinds")
 
     def __init__(self):
         self.rx_frames = self.rx_bytes = self.tx_frames = self.tx_bytes = 0
         self.dropped: dict[str, int] = {}
+        self.rx_kinds = [0] * (KIND_LONGER + 1)       # a UNI's frames by kind (KIND_*), received and sent
+        self.tx_kinds = [0] * (KIND_LONGER + 1)
 
     def drop(self, reason: str) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
@@ -202,6 +211,15 @@ class _Counter:
     def as_dict(self) -> dict:
         return {"rx_frames": self.rx_frames, "rx_bytes": self.rx_bytes, "tx_frames": self.tx_frames,
                 "tx_bytes": self.tx_bytes, "dropped": dict(self.dropped)}
+
+
+def _sent_kind(counter: _Counter, frame: bytes) -> None:
+    """Count a frame sent to a UNI (at least MIN_FRAME octets) by its kind."""
+    n = len(frame)
+    kinds = counter.tx_kinds
+    kinds[_SIZE_SLOT[n] if n < len(_SIZE_SLOT) else KIND_LONGER] += 1
+    if frame[0] & 1:
+        kinds[KIND_BROADCAST if frame[:6] == _BROADCAST else KIND_MULTICAST] += 1
 
 
 class _Bound:
@@ -395,7 +413,12 @@ class DataPlane:
         if type(frame) is not bytes:
             counter.drop("malformed")
             return [Dropped(bound.where, "malformed")]
-        counter.rx_bytes += len(frame)
+        n = len(frame)
+        counter.rx_bytes += n
+        kinds = counter.rx_kinds
+        kinds[_SIZE_SLOT[n] if n < len(_SIZE_SLOT) else KIND_LONGER] += 1
+        if n > 5 and frame[0] & 1:
+            kinds[KIND_BROADCAST if frame[:6] == _BROADCAST else KIND_MULTICAST] += 1
         if self.capture is not None:
             self.capture(bound.where, "in", frame)
         onu = bound.onu
@@ -717,6 +740,7 @@ class DataPlane:
                 return [Dropped(bound.where, "dhcp-client")]
             bcounter.tx_frames += 1
             bcounter.tx_bytes += len(out)
+            _sent_kind(bcounter, out)
             if self.capture is not None:
                 self.capture(bound.where, "out", out)
             if watch:
@@ -756,6 +780,7 @@ class DataPlane:
             if group in bound.groups and bound.onu.state in ACTIVE_STATES and bound.uni.state == "up":
                 bound.counter.tx_frames += 1
                 bound.counter.tx_bytes += len(plain)
+                _sent_kind(bound.counter, plain)
                 if self.capture is not None:
                     self.capture(bound.where, "out", plain)
                 out.append(ToUni(bound.serial, bound.uni.id, plain))
@@ -825,6 +850,7 @@ class DataPlane:
             out += _PAD[len(out):]
         counter.tx_frames += 1
         counter.tx_bytes += len(out)
+        _sent_kind(counter, out)
         if self.capture is not None:
             self.capture(bound.where, "out", out)
         if ethertype == ETH_EAPOL or dhcp:
@@ -960,6 +986,14 @@ class DataPlane:
         flows = {cf.label: {"frames": cf.counter[0], "bytes": cf.counter[1]} for cf in self._flow_table().all()}
         return {"unis": unis, "flows": flows, "nni": self._nni.as_dict(),
                 "nni_untagged": self._nni_untagged.as_dict()}
+
+    def frame_kinds(self, serial: str, uni_id: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+        """A bound UNI's frames by kind (indexes KIND_*: broadcast, multicast, the six G.988 size buckets, longer),
+        as received from the RG (every frame, dropped ones too) and as sent to it; None when it is not bound."""
+        bound = self._lookup(serial, uni_id)
+        if bound is None:
+            return None
+        return tuple(bound.counter.rx_kinds), tuple(bound.counter.tx_kinds)
 
     def gem_statistics(self, pon: int, onu_id: int, gemport_id: int) -> tuple[int, int, int, int] | None:
         """What the OpenOLT GetGemPortStatistics reports for the ONU's GEM port: (rx frames, rx bytes, tx frames,

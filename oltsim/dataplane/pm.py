@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from oltsim.dataplane.onupath import TP_PPTP_ETH, compile_onu_part
+from oltsim.dataplane.pipeline import KIND_BROADCAST, KIND_LONGER, KIND_MULTICAST, KIND_SIZES
 from oltsim.omci.vlanconfig import GEM_CTP, MBPCD
 
 __all__ = ["FrameCounts", "GemCounts", "PmCounters", "OPENONU_BRIDGE_PORT_BASE"]
@@ -37,13 +38,16 @@ OPENONU_BRIDGE_PORT_BASE = 0x1001
 class FrameCounts:
     """One direction of a UNI: frames (`packets`) and their `octets`, as the RG sent them (upstream) or received
     them (downstream); `drops`, frames the data plane dropped on that UNI; `oversize`, those dropped as longer than
-    the NNI carries. `broadcast` and `multicast` are 0: the data plane does not count them apart."""
+    the NNI carries; `broadcast` and `multicast`, the frames to those addresses; `sizes`, the frames in G.988's
+    buckets 64, 65-127, 128-255, 256-511, 512-1023 and 1024-1518 octets (lengths with the FCS, a shorter frame
+    counted as the 64 it is padded to on the wire)."""
     packets: int
     octets: int
     drops: int = 0
     oversize: int = 0
     broadcast: int = 0
     multicast: int = 0
+    sizes: tuple[int, ...] = (0,) * 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,25 +79,12 @@ class PmCounters:
         """The Ethernet frame PM (history data upstream or downstream) of the bridge port `me_id` of `onu`: the
         counts of its bound UNI, None when the ME names no UNI the data plane carries. The data plane counts a UNI's
         drops without their direction: they are all reported upstream, where the RG's frames are dropped."""
-        uni = self._uni_of_bridge_port(onu, me_id)
-        counter = self._uni_counter(onu, uni)
-        if counter is None:
-            return None
-        if not upstream:
-            return FrameCounts(counter["tx_frames"], counter["tx_bytes"])
-        dropped = counter["dropped"]
-        return FrameCounts(counter["rx_frames"], counter["rx_bytes"], sum(dropped.values()),
-                           dropped.get("oversize", 0))
+        return self._frames(onu, self._uni_of_bridge_port(onu, me_id), upstream)
 
-    def ethernet_uni(self, onu, me_id: int) -> FrameCounts | None:
-        """The frames `onu`'s PPTP Ethernet UNI `me_id` received from the RG (upstream counts), None when the data
-        plane does not carry it."""
-        counter = self._uni_counter(onu, _eth_uni(onu, me_id))
-        if counter is None:
-            return None
-        dropped = counter["dropped"]
-        return FrameCounts(counter["rx_frames"], counter["rx_bytes"], sum(dropped.values()),
-                           dropped.get("oversize", 0))
+    def ethernet_uni(self, onu, me_id: int, upstream: bool = True) -> FrameCounts | None:
+        """The frames `onu`'s PPTP Ethernet UNI `me_id` received from the RG (`upstream`) or sent to it, None when
+        the data plane does not carry it."""
+        return self._frames(onu, _eth_uni(onu, me_id), upstream)
 
     def gem_port(self, onu, me_id: int) -> GemCounts | None:
         """The frames and bytes of the GEM port behind `onu`'s GEM port network CTP `me_id`, as the OpenOLT
@@ -127,6 +118,20 @@ class PmCounters:
             return []
         ids = {uni_id for serial, uni_id in pipeline.bound() if serial == onu.serial}
         return [uni for uni in onu.eth_unis if uni.id in ids]
+
+    def _frames(self, onu, uni, upstream: bool) -> FrameCounts | None:
+        counter = self._uni_counter(onu, uni)
+        if counter is None:
+            return None
+        kinds = self.pipeline.frame_kinds(onu.serial, uni.id)
+        kinds = kinds[0 if upstream else 1] if kinds is not None else (0,) * (KIND_LONGER + 1)
+        sizes = tuple(kinds[KIND_SIZES:KIND_LONGER])
+        if not upstream:
+            return FrameCounts(counter["tx_frames"], counter["tx_bytes"], broadcast=kinds[KIND_BROADCAST],
+                               multicast=kinds[KIND_MULTICAST], sizes=sizes)
+        dropped = counter["dropped"]
+        return FrameCounts(counter["rx_frames"], counter["rx_bytes"], sum(dropped.values()),
+                           dropped.get("oversize", 0), kinds[KIND_BROADCAST], kinds[KIND_MULTICAST], sizes)
 
     def _uni_counter(self, onu, uni) -> dict | None:
         if uni is None or self.pipeline is None:

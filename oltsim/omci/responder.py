@@ -35,6 +35,7 @@ from oltsim.omci.codec import (ANI_G, ATTRIBUTE_FAILURE, CIRCUIT_PACK, ME_CLASSE
                                PPTP_POTS_UNI, SOFTWARE_IMAGE, SUCCESS, T_CONT, UNI_G, UNKNOWN_INSTANCE,
                                UNKNOWN_ME, Frame, OmciError)
 from oltsim.omci.mib import TCONT_SLOT, TCONTS, Mib, build_mib
+from oltsim.omci.pmhistory import OnuPm, PmMe
 from oltsim.omci.wrappers import IOmciHandler
 
 __all__ = ["OmciResponder", "OnuOmci", "OmciError", "reboot_onu", "crc32_bzip2"]
@@ -59,6 +60,15 @@ _EXTENDED_PM_CLASSES = (codec.ETHERNET_FRAME_EXTENDED_PM, codec.ETHERNET_FRAME_E
 #: The classes a Get is answered for (reference 4.3); any other class is an Unknown ME.
 GET_CLASSES = frozenset((ONU_DATA, SOFTWARE_IMAGE, PPTP_ETHERNET_UNI, PPTP_POTS_UNI, codec.IP_HOST_CONFIG_DATA,
                          codec.VOIP_CONFIG_DATA, ONU_G, ONU2_G, ANI_G, UNI_G) + _PM_CLASSES + _EXTENDED_PM_CLASSES)
+#: The PM MEs counted on intervals (oltsim.omci.pmhistory) when the responder has a PM source.
+COUNTED_PM_CLASSES = frozenset(_PM_CLASSES + _EXTENDED_PM_CLASSES)
+MBPCD = 47                           # MAC bridge port configuration data: an extended PM's parent
+#: An extended PM's control block (G.988 9.3.32): control fields bit 1 continuous accumulation, bit 2 downstream;
+#: accumulation disable bit 16 global clear.
+EXT_CONTINUOUS, EXT_DOWNSTREAM, EXT_GLOBAL_CLEAR = 0x0001, 0x0002, 0x8000
+#: Seconds after an interval's end that its timer ends it, and that every read takes the interval to have ended (a
+#: read in between, before the timer, would otherwise end it first, with the frames counted since the boundary).
+PM_TIMER_SLACK = 0.001
 
 # CRC-32/BZIP2 (the AAL5 CRC the OMCI End Software Download carries) is CRC-32 with the bit
 # order of every octet and of the result reversed; zlib's CRC then does the work at C speed.
@@ -92,7 +102,7 @@ class OnuOmci:
 
     __slots__ = ("counter", "admin_lock", "alarms", "alarm_seq", "alarm_snapshot", "mib", "upload_mds",
                  "downloading", "download_instance", "download_size", "download_bytes", "download_crc",
-                 "download_version", "versions", "active", "committed")
+                 "download_version", "versions", "active", "committed", "pm")
 
     def __init__(self):
         self.counter = 0
@@ -111,6 +121,7 @@ class OnuOmci:
         self.versions = list(INITIAL_IMAGE_VERSIONS)
         self.active = 0
         self.committed = 0
+        self.pm: OnuPm | None = None         # the created PM MEs, with a PM source
 
     def forget_alarms(self) -> None:
         """Drop the alarm table and the get-all-alarms snapshot (the ONU was disabled)."""
@@ -125,11 +136,13 @@ class OmciResponder:
     `power_cycle(onu)` is called on the ONU's clock after a Reboot response and after an
     Activate Software response; it defaults to `reboot_onu` of this module.
 
-    `pm`, when given (with a data plane: oltsim.dataplane.pm.PmCounters), counts the PM history MEs of the UNIs and
-    GEM ports it carries: `ethernet_frames(onu, me_id, upstream)` and `ethernet_uni(onu, me_id)` return an object
-    with `packets`, `octets`, `drops`, `oversize`, `broadcast`, `multicast`; `gem_port(onu, me_id)` one with
-    `tx_frames`, `tx_bytes`, `rx_frames`, `rx_bytes`; `carries(onu)` whether it carries the ONU at all (FEC). Each
-    answers None for what it does not carry, and those MEs are answered as without it (BBSim's random values).
+    `pm`, when given (with a data plane: oltsim.dataplane.pm.PmCounters), counts the PM MEs the adapter creates on
+    the UNIs and GEM ports it carries, on G.988's 15-minute intervals (oltsim.omci.pmhistory; Get current data
+    answers the interval in progress): `ethernet_frames(onu, me_id, upstream)` and `ethernet_uni(onu, me_id,
+    upstream)` return an object with `packets`, `octets`, `drops`, `oversize`, `broadcast`, `multicast`, `sizes`;
+    `gem_port(onu, me_id)` one with `tx_frames`, `tx_bytes`, `rx_frames`, `rx_bytes`; `carries(onu)` whether it
+    carries the ONU at all (FEC). Each answers None for what it does not carry, and those MEs, and the ones never
+    created, are answered as without it (BBSim's values).
     """
 
     def __init__(self, *, response_rate: int = 10, omcc_version: int = 0xA3, inject_unknown_me: bool = False,
@@ -160,6 +173,8 @@ class OmciResponder:
             codec.ACTIVATE_SW: self._activate,
             codec.COMMIT_SW: self._commit,
         }
+        if pm is not None:
+            self._handlers[codec.GET_CURRENT_DATA] = self._get_current_data
 
     @classmethod
     def from_settings(cls, settings, power_cycle: Callable | None = None, pm=None) -> "OmciResponder":
@@ -257,6 +272,7 @@ class OmciResponder:
                 if st is not None:
                     st.forget_alarms()
                     st.downloading = False
+                    self._forget_pm(st)
         return olt.subscribe(listener)
 
     # ---- helpers ---------------------------------------------------------------------------
@@ -289,6 +305,7 @@ class OmciResponder:
 
     def _mib_reset(self, onu, st, frame):
         st.admin_lock = 0
+        self._forget_pm(st)
         onu.mib_data_sync = 0
         pon, serial = onu.pon, onu.serial
         for gem in [g for g, sn in pon.gem_ports.items() if sn == serial]:
@@ -331,6 +348,11 @@ class OmciResponder:
             result = UNKNOWN_INSTANCE if frame.me_class in GET_CLASSES else UNKNOWN_ME
             # Extended error responses still carry the (empty) attribute and failure masks.
             return codec.response(frame, bytes([result]) + bytes(6 if frame.extended else 0)), None
+        return self._attributes_response(frame, values), None
+
+    @staticmethod
+    def _attributes_response(frame: Frame, values: dict) -> bytes:
+        """The response to a Get (or Get current data) of the attributes `values` (index -> value)."""
         me_class = ME_CLASSES[frame.me_class]
         mask = frame.u16(0)
         data, encoded, failed, unsupported = codec.encode_attributes(
@@ -343,7 +365,7 @@ class OmciResponder:
         else:
             contents = head + data
             contents += bytes(28 - len(contents)) + masks
-        return codec.response(frame, contents), None
+        return codec.response(frame, contents)
 
     def _get_values(self, onu, st, me_class: int, me_id: int) -> dict | None:
         """Attribute values (index -> value) of an ME, or None if the ONU has no such ME."""
@@ -380,10 +402,11 @@ class OmciResponder:
                 return None
             return {1: 1, 2: 8, 3: 48, 6: 5, 7: 9, 10: rand(16000), 11: 255, 12: 255, 14: rand(16000),
                     15: 129, 16: 129}
-        if me_class in _PM_CLASSES:
-            counted = _counted_pm(self.pm, onu, me_class, me_id) if self.pm is not None else None
+        if me_class in COUNTED_PM_CLASSES and self.pm is not None:
+            counted = self._pm_values(onu, st, me_class, me_id, current=False)
             if counted is not None:
                 return counted
+        if me_class in _PM_CLASSES:
             return {i: rand(100) for i in range(3, len(ME_CLASSES[me_class].sizes) + 1)}
         if me_class in _EXTENDED_PM_CLASSES:
             return {i: 97 + i for i in range(3, 17)}           # 100..113, as BBSim
@@ -437,6 +460,8 @@ class OmciResponder:
                         return reply(ATTRIBUTE_FAILURE, failed=codec.attribute_bit(1)), None
         elif cls not in codec.G988_CLASSES:
             return reply(UNKNOWN_ME), None
+        elif cls in COUNTED_PM_CLASSES and self.pm is not None:
+            self._set_pm(onu, st, frame)
         self._bump_mds(onu)
         return reply(SUCCESS), after
 
@@ -453,6 +478,8 @@ class OmciResponder:
                          gem=frame.me_id, owner=owner)
                 return codec.result_response(frame, PROCESSING_ERROR), None
             gems[frame.me_id] = onu.serial
+        if frame.me_class in COUNTED_PM_CLASSES and self.pm is not None and not self._create_pm(onu, st, frame):
+            return codec.result_response(frame, codec.INSTANCE_EXISTS), None
         self._bump_mds(onu)
         return codec.result_response(frame, SUCCESS), None
 
@@ -463,6 +490,8 @@ class OmciResponder:
             gems = onu.pon.gem_ports
             if gems.get(frame.me_id) == onu.serial:
                 del gems[frame.me_id]
+        if frame.me_class in COUNTED_PM_CLASSES and st.pm is not None:
+            st.pm.remove(frame.me_class, frame.me_id)
         self._bump_mds(onu)
         return codec.result_response(frame, SUCCESS), None
 
@@ -477,6 +506,9 @@ class OmciResponder:
     def _sync_time(self, onu, st, frame):
         if frame.me_class != ONU_G:
             return codec.result_response(frame, self._class_result(frame)), None
+        if self.pm is not None:
+            self._pm_state(onu, st).synchronize(onu.hub.clock.seconds(), self._pm_reader(onu))
+            self._arm_pm(onu, st.pm)
         return codec.response(frame, bytes([SUCCESS, 0])), None
 
     def _test(self, onu, st, frame):
@@ -497,6 +529,96 @@ class OmciResponder:
             (1, 163), (3, rand(65000)), (5, rand(3000)), (9, rand(10000)), (12, rand(20000)))) + bytes(2)
         pkt = codec.encode(tid, codec.TEST_RESULT, ANI_G, me_id, contents)
         onu.hub.emit(events.OmciIndication(onu.pon.id, onu.onu_id, pkt))
+
+    # ---- performance monitoring (with a PM source) ------------------------------------------
+
+    def _pm_reader(self, onu) -> Callable:
+        pm = self.pm
+        return lambda me: _pm_totals(pm, onu, me)
+
+    def _pm_state(self, onu, st) -> OnuPm:
+        if st.pm is None:
+            st.pm = OnuPm(onu.hub.clock.seconds())
+        return st.pm
+
+    def _forget_pm(self, st) -> None:
+        pms, st.pm = st.pm, None
+        if pms is not None and pms.timer is not None and pms.timer.active():
+            pms.timer.cancel()
+
+    def _arm_pm(self, onu, pms: OnuPm) -> None:
+        """The timer that ends `onu`'s current interval, unless one is pending (an ONU's power-off cancels it: the
+        next PM request arms it again)."""
+        if not pms.mes or (pms.timer is not None and pms.timer.active()):
+            return
+        if pms.timer is not None:
+            onu.cancel_call(pms.timer)
+        delay = pms.next_boundary(onu.hub.clock.seconds()) + PM_TIMER_SLACK
+        pms.timer = onu.call_later(delay, self._pm_interval_ended, onu, pms)
+
+    def _pm_interval_ended(self, onu, pms: OnuPm) -> None:
+        if self._states.get(onu.serial) is None or self._states[onu.serial].pm is not pms:
+            return                                   # forgotten meanwhile (MIB reset, ONU down)
+        pms.timer = None
+        if pms.roll(onu.hub.clock.seconds() - PM_TIMER_SLACK, self._pm_reader(onu)):
+            log.debug("omci-pm-interval-ended serial={serial} end_time={end_time} mes={mes}", serial=onu.serial,
+                      end_time=pms.end_time, mes=len(pms.mes))
+        self._arm_pm(onu, pms)
+
+    def _create_pm(self, onu, st, frame) -> bool:
+        """Record a PM ME the adapter creates; False when it exists already."""
+        pms = self._pm_state(onu, st)
+        if (frame.me_class, frame.me_id) in pms.mes:
+            return False
+        sizes = ME_CLASSES[frame.me_class].sizes
+        attribute2 = codec.octets(bytes(frame.contents[:sizes[1]]), sizes[1])
+        me = PmMe(frame.me_class, frame.me_id, sizes, attribute2, _continuous(frame.me_class, attribute2))
+        pms.roll(onu.hub.clock.seconds() - PM_TIMER_SLACK, self._pm_reader(onu))
+        pms.add(me, _pm_totals(self.pm, onu, me))
+        self._arm_pm(onu, pms)
+        log.debug("omci-pm-created serial={serial} me_class={me_class} me_id={me_id}", serial=onu.serial,
+                  me_class=frame.me_class, me_id=frame.me_id)
+        return True
+
+    def _set_pm(self, onu, st, frame) -> None:
+        """A Set of a created PM ME's attribute 2 (threshold data id, control block): kept; an extended PM's global
+        clear restarts its counters."""
+        me = st.pm.mes.get((frame.me_class, frame.me_id)) if st.pm is not None else None
+        if me is None or not frame.u16(0) & codec.attribute_bit(2):
+            return
+        values = codec.decode_attributes(ME_CLASSES[frame.me_class], frame.u16(0), frame.contents[2:])
+        if not values or 2 not in values:
+            return
+        me.attribute2 = values[2]
+        if frame.me_class in _EXTENDED_PM_CLASSES:
+            me.continuous = _continuous(frame.me_class, me.attribute2)
+            if int.from_bytes(me.attribute2[6:8], "big") & EXT_GLOBAL_CLEAR:
+                st.pm.reset(me, _pm_totals(self.pm, onu, me))
+
+    def _pm_values(self, onu, st, me_class: int, me_id: int, current: bool) -> dict | None:
+        """A created PM ME's attributes: interval end time, attribute 2, then the last completed interval's counts
+        (`current`: the interval in progress); None when it was not created or the source does not carry it."""
+        pms = st.pm
+        me = pms.mes.get((me_class, me_id)) if pms is not None else None
+        if me is None:
+            return None
+        read = self._pm_reader(onu)
+        pms.roll(onu.hub.clock.seconds() - PM_TIMER_SLACK, read)      # (the timer's time: see PM_TIMER_SLACK)
+        self._arm_pm(onu, pms)
+        totals = read(me)
+        if totals is None:
+            return None
+        counts = pms.current(me, totals) if current or me.continuous else pms.history(me)
+        return {1: pms.end_time, 2: me.attribute2, **counts}
+
+    def _get_current_data(self, onu, st, frame):
+        """Get current data (G.988 A.2.34): a created PM ME's interval in progress, answered as a Get is."""
+        if frame.me_class not in COUNTED_PM_CLASSES:
+            return codec.result_response(frame, self._class_result(frame)), None
+        values = self._pm_values(onu, st, frame.me_class, frame.me_id, current=True)
+        if values is None:
+            return codec.response(frame, bytes([UNKNOWN_INSTANCE]) + bytes(6 if frame.extended else 0)), None
+        return self._attributes_response(frame, values), None
 
     # ---- alarms ----------------------------------------------------------------------------
 
@@ -618,34 +740,47 @@ class OmciResponder:
         return codec.result_response(frame, SUCCESS), None
 
 
-def _counted_pm(pm, onu, me_class: int, me_id: int) -> dict | None:
-    """A PM history ME's attributes (G.988) from the counts of the PM source `pm`, or None when it does not carry the
-    UNI or GEM port the ME counts. Counts are totals, saturated at the attribute's size (as G.988's counters stop at
-    their maximum); what the source does not count (CRC, size buckets, collisions) and the errors of a simulated wire
-    (FCS, encryption key, FEC) are 0, and so are the interval end time and threshold data id, as without it."""
+def _continuous(me_class: int, attribute2: bytes) -> bool:
+    """Whether an extended PM's control block asks for continuous accumulation (history PM MEs: never)."""
+    return me_class in _EXTENDED_PM_CLASSES and bool(int.from_bytes(attribute2[10:12], "big") & EXT_CONTINUOUS)
+
+
+def _frame_totals(c) -> dict | None:
+    """An Ethernet frame PM's counters (history data and extended PM number them alike) from the source's counts:
+    drop events, octets, packets, broadcast, multicast, CRC errored 0, undersize 0 (a frame is padded on the wire),
+    oversize, then the six size buckets."""
+    if c is None:
+        return None
+    totals = {3: c.drops, 4: c.octets, 5: c.packets, 6: c.broadcast, 7: c.multicast, 10: c.oversize}
+    totals.update(zip(range(11, 17), c.sizes))
+    return totals
+
+
+def _pm_totals(pm, onu, me: PmMe) -> dict | None:
+    """The totals (attribute index -> count since the UNI was bound; each only grows) of the PM source `pm` for a
+    created PM ME, or None when it does not carry the UNI or GEM port the ME counts. What the source does not count
+    and the errors of a simulated wire (CRC, FCS, collisions, encryption key, FEC) are 0."""
+    me_class, me_id = me.me_class, me.me_id
     if me_class in (codec.ETHERNET_FRAME_PM_HISTORY_UP, codec.ETHERNET_FRAME_PM_HISTORY_DOWN):
-        c = pm.ethernet_frames(onu, me_id, me_class == codec.ETHERNET_FRAME_PM_HISTORY_UP)
-        # drop events, octets, packets, broadcast, multicast, CRC errored, undersize, oversize; size buckets 0
-        values = None if c is None else {3: c.drops, 4: c.octets, 5: c.packets, 6: c.broadcast, 7: c.multicast,
-                                         10: c.oversize}
-    elif me_class == codec.ETHERNET_PM_HISTORY:
+        return _frame_totals(pm.ethernet_frames(onu, me_id, me_class == codec.ETHERNET_FRAME_PM_HISTORY_UP))
+    if me_class == codec.ETHERNET_PM_HISTORY:
         c = pm.ethernet_uni(onu, me_id)
-        values = None if c is None else {6: c.oversize}          # frames too long; the rest are wire errors
-    elif me_class == codec.GEM_PORT_NETWORK_CTP_PM_HISTORY:
+        return None if c is None else {6: c.oversize}          # frames too long; the rest are wire errors
+    if me_class == codec.GEM_PORT_NETWORK_CTP_PM_HISTORY:
         g = pm.gem_port(onu, me_id)
         # transmitted / received GEM frames, received / transmitted payload bytes; encryption key errors 0
-        values = None if g is None else {3: g.tx_frames, 4: g.rx_frames, 5: g.rx_bytes, 6: g.tx_bytes}
-    elif me_class == codec.FEC_PM_HISTORY:
-        values = {} if me_id == ANI_G_ID and pm.carries(onu) else None
-    else:
-        return None
-    if values is None:
-        return None
-    sizes = ME_CLASSES[me_class].sizes
-    counted = dict.fromkeys(range(3, len(sizes) + 1), 0)
-    for index, value in values.items():
-        counted[index] = min(value, (1 << (8 * sizes[index - 1])) - 1)
-    return counted
+        return None if g is None else {3: g.tx_frames, 4: g.rx_frames, 5: g.rx_bytes, 6: g.tx_bytes}
+    if me_class == codec.FEC_PM_HISTORY:
+        return {} if me_id == ANI_G_ID and pm.carries(onu) else None
+    if me_class in _EXTENDED_PM_CLASSES:
+        block = me.attribute2
+        parent_class, parent = int.from_bytes(block[2:4], "big"), int.from_bytes(block[4:6], "big")
+        upstream = not int.from_bytes(block[10:12], "big") & EXT_DOWNSTREAM
+        if parent_class == PPTP_ETHERNET_UNI:
+            return _frame_totals(pm.ethernet_uni(onu, parent, upstream))
+        if parent_class == MBPCD:
+            return _frame_totals(pm.ethernet_frames(onu, parent, upstream))
+    return None
 
 
 def _last_upload_next(onu, seq: int, count: int) -> None:

@@ -1,7 +1,8 @@
-"""The ONU's OMCI PM history MEs count the data plane's real frames (oltsim.dataplane.pm): a bound UNI's Ethernet
-frame PM, its PPTP's Ethernet PM, its GEM port's CTP PM and the ANI's FEC PM, read with OMCI Gets at the lab's
-numbering (OLT id 10, 2x16, UNI 2 of ONU 11 on PON 1, tests/unit/dataplane_lab.py); what the data plane does not
-carry is answered as BBSim does (random values 0..99)."""
+"""The ONU's OMCI PM MEs count the data plane's real frames (oltsim.dataplane.pm, oltsim.omci.pmhistory): a bound UNI's
+Ethernet frame PM (history and extended), its PPTP's Ethernet PM, its GEM port's CTP PM and the ANI's FEC PM, created
+and read with OMCI as voltha-openonu-adapter-go does, on G.988's 15-minute intervals, at the lab's numbering (OLT id
+10, 2x16, UNI 2 of ONU 11 on PON 1, tests/unit/dataplane_lab.py); what the data plane does not carry, and a PM ME
+never created, is answered as BBSim does (random values 0..99, the extended PM's 100..113)."""
 from __future__ import annotations
 
 import random
@@ -12,10 +13,11 @@ from twisted.internet.task import Clock
 from dataplane_lab import RG_MAC, SERVER_MAC, Lab, ip_frame
 from oltsim.daemon import OltService
 from oltsim.dataplane.pipeline import Dropped, ToNni, ToUni
-from oltsim.dataplane.pm import OPENONU_BRIDGE_PORT_BASE, FrameCounts, PmCounters
+from oltsim.dataplane.pm import OPENONU_BRIDGE_PORT_BASE, PmCounters
 from oltsim.omci import codec
 from oltsim.omci.codec import ME_CLASSES
-from oltsim.omci.responder import ANI_G_ID, OmciResponder, _counted_pm
+from oltsim.omci.pmhistory import INTERVAL, PmMe
+from oltsim.omci.responder import ANI_G_ID, OmciResponder
 from oltsim.tap import Options, makeService
 
 PON, INDEX, UNI, GEM = 1, 11, 2, 1100
@@ -37,12 +39,31 @@ def sub(lab):
     return onu
 
 
-def pm_get(lab, onu, me_class: int, me_id: int, indexes) -> dict:
-    """A baseline OMCI Get of the attributes `indexes` of a PM ME: {index: value}."""
-    contents = lab.omci(onu, codec.GET, me_class, me_id, codec.mask_of(indexes).to_bytes(2, "big"))
+def pm_read(lab, onu, me_class: int, me_id: int, indexes, action: int = codec.GET) -> dict:
+    """A baseline OMCI Get (or Get current data) of the attributes `indexes` of a PM ME: {index: value}."""
+    contents = lab.omci(onu, action, me_class, me_id, codec.mask_of(indexes).to_bytes(2, "big"))
     assert contents[0] == codec.SUCCESS
     values = codec.decode_attributes(ME_CLASSES[me_class], int.from_bytes(contents[1:3], "big"), contents[3:])
     return {index: int.from_bytes(value, "big") for index, value in values.items()}
+
+
+def pm_get(lab, onu, me_class, me_id, indexes) -> dict:
+    return pm_read(lab, onu, me_class, me_id, indexes)
+
+
+def pm_now(lab, onu, me_class, me_id, indexes) -> dict:
+    return pm_read(lab, onu, me_class, me_id, indexes, codec.GET_CURRENT_DATA)
+
+
+def create_pm(lab, onu, me_class: int, me_id: int, threshold: int = 0) -> int:
+    """Create a PM history ME as the adapter does (its threshold data 1/2 id, the only set-by-create attribute)."""
+    return lab.create(onu, me_class, me_id, threshold.to_bytes(2, "big"))
+
+
+def pm_set(lab, onu, me_class: int, me_id: int, attributes: dict) -> int:
+    """A baseline OMCI Set of a PM ME's attributes: the result."""
+    data = b"".join(codec.octets(attributes[i], ME_CLASSES[me_class].size(i)) for i in sorted(attributes))
+    return lab.omci(onu, codec.SET, me_class, me_id, codec.mask_of(attributes).to_bytes(2, "big") + data)[0]
 
 
 def grew(before: dict, after: dict) -> dict:
@@ -57,12 +78,12 @@ def upstream(lab, onu, count: int, payload: bytes = b"hello") -> list[bytes]:
     return frames
 
 
-def downstream(lab, count: int) -> tuple[list[bytes], list[bytes]]:
+def downstream(lab, count: int, size: int = 100) -> tuple[list[bytes], list[bytes]]:
     """`count` frames from the NNI (S-tag 900, C-tag 1006), each delivered to the UNI: (the frames sent into the NNI,
     the frames the RG got)."""
     sent, got = [], []
     for i in range(count):
-        sent.append(ip_frame(RG_MAC, SERVER_MAC, payload=bytes(100 + i), tags=[(900, 0), (1006, 0)]))
+        sent.append(ip_frame(RG_MAC, SERVER_MAC, payload=bytes(size + i), tags=[(900, 0), (1006, 0)]))
         out = lab.dp.from_nni(sent[-1])
         assert isinstance(out[0], ToUni)
         got.append(out[0].frame)
@@ -70,22 +91,74 @@ def downstream(lab, count: int) -> tuple[list[bytes], list[bytes]]:
 
 
 @pytest.mark.parametrize("bridge_port", ["uni_port", "openonu"])
-def test_ethernet_frame_pm_grows_by_exactly_the_frames_sent(lab, sub, bridge_port):
-    """The UNI's Ethernet frame PM, upstream and downstream, read twice with traffic between: packets and octets
-    grew by exactly what the RG sent and received (the ME named by its UNI-side bridge port's id, or as
-    voltha-openonu-adapter-go numbers it, 0x1001 + the PPTP's id); no drop, broadcast or multicast counted."""
+def test_ethernet_frame_pm_counts_the_interval_in_progress_then_keeps_the_completed_one(lab, sub, bridge_port):
+    """The UNI's Ethernet frame PM, upstream and downstream, created as the adapter does (on the UNI-side bridge
+    port's id, or as voltha-openonu-adapter-go numbers it, 0x1001 + the PPTP's id): Get current data twice with
+    traffic between grew by exactly what the RG sent and received; when the 15-minute interval ends, Get answers
+    those counts with interval end time 1, and the new interval starts at 0."""
     onu = sub
     me_id = (lab.ids(UNI)["uni_port"] if bridge_port == "uni_port"
              else OPENONU_BRIDGE_PORT_BASE + onu.unis[UNI].me_id)
-    up0, down0 = pm_get(lab, onu, UP, me_id, FRAME_ATTRIBUTES), pm_get(lab, onu, DOWN, me_id, FRAME_ATTRIBUTES)
+    assert create_pm(lab, onu, UP, me_id) == create_pm(lab, onu, DOWN, me_id) == codec.SUCCESS
+    up0, down0 = pm_now(lab, onu, UP, me_id, FRAME_ATTRIBUTES), pm_now(lab, onu, DOWN, me_id, FRAME_ATTRIBUTES)
+    assert up0 == down0 == dict.fromkeys(FRAME_ATTRIBUTES, 0)
     sent = upstream(lab, onu, 5)
     _, got = downstream(lab, 3)
-    up1, down1 = pm_get(lab, onu, UP, me_id, FRAME_ATTRIBUTES), pm_get(lab, onu, DOWN, me_id, FRAME_ATTRIBUTES)
+    up1, down1 = pm_now(lab, onu, UP, me_id, FRAME_ATTRIBUTES), pm_now(lab, onu, DOWN, me_id, FRAME_ATTRIBUTES)
     assert grew(up0, up1) == {3: 0, 4: sum(map(len, sent)), 5: 5, 6: 0, 7: 0}
     assert grew(down0, down1) == {3: 0, 4: sum(map(len, got)), 5: 3, 6: 0, 7: 0}
-    # and again: totals, never reset by a read
+    # within the interval Get answers the last completed one: none yet
+    assert pm_get(lab, onu, UP, me_id, (1, 4, 5)) == {1: 0, 4: 0, 5: 0}
     more = upstream(lab, onu, 2)
-    assert grew(up1, pm_get(lab, onu, UP, me_id, FRAME_ATTRIBUTES))[4] == sum(map(len, more))
+    lab.clock.advance(INTERVAL + 1)
+    assert pm_get(lab, onu, UP, me_id, (1, 4, 5)) == {1: 1, 4: sum(map(len, sent + more)), 5: 7}
+    assert pm_get(lab, onu, DOWN, me_id, (1, 4, 5)) == {1: 1, 4: sum(map(len, got)), 5: 3}
+    assert pm_now(lab, onu, UP, me_id, (1, 4, 5)) == {1: 1, 4: 0, 5: 0}
+
+
+def test_an_interval_holds_what_was_counted_within_it(lab, sub):
+    """Frames a second before the interval's end count in it, frames a second after in the next one, even when
+    nothing reads the ME until later (the ONU's timer ends the interval on time); the next end moves the interval
+    end time on."""
+    onu = sub
+    me_id = lab.ids(UNI)["uni_port"]
+    create_pm(lab, onu, UP, me_id)
+    lab.clock.advance(INTERVAL - 1)
+    before = upstream(lab, onu, 3)
+    lab.clock.advance(2)
+    after = upstream(lab, onu, 4)
+    lab.clock.advance(100)
+    assert pm_get(lab, onu, UP, me_id, (1, 5)) == {1: 1, 5: len(before)}
+    lab.clock.advance(INTERVAL + 1)
+    assert pm_get(lab, onu, UP, me_id, (1, 5)) == {1: 2, 5: len(after)}
+    lab.clock.advance(INTERVAL + 1)
+    assert pm_get(lab, onu, UP, me_id, (1, 5)) == {1: 3, 5: 0}
+
+
+def test_size_buckets_broadcast_and_multicast_count_each_frame_once(lab, sub):
+    """Upstream frames of every G.988 size bucket (lengths with the FCS: a 42-octet frame is the 64 it is padded
+    to), a broadcast and a multicast one land in their bucket, and the group ones in broadcast / multicast too;
+    downstream frames, padded to 60 octets at least, likewise."""
+    onu = sub
+    me_id = lab.ids(UNI)["uni_port"]
+    create_pm(lab, onu, UP, me_id)
+    create_pm(lab, onu, DOWN, me_id)
+    lengths = (42, 60, 61, 123, 124, 251, 252, 507, 508, 1019, 1020, 1514)
+    for length in lengths:
+        frame = ip_frame(SERVER_MAC, RG_MAC, payload=bytes(max(0, length - 42)))[:length]
+        assert len(frame) == length
+        lab.dp.from_uni(onu.serial, UNI, frame)
+    lab.dp.from_uni(onu.serial, UNI, ip_frame(b"\xff" * 6, RG_MAC))
+    lab.dp.from_uni(onu.serial, UNI, ip_frame(bytes.fromhex("01005e000001"), RG_MAC, payload=bytes(80)))
+    buckets = range(11, 17)
+    up = pm_now(lab, onu, UP, me_id, buckets)
+    # two of each bucket, the broadcast (64) and the multicast (122 + FCS) frames besides
+    assert up == {11: 3, 12: 3, 13: 2, 14: 2, 15: 2, 16: 2}
+    assert pm_now(lab, onu, UP, me_id, (5, 6, 7)) == {5: len(lengths) + 2, 6: 1, 7: 1}
+    _, got = downstream(lab, 2, size=10)          # 60 octets each at the UNI after padding
+    _, big = downstream(lab, 1, size=600)
+    assert [len(f) for f in got] == [60, 60] and 600 < len(big[0]) < 1000
+    assert pm_now(lab, onu, DOWN, me_id, buckets) == {11: 2, 12: 0, 13: 0, 14: 0, 15: 1, 16: 0}
 
 
 def test_dropped_and_oversize_frames_count_upstream(lab, sub):
@@ -94,40 +167,117 @@ def test_dropped_and_oversize_frames_count_upstream(lab, sub):
     second as a frame too long, and nothing else."""
     onu = sub
     me_id = lab.ids(UNI)["uni_port"]
+    pptp = onu.unis[UNI].me_id
+    create_pm(lab, onu, UP, me_id)
+    create_pm(lab, onu, ETH_PM, pptp)
     indexes = (3, 5, 10)
-    before = pm_get(lab, onu, UP, me_id, indexes)
-    eth_before = pm_get(lab, onu, ETH_PM, onu.unis[UNI].me_id, range(3, 9))
+    before = pm_now(lab, onu, UP, me_id, indexes)
+    assert pm_now(lab, onu, ETH_PM, pptp, range(3, 9)) == dict.fromkeys(range(3, 9), 0)
     tagged = ip_frame(SERVER_MAC, RG_MAC, tags=[(77, 0)])
     big = ip_frame(SERVER_MAC, RG_MAC, payload=bytes(1480))
     reasons = [o.reason for frame in (tagged, big) for o in lab.dp.from_uni(onu.serial, UNI, frame)
                if isinstance(o, Dropped)]
     assert reasons == ["vlan-filter", "oversize"]
-    assert grew(before, pm_get(lab, onu, UP, me_id, indexes)) == {3: 2, 5: 2, 10: 1}
-    assert eth_before == dict.fromkeys(range(3, 9), 0)
-    assert pm_get(lab, onu, ETH_PM, onu.unis[UNI].me_id, range(3, 9)) == {3: 0, 4: 0, 5: 0, 6: 1, 7: 0, 8: 0}
+    assert grew(before, pm_now(lab, onu, UP, me_id, indexes)) == {3: 2, 5: 2, 10: 1}
+    assert pm_now(lab, onu, ETH_PM, pptp, range(3, 9)) == {3: 0, 4: 0, 5: 0, 6: 1, 7: 0, 8: 0}
+    lab.clock.advance(INTERVAL + 1)
+    assert pm_get(lab, onu, ETH_PM, pptp, (1, 6)) == {1: 1, 6: 1}
 
 
 def test_gem_port_ctp_pm_counts_the_gem_ports_flows(lab, sub):
     """The GEM port network CTP PM of the UNI's GEM port (ME id = the CTP's, Port-ID 1100) counts, as the ONU sees
     them, the frames its flows carried: transmitted upstream (with the C-tag the ONU pushed), received downstream,
-    as the OpenOLT GetGemPortStatistics reports them; encryption key errors 0."""
+    as the OpenOLT GetGemPortStatistics reports them; encryption key errors 0; the completed interval as Get."""
     onu = sub
     indexes = (3, 4, 5, 6)           # 24 octets; the encryption key errors (4) do not fit beside them
-    before = pm_get(lab, onu, CTP_PM, GEM, indexes)
+    assert create_pm(lab, onu, CTP_PM, GEM) == codec.SUCCESS
+    before = pm_now(lab, onu, CTP_PM, GEM, indexes)
     sent = upstream(lab, onu, 4)
     into_nni, _ = downstream(lab, 2)
-    after = pm_get(lab, onu, CTP_PM, GEM, indexes)
+    after = pm_now(lab, onu, CTP_PM, GEM, indexes)
     # upstream as the OLT got them (the ONU's C-tag pushed), downstream as the flow took them from the NNI
     assert grew(before, after) == {3: 4, 4: 2, 5: sum(map(len, into_nni)), 6: sum(len(f) + 4 for f in sent)}
-    rx_frames, rx_bytes, tx_frames, tx_bytes = lab.dp.gem_statistics(onu.pon.id, onu.onu_id, GEM)
-    assert after == {3: rx_frames, 4: tx_frames, 5: tx_bytes, 6: rx_bytes}
-    assert pm_get(lab, onu, CTP_PM, GEM, (7,)) == {7: 0}
+    assert pm_now(lab, onu, CTP_PM, GEM, (7,)) == {7: 0}
+    lab.clock.advance(INTERVAL + 1)
+    assert pm_get(lab, onu, CTP_PM, GEM, indexes) == grew(before, after)
 
 
 def test_fec_pm_of_a_carried_onu_is_a_clean_wire(lab, sub):
-    """With a UNI of the ONU carried, the ANI-G's FEC PM counts no corrected or uncorrectable code words (a
-    simulated wire has no errors)."""
-    assert pm_get(lab, sub, FEC_PM, ANI_G_ID, range(3, 8)) == dict.fromkeys(range(3, 8), 0)
+    """With a UNI of the ONU carried, the created FEC PM of the ANI-G counts no corrected or uncorrectable code
+    words (a simulated wire has no errors), in every interval."""
+    assert create_pm(lab, sub, FEC_PM, ANI_G_ID) == codec.SUCCESS
+    assert pm_get(lab, sub, FEC_PM, ANI_G_ID, range(1, 8)) == dict.fromkeys(range(1, 8), 0)
+    lab.clock.advance(INTERVAL + 1)
+    assert pm_get(lab, sub, FEC_PM, ANI_G_ID, range(1, 8)) == {1: 1, **dict.fromkeys(range(2, 8), 0)}
+
+
+def test_creation_threshold_delete_and_mib_reset(lab, sub):
+    """A PM ME keeps the threshold data id it was created with and the one a Set gives it; creating it again
+    answers Instance exists (which the adapter takes as created); after a Delete, or an MIB reset, it is not
+    counted any more (answered as BBSim, Get current data: Unknown instance)."""
+    onu = sub
+    me_id = lab.ids(UNI)["uni_port"]
+    assert create_pm(lab, onu, UP, me_id, threshold=5) == codec.SUCCESS
+    assert create_pm(lab, onu, UP, me_id) == codec.INSTANCE_EXISTS
+    assert pm_get(lab, onu, UP, me_id, (2,)) == {2: 5}
+    assert pm_set(lab, onu, UP, me_id, {2: 7}) == codec.SUCCESS
+    assert pm_get(lab, onu, UP, me_id, (2,)) == {2: 7}
+    assert lab.omci(onu, codec.DELETE, UP, me_id)[0] == codec.SUCCESS
+    request = codec.mask_of((4,)).to_bytes(2, "big")
+    assert lab.omci(onu, codec.GET_CURRENT_DATA, UP, me_id, request)[0] == codec.UNKNOWN_INSTANCE
+    expected = expected_random(onu, UP)
+    assert pm_get(lab, onu, UP, me_id, (3, 4)) == {3: expected[3], 4: expected[4]}
+    assert create_pm(lab, onu, DOWN, me_id) == codec.SUCCESS
+    lab.omci(onu, codec.MIB_RESET, codec.ONU_DATA, 0)
+    assert lab.omci(onu, codec.GET_CURRENT_DATA, DOWN, me_id, request)[0] == codec.UNKNOWN_INSTANCE
+
+
+def test_synchronize_time_starts_interval_zero(lab, sub):
+    """The adapter's synchronize time starts a new interval: the interval end time is 0 again, the counters of the
+    interval in progress start at 0, and the next interval ends 15 minutes after it."""
+    onu = sub
+    me_id = lab.ids(UNI)["uni_port"]
+    create_pm(lab, onu, UP, me_id)
+    lab.clock.advance(INTERVAL + 1)
+    upstream(lab, onu, 2)
+    lab.clock.advance(INTERVAL / 2)
+    assert pm_now(lab, onu, UP, me_id, (1, 5)) == {1: 1, 5: 2}
+    assert lab.omci(onu, codec.SYNC_TIME, codec.ONU_G, 0, bytes(7))[0] == codec.SUCCESS
+    assert pm_now(lab, onu, UP, me_id, (1, 5)) == {1: 0, 5: 0}
+    upstream(lab, onu, 3)
+    lab.clock.advance(INTERVAL - 10)
+    assert pm_get(lab, onu, UP, me_id, (1,)) == {1: 0}
+    lab.clock.advance(11)
+    assert pm_get(lab, onu, UP, me_id, (1, 5)) == {1: 1, 5: 3}
+
+
+def control_block(parent_class: int, parent: int, downstream: bool, reset: bool = False) -> bytes:
+    """An Ethernet frame extended PM control block as voltha-openonu-adapter-go builds it."""
+    words = [0, parent_class, parent, 0x8000 if reset else 0, 0x4000, 3 if downstream else 1, 0, 0]
+    return b"".join(w.to_bytes(2, "big") for w in words)
+
+
+@pytest.mark.parametrize("me_class", [codec.ETHERNET_FRAME_EXTENDED_PM_64BIT, codec.ETHERNET_FRAME_EXTENDED_PM])
+def test_extended_pm_counts_continuously_until_reset(lab, sub, me_class):
+    """An Ethernet frame extended PM created on the UNI's PPTP (upstream: the PPTP's id + 0x100, downstream: its
+    id), in continuous accumulation: Get answers the frames since its creation, past an interval's end too; the
+    adapter's reset (a Set of the global clear bit) starts it at 0 again."""
+    onu = sub
+    pptp = onu.unis[UNI].me_id
+    up_id, down_id = pptp + 0x100, pptp
+    assert lab.create(onu, me_class, up_id, control_block(11, pptp, False)) == codec.SUCCESS
+    assert lab.create(onu, me_class, down_id, control_block(11, pptp, True)) == codec.SUCCESS
+    sent = upstream(lab, onu, 3)
+    _, got = downstream(lab, 2)
+    lab.clock.advance(INTERVAL + 1)
+    assert pm_get(lab, onu, me_class, up_id, (3, 4, 5)) == {3: 0, 4: sum(map(len, sent)), 5: 3}
+    assert pm_get(lab, onu, me_class, down_id, (3, 4, 5)) == {3: 0, 4: sum(map(len, got)), 5: 2}
+    assert pm_set(lab, onu, me_class, up_id, {2: control_block(11, pptp, False, reset=True)}) == codec.SUCCESS
+    assert pm_set(lab, onu, me_class, up_id, {2: control_block(11, pptp, False)}) == codec.SUCCESS
+    assert pm_get(lab, onu, me_class, up_id, (5,)) == {5: 0}
+    upstream(lab, onu, 1)
+    assert pm_get(lab, onu, me_class, up_id, (5,)) == {5: 1}
+    assert pm_get(lab, onu, me_class, down_id, (5,)) == {5: 2}
 
 
 def expected_random(onu, me_class: int) -> dict:
@@ -140,35 +290,58 @@ def expected_random(onu, me_class: int) -> dict:
 @pytest.mark.parametrize("me_class, me_id", [
     (UP, "ani_port"), (DOWN, "ani_port"), (UP, 0x0777), (CTP_PM, 1234), (ETH_PM, 0x0101)])
 def test_what_the_data_plane_does_not_carry_is_answered_as_bbsim(lab, sub, me_class, me_id):
-    """A PM ME naming no carried UNI or GEM port (an ANI-side bridge port, an unknown id, a GEM port behind no bound
-    UNI, UNI 0 which is not bound) gets BBSim's random values, drawn as without a data plane."""
+    """A created PM ME naming no carried UNI or GEM port (an ANI-side bridge port, an unknown id, a GEM port behind
+    no bound UNI, UNI 0 which is not bound) gets BBSim's random values, drawn as without a data plane."""
     onu = sub
     if me_id == "ani_port":
         me_id = lab.ids(UNI)["ani_port"]
+    assert create_pm(lab, onu, me_class, me_id) == codec.SUCCESS
     indexes = (3, 4, 5, 6)
     expected = expected_random(onu, me_class)
     assert pm_get(lab, onu, me_class, me_id, indexes) == {i: expected[i] for i in indexes}
 
 
+def test_a_pm_me_never_created_is_answered_as_bbsim(lab, sub):
+    """Without the adapter's Create, a bound UNI's Ethernet frame PM is BBSim's random values and the extended PM
+    BBSim's fixed 100..113, whatever the UNI carried."""
+    onu = sub
+    upstream(lab, onu, 3)
+    expected = expected_random(onu, UP)
+    assert pm_get(lab, onu, UP, lab.ids(UNI)["uni_port"], (3, 4, 5)) == {i: expected[i] for i in (3, 4, 5)}
+    assert pm_get(lab, onu, codec.ETHERNET_FRAME_EXTENDED_PM, onu.unis[UNI].me_id, (3, 4, 5)) == {
+        3: 100, 4: 101, 5: 102}
+
+
 def test_an_onu_without_a_bound_uni_is_answered_as_bbsim(lab, sub):
-    """Another ONU, configured the same but with no UNI bound: its Ethernet frame, GEM port and FEC PM are BBSim's
-    random values."""
+    """Another ONU, configured the same but with no UNI bound: its created Ethernet frame, GEM port and FEC PM are
+    BBSim's random values."""
     onu = lab.activate(PON, 3)
     lab.configure_uni(onu, UNI, 1300, 1010)
     for me_class, me_id in ((UP, lab.ids(UNI)["uni_port"]), (CTP_PM, 1300), (FEC_PM, ANI_G_ID)):
+        assert create_pm(lab, onu, me_class, me_id) == codec.SUCCESS
         expected = expected_random(onu, me_class)
         assert pm_get(lab, onu, me_class, me_id, (3, 4, 5)) == {i: expected[i] for i in (3, 4, 5)}
 
 
 def test_counts_saturate_at_the_attribute_size():
     """A count beyond an attribute's size is its largest value (G.988's counters stop there), so that a counter
-    never goes back."""
-    class Source:
-        def ethernet_frames(self, onu, me_id, upstream):
-            return FrameCounts(packets=1 << 40, octets=(1 << 32) - 2, drops=3)
-    values = _counted_pm(Source(), None, UP, 1)
-    assert (values[3], values[4], values[5]) == (3, (1 << 32) - 2, (1 << 32) - 1)
-    assert set(values) == set(range(3, 17)) and values[16] == 0
+    never goes back; a total below the interval's start (the UNI bound again) counts from 0."""
+    me = PmMe(UP, 1, ME_CLASSES[UP].sizes, bytes(2))
+    me.baseline = {4: 10, 5: 100}
+    counts = me.since({3: 3, 4: (1 << 40), 5: 7})
+    assert (counts[3], counts[4], counts[5]) == (3, (1 << 32) - 1, 7)
+    assert set(counts) == set(range(3, 17)) and counts[16] == 0
+
+
+def test_without_a_pm_source_get_current_data_is_not_supported():
+    """Without a data plane (no PM source), Get current data is answered Not supported, as before."""
+    lab = Lab()
+    plain = OmciResponder()
+    onu = lab.activate(PON, 1)
+    frame = codec.parse(codec.encode(1, codec.GET_CURRENT_DATA | codec.AR, UP, 0x202, bytes(2)))
+    plain.handle(onu, frame)
+    answer = [e for e in lab.events if type(e).__name__ == "OmciIndication"][-1]
+    assert codec.parse(answer.pkt).contents[0] == codec.NOT_SUPPORTED
 
 
 def test_without_a_pipeline_the_pm_source_carries_nothing(lab):
