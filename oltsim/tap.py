@@ -249,7 +249,9 @@ def _build_dataplane(settings, reactor, olt, path: FramePath, capture=None) -> l
                           vni_base=settings.vxlan_vni_base) if settings.attachment.lower() == "vxlan" else None
     # the bandwidth profiles (the adapter's traffic schedulers) shape the frames of each T-CONT and downstream
     # scheduler; a frame of none passes as it is
-    service = DataPlaneService(olt, pipeline, plan, reactor, exit_on_failure=True, vxlan=vxlan, shaper=Shaper())
+    # (the front has the pipeline from now on: the service adds it again at its start and removes it at its stop)
+    service = DataPlaneService(olt, pipeline, plan, reactor, exit_on_failure=True, vxlan=vxlan, shaper=Shaper(),
+                               front=path.front)
     path.front.add(pipeline, service.deliver)
     if path.pm is not None:
         path.pm.add(pipeline)          # the ONU's PM history MEs count the pipeline's frames

@@ -3,13 +3,15 @@ an NNI with one, goes to the data plane's pipeline; the rest to the engine it wr
 
 `DataPlaneFront(engine)` provides `oltsim.packets.handler.IFrameHandler` as the engine does; `add(pipeline,
 deliver)` registers the pipeline (as `twisted.pair.ethernet.EthernetProtocol.addProto` registers a sub-protocol),
-whose outputs `deliver` carries out (`oltsim.dataplane.service.DataPlaneService.deliver`). Until one is added, and
-for every UNI the pipeline has not bound, the front only passes on.
+whose outputs `deliver` carries out (`oltsim.dataplane.service.DataPlaneService.deliver`, which adds it at its start
+and `remove`s it at its stop). Until one is added, after its removal, and for every UNI the pipeline has not bound,
+the front only passes on.
 """
 from __future__ import annotations
 
 from zope.interface import implementer
 
+from oltsim.model.errors import InvalidArgument
 from oltsim.packets.engine import decode_uplink
 from oltsim.packets.handler import IFrameHandler
 
@@ -32,6 +34,11 @@ class DataPlaneFront:
         self.pipeline = pipeline
         self._deliver = deliver
 
+    def remove(self) -> None:
+        """The data plane stopped: everything goes to the engine again (as before `add`)."""
+        self.pipeline = None
+        self._deliver = None
+
     # ---- frames from the adapter ---------------------------------------------------------------------------------
 
     def packet_out(self, onu, port_no: int, gemport_id: int, pkt: bytes) -> None:
@@ -52,8 +59,11 @@ class DataPlaneFront:
         if pipeline is None or not (pipeline.nni_tagged or pipeline.nni_untagged):
             self.engine.uplink_packet_out(olt, intf_id, pkt)
             return
-        frame = decode_uplink(intf_id, pkt)
-        if self.engine.simulated_dhcp(frame):
+        try:
+            frame = decode_uplink(intf_id, pkt)
+        except InvalidArgument:
+            frame = None        # not a simulated client's DHCP: out as it is, as a real OLT does (or counted)
+        if frame is not None and self.engine.simulated_dhcp(frame):
             self.engine.uplink_frame(olt, intf_id, frame)
         else:
             self._deliver(pipeline.uplink_packet_out(intf_id, pkt))

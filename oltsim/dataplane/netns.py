@@ -6,11 +6,17 @@ serves (a few milliseconds per `ip` call; 64 UNIs in namespaces take about half 
 frames flow. The `ip` command is the one tool used (iproute2, which every Linux host with namespaces has), through
 an injected runner so that the unit tests check what would be run without running it.
 
+A namespace oltsim makes is marked as its own: its loopback interface's alias (`ip link set dev lo alias`) names
+the making process (``oltsim pid=PID start=TICKS``, TICKS its start time in /proc/PID/stat), so that a namespace
+left behind by a run that was killed (SIGKILL, a crash: nothing deleted it) is known at the next start: taken over
+then, and deleted at its stop. A namespace without the mark is the user's, used as it is and left at stop.
+
 Errors are `HostError`: one line a person can act on (the data plane turns it into ``oltsim: ...`` and exit 2).
 """
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from dataclasses import dataclass
 
@@ -19,6 +25,9 @@ IP_TIMEOUT = 10.0
 TUN_DEVICE = "/dev/net/tun"
 #: CAP_NET_ADMIN's bit in /proc/self/status CapEff.
 CAP_NET_ADMIN = 12
+#: The mark of a namespace oltsim made, in its loopback interface's alias (`ip -o link show` prints it).
+MARK = "oltsim pid={pid} start={start}"
+_MARK = re.compile(r"\balias oltsim pid=(\d+) start=(\d+)")
 
 
 class HostError(Exception):
@@ -50,8 +59,29 @@ def check_privileges(tun_device: str = TUN_DEVICE, capabilities: int | None = No
         raise HostError(f"{tun_device} cannot be opened for reading and writing by this process")
 
 
+def process_start(pid: int | str) -> int | None:
+    """When process `pid` ("self": this one) started, in clock ticks since boot (/proc/PID/stat's 22nd field); None
+    when there is no such process. With the pid it tells one process from a later one given the same pid."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            return int(handle.read().rpartition(")")[2].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def private_mount_namespace(own: str = "/proc/self/ns/mnt", init: str = "/proc/1/ns/mnt") -> bool:
+    """Whether this process has a mount namespace other than init's (`ip netns exec` gives its command one): the
+    namespaces `ip netns add` makes here are then seen only from inside it. False when /proc does not say (init's
+    link cannot be read without privileges)."""
+    try:
+        return os.readlink(own) != os.readlink(init)
+    except OSError:
+        return False
+
+
 def run_ip(args: list[str]) -> tuple[int, str]:
-    """Run `ip ARGS`: (exit status, its stderr's last line); status 127 when `ip` cannot be run."""
+    """Run `ip ARGS`: (exit status, on success its stdout's last line, else its stderr's); status 127 when `ip`
+    cannot be run."""
     try:
         done = subprocess.run(["ip", *args], stdin=subprocess.DEVNULL, capture_output=True, text=True,
                               timeout=IP_TIMEOUT)
@@ -61,7 +91,7 @@ def run_ip(args: list[str]) -> tuple[int, str]:
         return 124, f"ip {' '.join(args)} did not finish within {IP_TIMEOUT:g} s"
     except OSError as exc:
         return 126, f"cannot run ip: {exc.strerror}"
-    lines = (done.stderr or "").strip().splitlines()
+    lines = ((done.stdout if done.returncode == 0 else done.stderr) or "").strip().splitlines()
     return done.returncode, lines[-1] if lines else ""
 
 
@@ -73,6 +103,12 @@ class Host:
     runner: object = run_ip
     sys_net: str = "/sys/class/net"
     netns_dir: str = "/run/netns"
+    #: this process's and init's mount namespaces (`private_mount_namespace`)
+    mount_namespaces: tuple[str, str] = ("/proc/self/ns/mnt", "/proc/1/ns/mnt")
+
+    def private_mount_namespace(self) -> bool:
+        """Whether the namespaces made here are hidden from the host's other processes (`private_mount_namespace`)."""
+        return private_mount_namespace(*self.mount_namespaces)
 
     def check_privileges(self) -> None:
         """TAP interfaces can be made here (`check_privileges`); HostError otherwise."""
@@ -90,8 +126,27 @@ class Host:
         return os.path.exists(os.path.join(self.netns_dir, name))
 
     def add_netns(self, name: str) -> None:
-        """Make the named network namespace `name`; HostError when it cannot be made."""
+        """Make the named network namespace `name`, marked as this process's (`mark_netns`); HostError when it
+        cannot be made."""
         self._ip(["netns", "add", name], f"network namespace {name} cannot be made")
+        self.mark_netns(name)
+
+    def mark_netns(self, name: str) -> None:
+        """Mark namespace `name` as made by this process (its loopback's alias), so that a next run knows it for a
+        leftover if this one is killed before it deletes it."""
+        mark = MARK.format(pid=os.getpid(), start=process_start("self") or 0)
+        self._ip(["-n", name, "link", "set", "dev", "lo", "alias", mark], f"network namespace {name} cannot be "
+                 f"marked as oltsim's")
+
+    def netns_maker(self, name: str) -> tuple[int, bool] | None:
+        """Who made namespace `name`: (pid, whether that process still runs) of the oltsim run whose mark it bears;
+        None for a namespace without the mark (the user's)."""
+        status, line = self.runner(["-n", name, "-o", "link", "show", "dev", "lo"])
+        found = _MARK.search(line) if status == 0 else None
+        if found is None:
+            return None
+        pid, start = int(found.group(1)), int(found.group(2))
+        return pid, process_start(pid) == start
 
     def delete_netns(self, name: str) -> str | None:
         """Remove the named namespace `name`; None when done, else why not (stop goes on with the rest)."""

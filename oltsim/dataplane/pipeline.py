@@ -525,6 +525,9 @@ class DataPlane:
             out.append(ToNniUntagged(plain, queue))
         if src != bound.last_src:
             self._learn(src, bound, out_tags)
+        if not out:
+            counter.drop("no-nni")
+            return [Dropped(bound.where, "no-nni")]
         return out
 
     def _decide_up(self, bound: _Bound, tags, ethertype: int, proto: int, ports: bytes) -> tuple:
@@ -902,6 +905,10 @@ class DataPlane:
                     continue
                 seen.add(tags)
                 out.extend(o for o in self._down(frame, "nni-untagged", counter, tags) if type(o) is not Dropped)
+            if not seen:
+                # no bound UNI forwards (none yet, or none with a flow): nobody to take it
+                counter.drop("no-subscriber")
+                return [Dropped("nni-untagged", "no-subscriber")]
             return out
         entry = self._macs.get(frame[0:6])
         if entry is None:

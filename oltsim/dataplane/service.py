@@ -24,6 +24,7 @@ and delete the namespaces this start made; nothing is left on the host.
 """
 from __future__ import annotations
 
+import os
 import sys
 
 from twisted.application import service
@@ -55,12 +56,15 @@ class DataPlaneService(service.Service):
     `clock` is the reactor (the pump's turns; the TAP ports' reader registration); `host` a `netns.Host` (tests: one
     over a fake `ip`); `system` the TAP ports' I/O system (tests: twisted.pair.testing.MemoryIOSystem).
     `exit_on_failure`: a failed start writes ``oltsim: LINE`` to stderr and exits with status 2 (the daemon).
-    `vxlan` (a `vxlan.VxlanSegments`): every interface of the plan is a VXLAN attachment on its port, not a TAP."""
+    `vxlan` (a `vxlan.VxlanSegments`): every interface of the plan is a VXLAN attachment on its port, not a TAP.
+    `front` (a `front.DataPlaneFront`): the adapter's packets for bound UNIs and the NNI go to `dataplane` from the
+    start on, to the protocol engine again from the stop on."""
 
     name = "dataplane"
 
     def __init__(self, olt, dataplane, plan: InterfacePlan, clock, *, shaper=None, host: Host | None = None,
-                 system=None, exit_on_failure: bool = False, queue_frames: int | None = None, vxlan=None):
+                 system=None, exit_on_failure: bool = False, queue_frames: int | None = None, vxlan=None,
+                 front=None):
         self.olt = olt
         self.dataplane = dataplane
         self.plan = plan
@@ -73,6 +77,8 @@ class DataPlaneService(service.Service):
         self.shaper = shaper
         self._wake = None
         self.vxlan = vxlan
+        #: the protocol engine's `front.DataPlaneFront`: given the pipeline while the data plane runs
+        self.front = front
         self.pump = None
         self.ports: dict[object, TapPort] = {}      # (serial, uni_id) / NNI / NNI_UNTAGGED -> port
         self.made_netns: list[str] = []
@@ -175,6 +181,8 @@ class DataPlaneService(service.Service):
                 if not host.netns_exists(uni.netns):
                     host.add_netns(uni.netns)
                     self.made_netns.append(uni.netns)
+                else:
+                    self._take_over(uni.netns)
                 host.move_link(uni.name, uni.netns)
             host.link_up(uni.name, uni.netns)
         for name, key in ((plan.nni, NNI), (plan.nni_untagged, NNI_UNTAGGED)):
@@ -190,10 +198,32 @@ class DataPlaneService(service.Service):
         # each UNI interface's carrier follows its UNI (an RG sees its link go down with the ONU or a locked UNI:
         # wpa_supplicant authenticates again when it comes back)
         self._unsubscribe = self.olt.subscribe(self._on_event)
+        if self.front is not None:
+            self.front.add(self.dataplane, self.deliver)
         self._up = True
         log.info("dataplane-started attachment={kind} unis={unis} nni={nni} nni_untagged={untagged} netns={netns}",
                  kind="tap" if self.vxlan is None else "vxlan", unis=len(plan.unis), nni=plan.nni or "-",
                  untagged=plan.nni_untagged or "-", netns=len(self.made_netns))
+        if self.vxlan is None and any(uni.netns for uni in plan.unis) and host.private_mount_namespace():
+            log.warn("dataplane-private-mount-namespace pid={pid}: oltsim has a mount namespace of its own (ip netns "
+                     "exec gives one), so the UNI namespaces are seen only from inside it: `nsenter -t {pid} -m -n "
+                     "...` enters them, or start oltsim outside ip netns exec", pid=os.getpid())
+
+    def _take_over(self, name: str) -> None:
+        """An existing namespace a UNI goes into: one a killed oltsim run left (its mark, its maker gone) is this
+        run's from now on (marked again, deleted at stop); one a running oltsim made is refused; the user's is used
+        as it is."""
+        maker = self.host.netns_maker(name)
+        if maker is None:
+            return
+        pid, running = maker
+        if running and pid != os.getpid():
+            raise HostError(f"network namespace {name} belongs to the oltsim running as pid {pid} (--interface-prefix "
+                            f"keeps two apart)")
+        self.host.mark_netns(name)
+        self.made_netns.append(name)
+        log.info("dataplane-netns-taken-over netns={name} left_by_pid={pid}: made by a run that ended without "
+                 "deleting it; deleted at this run's stop", name=name, pid=pid)
 
     def _make_vxlan(self) -> None:
         """The VXLAN port bound, then one attachment per interface of the plan (its VNI by `vxlan.vni_of`)."""
@@ -211,6 +241,8 @@ class DataPlaneService(service.Service):
     def _remove(self) -> None:
         """Undo whatever `_make` did, in reverse; goes on past a step that fails (logged)."""
         self._up = False
+        if self.front is not None:
+            self.front.remove()      # the adapter's packets go to the protocol engine again
         if self._unsubscribe is not None:
             self._unsubscribe()
             self._unsubscribe = None

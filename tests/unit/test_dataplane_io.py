@@ -5,6 +5,7 @@ would run."""
 from __future__ import annotations
 
 import errno
+import os
 import random
 
 import pytest
@@ -329,11 +330,12 @@ def test_start_makes_moves_and_binds_then_stop_removes_everything():
     svc = DataPlaneService(olt, dataplane, plan, reactor, host=host, system=memory_system())
     svc.startService()
     mac = olt.onus[0].unis[0].services[0].mac
+    mark = netns.MARK.format(pid=os.getpid(), start=netns.process_start("self"))
     assert host.commands == [
-        f"link set dev xu0-1-0 address {mac}", "netns add xu0-1-0", "link set dev xu0-1-0 netns xu0-1-0",
-        "-n xu0-1-0 link set dev xu0-1-0 up",
+        f"link set dev xu0-1-0 address {mac}", "netns add xu0-1-0", f"-n xu0-1-0 link set dev lo alias {mark}",
+        "link set dev xu0-1-0 netns xu0-1-0", "-n xu0-1-0 link set dev xu0-1-0 up",
         f"link set dev xu0-1-1 address {olt.onus[0].unis[1].services[0].mac}",
-        "link set dev xu0-1-1 netns xu0-1-1", "-n xu0-1-1 link set dev xu0-1-1 up",
+        "-n xu0-1-1 -o link show dev lo", "link set dev xu0-1-1 netns xu0-1-1", "-n xu0-1-1 link set dev xu0-1-1 up",
         "link set dev xnni up", "link set dev xnniu up"]
     assert dataplane.bound == {(olt.onus[0].serial, 0), (olt.onus[0].serial, 1)}
     ports = list(svc.ports.values())

@@ -41,7 +41,7 @@ SYSTEM_TOOLS = {
     # HTTP and gRPC clients, JSON
     "curl", "grpcurl", "jq",
     # networking and the data plane's lab
-    "dhclient", "dnsmasq", "ip", "iperf3", "ping", "tshark", "wireshark", "wpa_supplicant",
+    "dhclient", "dnsmasq", "ip", "iperf3", "nsenter", "ping", "tshark", "wireshark", "wpa_supplicant",
     # browsers
     "chromium", "xdg-open",
     # around VOLTHA: its CLI, containers, Kubernetes
