@@ -186,7 +186,10 @@ def _wants_dataplane(settings) -> bool:
 
 def _build_openolt(settings, reactor, olt, hub, frames, capture, metrics, traffic=None):
     """The OpenOLT server (~240 calls per ONU at bring-up), which the model starts and stops (reboot); with the data
-    plane (`traffic`, its pipeline), the GEM port and alloc id statistics report its flows' counters."""
+    plane (`traffic`, its pipeline), the GEM port and alloc id statistics report its flows' counters, and the port
+    statistics its frames."""
+    if traffic is not None:
+        hub.count_ports(traffic)
     openolt = grpc_server("openolt", settings, reactor, metrics, lambda server: add_openolt(
         server, on_loop(OpenoltServicer(olt, hub, capture, traffic), openolt_pb2_grpc.OpenoltServicer)),
         bulk_methods=("/openolt.Openolt/OmciMsgOut",))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import grpc
 from oltsim.logs import Summary, logger
-from voltha_protos import extensions_pb2, openolt_pb2, openolt_pb2_grpc, tech_profile_pb2
+from voltha_protos import common_pb2, extensions_pb2, openolt_pb2, openolt_pb2_grpc, tech_profile_pb2
 
 from oltsim.model import events
 from oltsim.model.errors import FailedPrecondition, InvalidArgument
@@ -54,6 +54,9 @@ class IndicationHub:
     def __init__(self, olt):
         self.olt = olt
         self.current: StreamQueue | None = None
+        #: the data plane's pipeline whose real frames the port_stats indications count (`count_ports`), or None:
+        #: BBSim's counts
+        self.traffic = None
         #: The in-process adapter that holds the stream (oltsim.southbound.builtin), or None: while set, an
         #: external EnableIndication is refused.
         self.driver: str | None = None
@@ -61,6 +64,11 @@ class IndicationHub:
         self.dropped = 0
         self.drops = Summary(olt.clock, _log_drops, interval=DROP_LOG_INTERVAL)
         olt.subscribe(self._on_event)
+
+    def count_ports(self, traffic) -> None:
+        """With the data plane (`traffic`, oltsim.dataplane.pipeline.DataPlane), the periodic port_stats indications
+        count its real frames (`traffic_port_statistics`)."""
+        self.traffic = traffic
 
     def open_stream(self, queue: StreamQueue) -> None:
         """A new EnableIndication: the previous stream ends (EOF), this one takes over."""
@@ -88,7 +96,11 @@ class IndicationHub:
         if isinstance(event, events.OpenoltServer) and not event.running:
             self.end_all(grpc.StatusCode.UNAVAILABLE, "the OLT is rebooting")
             return
-        indications = to_indications(event)
+        if self.traffic is not None and type(event) is events.PortStats:
+            counted = traffic_port_statistics(self.traffic, self.olt, event.intf_id, event.timestamp)
+            indications = to_indications(event) if counted is None else [openolt_pb2.Indication(port_stats=counted)]
+        else:
+            indications = to_indications(event)
         if not indications:
             return
         queue = self.current
@@ -337,6 +349,13 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
 
     def GetOnuStatistics(self, request, context):
         onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
+        if self._traffic is not None:
+            counted = _uni_totals(self._traffic, lambda serial: serial == onu.serial)
+            if counted is not None:   # its bound UNIs' frames: rx from the ONU (upstream), tx to it; a clean wire
+                return openolt_pb2.OnuStatistics(
+                    intf_id=onu.pon.id, onu_id=onu.onu_id, rx_packets=counted["rx_packets"],
+                    rx_bytes=counted["rx_bytes"], tx_packets=counted["tx_packets"], tx_bytes=counted["tx_bytes"],
+                    timestamp=int(self._olt.clock.seconds()))
         return openolt_pb2.OnuStatistics(intf_id=onu.pon.id, onu_id=onu.onu_id)
 
     def GetGemPortStatistics(self, request, context):
@@ -359,11 +378,16 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
 
     def GetPonPortStatistics(self, request, context):
         pon = self._olt.pon(request.intf_id)
-        return port_statistics(pon.port_no, pon.packet_count, int(self._olt.clock.seconds()))
+        return self._port_statistics(pon.port_no, pon.packet_count)
 
     def GetNniPortStatistics(self, request, context):
         nni = self._olt.nni(request.intf_id)
-        return port_statistics(nni.port_no, nni.packet_count, int(self._olt.clock.seconds()))
+        return self._port_statistics(nni.port_no, nni.packet_count)
+
+    def _port_statistics(self, port_no: int, packets: int) -> common_pb2.PortStatistics:
+        now = int(self._olt.clock.seconds())
+        counted = traffic_port_statistics(self._traffic, self._olt, port_no, now) if self._traffic else None
+        return counted if counted is not None else port_statistics(port_no, packets, now)
 
     def GetLogicalOnuDistanceZero(self, request, context):
         onu = self._olt.onu_by_id(request.intf_id, request.onu_id)
@@ -393,3 +417,70 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
     def EnableOnuSerialNumber(self, request, context):
         self._olt.pon(request.intf_id).onu_by_serial(serial_from_pb(request.onu_serial_number))
         return openolt_pb2.Empty()
+
+
+# ---- port statistics from the data plane's frames -----------------------------------------------------------------
+
+#: PortStatistics' size buckets, in the order of the pipeline's frame kinds (oltsim.dataplane.pipeline.KIND_SIZES..)
+_SIZE_FIELDS = ("frames_64", "frames_65_127", "frames_128_255", "frames_256_511", "frames_512_1023",
+                "frames_1024_1518")
+
+
+def _uni_totals(traffic, wanted) -> dict | None:
+    """The frames of the bound UNIs whose ONU serial `wanted(serial)` accepts, summed as an OLT port sees them: rx
+    what their RGs sent (upstream), tx what they were sent, in packets, bytes, broadcast, multicast and size buckets;
+    None when no such UNI is bound."""
+    unis = traffic.counters()["unis"]
+    totals = None
+    for serial, uni_id in traffic.bound():
+        counter = unis.get(f"{serial}/{uni_id}")
+        if counter is None or not wanted(serial):
+            continue
+        if totals is None:
+            totals = dict.fromkeys((f"{d}_{k}" for d in ("rx", "tx") for k in (
+                "packets", "bytes", "bcast_packets", "mcast_packets") + _SIZE_FIELDS), 0)
+        kinds = traffic.frame_kinds(serial, uni_id) or ((0,) * 9, (0,) * 9)
+        for direction, kind in (("rx", kinds[0]), ("tx", kinds[1])):
+            totals[f"{direction}_packets"] += counter[f"{direction}_frames"]
+            totals[f"{direction}_bytes"] += counter[f"{direction}_bytes"]
+            totals[f"{direction}_bcast_packets"] += kind[0]
+            totals[f"{direction}_mcast_packets"] += kind[1]
+            for name, count in zip(_SIZE_FIELDS, kind[2:8]):
+                totals[f"{direction}_{name}"] += count
+    return totals
+
+
+def traffic_port_statistics(traffic, olt, port_no: int, timestamp: int) -> common_pb2.PortStatistics | None:
+    """The OpenOLT PortStatistics of port `port_no` (a PON's or the NNI's port number) from the data plane's real
+    frames (docs/dataplane.md, "Counters"), None for a port it does not count (then BBSim's counts stand):
+
+    - a PON: its bound UNIs' frames (rx: what their RGs sent, tx: what they were sent), unicast, multicast and
+      broadcast apart, with the size buckets, and its ONUs' drops as rx_packets_dropped;
+    - the NNI: the frames into (rx) and out of (tx) the tagged and untagged NNI interfaces, packets and bytes (the
+      NNI does not count broadcast and multicast apart: all are given as unicast), its drops as rx_packets_dropped.
+
+    Errors of the simulated wire (CRC, FCS, BIP, GEM) are 0."""
+    fields = None
+    pon = next((p for p in olt.pons if p.port_no == port_no), None)
+    if pon is not None:
+        serials = {onu.serial for onu in pon.onus}
+        fields = _uni_totals(traffic, serials.__contains__)
+        if fields is not None:
+            unis = traffic.counters()["unis"]
+            fields["rxPacketsDropped"] = sum(sum(c["dropped"].values()) for key, c in unis.items()
+                                             if key.rpartition("/")[0] in serials)
+    elif any(nni.port_no == port_no for nni in olt.nnis):
+        counters = traffic.counters()
+        sides = [counters["nni"], counters["nni_untagged"]]
+        fields = {f"{d}_{k}": sum(c[f"{d}_{src}"] for c in sides) for d in ("rx", "tx")
+                  for k, src in (("packets", "frames"), ("bytes", "bytes"))}
+        fields["rx_bcast_packets"] = fields["rx_mcast_packets"] = 0
+        fields["tx_bcast_packets"] = fields["tx_mcast_packets"] = 0
+        fields["rxPacketsDropped"] = sum(sum(c["dropped"].values()) for c in sides)
+    if fields is None:
+        return None
+    for d in ("rx", "tx"):
+        fields[f"{d}_ucast_packets"] = fields[f"{d}_packets"] - fields[f"{d}_bcast_packets"] - fields[
+            f"{d}_mcast_packets"]
+        fields[f"{d}_frames"] = fields[f"{d}_packets"]
+    return common_pb2.PortStatistics(intf_id=port_no, timestamp=timestamp, **fields)
