@@ -220,7 +220,7 @@ def _build_builtin_adapter(settings, reactor, olt, hub, capture, openolt, datapl
     bound = {(uni.serial, uni.uni_id) for service in dataplane for uni in service.plan.unis}
     return [BuiltinAdapter(olt, hub, OpenoltServicer(olt, hub, capture), reactor, reachable=lambda: openolt.serving,
                            forwards=lambda serial, uni_id: (serial, uni_id) in bound,
-                           eap_secret=settings.eap_secret.encode())]
+                           eap_secret=settings.eap_secret.encode(), workflow=settings.workflow)]
 
 
 def _build_dataplane(settings, reactor, olt, path: FramePath, capture=None) -> list:

@@ -26,15 +26,30 @@ NULL_POINTER = 0xFFFF
 
 
 class OnuPart:
-    """The compiled ONU side of one UNI: `evtocd` (or None), `filters` (VlanFilter list), `gem_by_pbit`
-    ({priority: GEM port}, or None when no bridge towards a GEM port is known), `tpids` (the TPIDs the UNI takes
-    tags with: 0x8100 and the EVTOCD's input TPID; a frame tagged with another is not the ONU's to forward)."""
+    """The compiled ONU side of one UNI: `evtocd` (or None), `filters` (the UNI-side bridge port's VlanFilter, if
+    any), `ani` (one `(VlanFilter or None, {priority: GEM port})` per ANI-side bridge port, each behind its own
+    802.1p mapper: a technology profile of its own, as VOLTHA's ONU adapter makes one per profile; None when no
+    bridge towards a GEM port is known), `gem_by_pbit` (every ANI port's GEM ports by priority, the first port's
+    first: what the PM counters look behind), `tpids` (the TPIDs the UNI takes tags with: 0x8100 and the EVTOCD's
+    input TPID; a frame tagged with another is not the ONU's to forward).
 
-    __slots__ = ("evtocd", "filters", "gem_by_pbit", "tpids")
+    Upstream the bridge forwards a frame to the first ANI port whose VLAN filter takes it and whose mapper has a
+    GEM port for the priority of its outer tag (untagged: 0); downstream a frame passes when the UNI port's filter
+    and one ANI port's filter take it."""
 
-    def __init__(self, evtocd=None, filters=(), gem_by_pbit=None):
+    __slots__ = ("evtocd", "filters", "ani", "gem_by_pbit", "tpids")
+
+    def __init__(self, evtocd=None, filters=(), gem_by_pbit=None, ani=None):
         self.evtocd = evtocd
         self.filters = tuple(filters)
+        if ani is None and gem_by_pbit is not None:
+            ani = ((None, gem_by_pbit),)
+        self.ani = tuple(ani) if ani is not None else None
+        if gem_by_pbit is None and self.ani is not None:
+            gem_by_pbit = {}
+            for _, gems in self.ani:
+                for pbit, gem in gems.items():
+                    gem_by_pbit.setdefault(pbit, gem)
         self.gem_by_pbit = gem_by_pbit
         self.tpids = frozenset((TPID_8021Q, evtocd.input_tpid if evtocd is not None else TPID_8021Q))
 
@@ -47,18 +62,26 @@ class OnuPart:
         for vlan_filter in self.filters:
             if not vlan_filter.passes(tags):
                 return None, None, "vlan-filter"
-        gem = None
-        if self.gem_by_pbit is not None:
-            gem = self.gem_by_pbit.get(tags[0][1] >> 13 if tags else 0)
-            if gem is None:
-                return None, None, "no-gem"
-        return tags, gem, None
+        if self.ani is None:
+            return tags, None, None
+        pbit = tags[0][1] >> 13 if tags else 0
+        reason = "vlan-filter" if self.ani else "no-gem"
+        for vlan_filter, gems in self.ani:
+            if vlan_filter is not None and not vlan_filter.passes(tags):
+                continue
+            gem = gems.get(pbit)
+            if gem is not None:
+                return tags, gem, None
+            reason = "no-gem"
+        return None, None, reason
 
     def downstream(self, tags, ethertype):
         """(tags the UNI gets, None) or (None, drop reason)."""
         for vlan_filter in self.filters:
             if not vlan_filter.passes(tags):
                 return None, "vlan-filter"
+        if self.ani and not any(vlan_filter is None or vlan_filter.passes(tags) for vlan_filter, _ in self.ani):
+            return None, "vlan-filter"
         if self.evtocd is not None:
             tags = self.evtocd.downstream(tags, ethertype)
             if tags is None:
@@ -85,11 +108,10 @@ def compile_onu_part(record, uni_me_id: int) -> OnuPart:
     ani_ports = [me_id for me_id, attrs in sorted(ports.items())
                  if _int(attrs, 1) == bridge and _int(attrs, 3) in (TP_MAPPER, TP_GEM_IW)]
     filters = []
-    for me_id in (uni_ports[0], *ani_ports):
-        attrs = record.mes.get((VTFD, me_id))
-        if attrs is not None:
-            filters.append(VlanFilter(attrs.get(1, b""), _int(attrs, 2), _int(attrs, 3)))
-    gem_by_pbit = None
+    attrs = record.mes.get((VTFD, uni_ports[0]))
+    if attrs is not None:
+        filters.append(_vlan_filter(attrs))
+    ani = []
     for me_id in ani_ports:
         attrs = ports[me_id]
         kind, pointer = _int(attrs, 3), _int(attrs, 4)
@@ -100,12 +122,17 @@ def compile_onu_part(record, uni_me_id: int) -> OnuPart:
             gem = _gem_of(record, pointer)
             gems = {pbit: gem for pbit in range(8)}
         gems = {pbit: gem for pbit, gem in gems.items() if gem is not None}
-        if gems:
-            gem_by_pbit = gems
-            break
-    if gem_by_pbit is None and ani_ports:
-        gem_by_pbit = {}                 # a bridge with no GEM port behind it: nothing goes upstream
-    return OnuPart(evtocd, filters, gem_by_pbit)
+        vtfd = record.mes.get((VTFD, me_id))
+        if gems or vtfd is not None:
+            ani.append((_vlan_filter(vtfd) if vtfd is not None else None, gems))
+    if not ani_ports:
+        return OnuPart(evtocd, filters)
+    # a bridge with no GEM port behind it: nothing goes upstream ("no-gem")
+    return OnuPart(evtocd, filters, ani=[port for port in ani if port[1]] or [(None, {})])
+
+
+def _vlan_filter(attrs: dict) -> VlanFilter:
+    return VlanFilter(attrs.get(1, b""), _int(attrs, 2), _int(attrs, 3))
 
 
 def _gem_of(record, iw_tp: int):

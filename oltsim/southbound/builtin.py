@@ -68,6 +68,7 @@ from oltsim.packets import frames as f
 from oltsim.packets.common import uplink_tag
 from oltsim.packets.eapol import AUTHENTICATOR_MAC, PASSWORD, identity_request_frame, md5_request_frame, md5_response
 from oltsim.packets.eapol import failure_frame, success_frame
+from oltsim.southbound import workflows as wf
 
 log = logger("oltsim.adapter")
 
@@ -138,9 +139,11 @@ EVTOCD_ASSOCIATION_PPTP = 2
 VTFD_FORWARD_OPERATION = 0x10   # tagged: forward when the VID is in the list; untagged: forward
 TPID = 0x8100
 NULL_POINTER = 0xFFFF
-#: Flow ids of the NNI's DHCP trap flow (on no PON) and the priority of the forwarding flows.
+#: Flow ids of the NNI's DHCP trap flow (on no PON) and of the OLT's multicast flow, and the priority of the
+#: forwarding flows.
 NNI_DHCP_FLOW_ID = 1
-HSIA_PRIORITY = 1000
+MULTICAST_FLOW_ID = 2
+HSIA_PRIORITY = wf.FORWARD_PRIORITY
 
 
 def uni_port_no(pon: int, onu_id: int, uni_id: int) -> int:
@@ -163,12 +166,21 @@ class _Pools:
 
 @dataclass
 class _UniIds:
-    """What one UNI of an ONU was given, kept across bring-ups so that a re-push replaces what was there."""
-    alloc_id: int
-    gems: dict                       # service index -> GEM port
+    """What one UNI of an ONU was given, kept across bring-ups so that a re-push replaces what was there: per
+    technology profile a T-CONT (alloc id) and a GEM port, which its services share."""
+    alloc_id: int                    # the first profile's
+    gems: dict                       # service index -> its profile's GEM port
     eapol_flow_id: int
     dhcp_flow_ids: dict              # service index -> flow id
-    hsia_flow_id: int = 0            # the forwarding flows' id (upstream and downstream), given when first used
+    allocs: dict = field(default_factory=dict)          # tp id -> alloc id
+    tp_gems: dict = field(default_factory=dict)         # tp id -> GEM port
+    fwd_flow_ids: dict = field(default_factory=dict)    # service index -> forwarding flows' id, given when first used
+    igmp_flow_ids: dict = field(default_factory=dict)   # service index -> IGMP trap flow id, likewise
+
+    @property
+    def hsia_flow_id(self) -> int:
+        """The first service's forwarding flows' id (0 before they are given)."""
+        return self.fwd_flow_ids.get(min(self.gems, default=0), 0)
 
 
 @dataclass
@@ -282,8 +294,13 @@ class BuiltinAdapter(service.Service):
     name = "builtin-adapter"
 
     def __init__(self, olt, hub, servicer, clock, rng: random.Random | None = None, reachable=None,
-                 forwards=None, eap_secret: bytes = PASSWORD, authenticator_mac: bytes = AUTHENTICATOR_MAC):
+                 forwards=None, eap_secret: bytes = PASSWORD, authenticator_mac: bytes = AUTHENTICATOR_MAC,
+                 workflow: str = "att"):
         self.olt = olt
+        #: the workflow the services file names (logged): what is provisioned follows the services themselves, as
+        #: ONOS's olt app provisions SADIS's uniTagList (oltsim.southbound.workflows)
+        self.workflow = wf.workflow_name(workflow)
+        self._multicast_flow = False
         #: Whether a UNI has a real interface (the data plane): `forwards(serial, uni_id)`. For such a UNI
         #: the adapter also writes the ONU's bridge and VLAN operations and installs the forwarding flows, and its
         #: EAP-MD5 answers are checked against `eap_secret`; the simulated UNIs keep the password of the simulated
@@ -329,8 +346,8 @@ class BuiltinAdapter(service.Service):
         super().startService()
         self.hub.driver = DRIVER
         self._unsubscribe = self.olt.subscribe(self._on_model_event)
-        log.info("builtin-adapter-started serial={serial} onus={onus}", serial=self.olt.serial,
-                 onus=self.olt.onu_count)
+        log.info("builtin-adapter-started serial={serial} onus={onus} workflow={workflow}", serial=self.olt.serial,
+                 onus=self.olt.onu_count, workflow=self.workflow or "-")
         self._connect()
 
     def stopService(self):
@@ -410,6 +427,7 @@ class BuiltinAdapter(service.Service):
         self.queue = queue
         self.connects += 1
         self._nni_dhcp_trap = False   # the OLT may have lost its flows (a reboot): the next bound UNI adds it again
+        self._multicast_flow = False
         self._all_ready_logged = False
         self._waiting_for = ""
         log.info("builtin-adapter-connected serial={serial} pons={pons} connection={n}", serial=self.olt.serial,
@@ -728,22 +746,27 @@ class BuiltinAdapter(service.Service):
         for uni in unis:
             config.append(_Request(f"unlock-uni-{uni.id}", codec.SET, codec.PPTP_ETHERNET_UNI, uni.me_id,
                                    admin_unlocked))
+        tconts = 0
         for uni in unis:
             ids = self._ids(onu, uni)
             if ids is None:
                 continue
-            tcont = TCONT_BASE + uni.id
-            if tcont in TCONT_IDS:
-                config.append(_Request(f"tcont-{uni.id}", codec.SET, codec.T_CONT, tcont,
-                                       codec.attribute_bit(TCONT_ALLOC_ID).to_bytes(2, "big")
-                                       + ids.alloc_id.to_bytes(2, "big")))
-            for gem in ids.gems.values():
+            for tp, alloc_id in ids.allocs.items():
+                # one T-CONT per technology profile, the ONU's in order (0x8001 for the first UNI's first)
+                tcont = TCONT_BASE + tconts
+                tconts += 1
+                if tcont in TCONT_IDS:
+                    config.append(_Request(f"tcont-{uni.id}" if tp == next(iter(ids.allocs)) else
+                                           f"tcont-{uni.id}-tp{tp}", codec.SET, codec.T_CONT, tcont,
+                                           codec.attribute_bit(TCONT_ALLOC_ID).to_bytes(2, "big")
+                                           + alloc_id.to_bytes(2, "big")))
+                gem = ids.tp_gems[tp]
                 # Port id, T-CONT pointer, direction, traffic management / descriptor pointers, key ring.
                 contents = (gem.to_bytes(2, "big") + tcont.to_bytes(2, "big") + bytes((GEM_BIDIRECTIONAL,))
                             + bytes(9))
                 config.append(_Request(f"gem-{gem}", codec.CREATE, codec.GEM_PORT_NETWORK_CTP, gem, contents))
             if self.forwards(onu.serial, uni.id) and uni.services:
-                config.extend(bridge_requests(uni, ids, first_vid(uni.services[0])))
+                config.extend(bridge_requests(uni, ids))
         onu.configured = [uni.id for uni in unis]
         self._next_config(onu)
 
@@ -775,16 +798,19 @@ class BuiltinAdapter(service.Service):
         if ids is not None:
             return ids
         pools = self.pools[onu.pon]
+        tps = list(wf.profiles(wf.services_of(uni)))
         needed = len(uni.services)
-        if pools.alloc_id > pools.alloc_end or pools.gem + needed - 1 > pools.gem_end:
+        if pools.alloc_id + len(tps) - 1 > pools.alloc_end or pools.gem + len(tps) - 1 > pools.gem_end:
             log.warn("builtin-adapter-pool-exhausted serial={serial} pon={pon} uni={uni}", serial=onu.serial,
                      pon=onu.pon, uni=uni.id)
             return None
-        gems = {index: pools.gem + index for index in range(needed)}
-        pools.gem += needed
+        allocs = {tp: pools.alloc_id + n for n, tp in enumerate(tps)}
+        tp_gems = {tp: pools.gem + n for n, tp in enumerate(tps)}
+        gems = {index: tp_gems[svc.spec.tp_id or wf.DEFAULT_TP] for index, svc in enumerate(uni.services)}
+        pools.gem += len(tps)
         ids = _UniIds(pools.alloc_id, gems, pools.flow_id,
-                      {index: pools.flow_id + 1 + index for index in range(needed)})
-        pools.alloc_id += 1
+                      {index: pools.flow_id + 1 + index for index in range(needed)}, allocs, tp_gems)
+        pools.alloc_id += len(tps)
         pools.flow_id += 1 + needed
         onu.unis[uni.id] = ids
         return ids
@@ -804,15 +830,20 @@ class BuiltinAdapter(service.Service):
             port_no = uni_port_no(onu.pon, onu.onu_id, uni_id)
             for index, svc in enumerate(uni.services):
                 self.by_mac[f.mac_bytes(svc.mac)] = (onu, uni_id, index)
-            self._rpc("CreateTrafficSchedulers", self._schedulers(onu, uni_id, port_no, ids), onu)
-            self._rpc("CreateTrafficQueues", self._queues(onu, uni_id, port_no, ids), onu)
+            services = wf.profiles(wf.services_of(uni))
+            for tp, alloc_id in ids.allocs.items():
+                self._rpc("CreateTrafficSchedulers", self._schedulers(onu, uni_id, port_no, alloc_id, tp), onu)
+                self._rpc("CreateTrafficQueues", self._queues(onu, uni_id, port_no, ids.tp_gems[tp], tp,
+                                                              wf.pbits(services.get(tp, ()))), onu)
             eapol = [index for index, svc in enumerate(uni.services) if svc.spec.needs_eapol]
             if eapol:
+                tp = uni.services[eapol[0]].spec.tp_id or wf.DEFAULT_TP
                 self._rpc("FlowAdd", openolt_pb2.Flow(
                     access_intf_id=onu.pon, onu_id=onu.onu_id, uni_id=uni_id, flow_id=ids.eapol_flow_id,
-                    flow_type="upstream", network_intf_id=NNI, port_no=port_no, alloc_id=ids.alloc_id,
-                    gemport_id=ids.gems[eapol[0]], priority=10000, cookie=ids.eapol_flow_id,
-                    classifier=openolt_pb2.Classifier(eth_type=f.ETH_EAPOL, o_vid=EAPOL_VID),
+                    flow_type="upstream", network_intf_id=NNI, port_no=port_no, alloc_id=ids.allocs[tp],
+                    gemport_id=ids.gems[eapol[0]], priority=10000, cookie=ids.eapol_flow_id, tech_profile_id=tp,
+                    classifier=openolt_pb2.Classifier(eth_type=f.ETH_EAPOL, o_vid=EAPOL_VID, o_pbits=ANY_PBITS,
+                                                      pkt_tag_type="single_tag"),
                     action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True))), onu)
                 if self.forwards(onu.serial, uni_id):
                     self._ask_identity(onu, uni_id, ids.gems[eapol[0]], uni.services[eapol[0]])
@@ -821,29 +852,32 @@ class BuiltinAdapter(service.Service):
         onu.step = "authenticating"
         self._check_ready(onu)
 
-    def _schedulers(self, onu, uni_id, port_no, ids) -> tech_profile_pb2.TrafficSchedulers:
-        """The UNI's upstream (its T-CONT) and downstream scheduler, shaped by SADIS's bandwidth profiles."""
+    def _schedulers(self, onu, uni_id, port_no, alloc_id, tp=TECH_PROFILE) -> tech_profile_pb2.TrafficSchedulers:
+        """One technology profile's upstream (its T-CONT) and downstream scheduler, shaped by SADIS's bandwidth
+        profiles."""
         return tech_profile_pb2.TrafficSchedulers(
             intf_id=onu.pon, onu_id=onu.onu_id, uni_id=uni_id, port_no=port_no,
             traffic_scheds=[tech_profile_pb2.TrafficScheduler(
-                direction=direction, alloc_id=ids.alloc_id,
+                direction=direction, alloc_id=alloc_id,
                 scheduler=tech_profile_pb2.SchedulerConfig(direction=direction,
                                                            additional_bw=tech_profile_pb2.AdditionalBW_BestEffort,
                                                            priority=0, weight=0,
                                                            sched_policy=tech_profile_pb2.Hybrid),
-                traffic_shaping_info=mef_shaping(profile), tech_profile_id=TECH_PROFILE)
+                traffic_shaping_info=mef_shaping(profile), tech_profile_id=tp)
                 for direction, profile in ((tech_profile_pb2.UPSTREAM, UPSTREAM_BANDWIDTH),
                                            (tech_profile_pb2.DOWNSTREAM, DOWNSTREAM_BANDWIDTH))])
 
-    def _queues(self, onu, uni_id, port_no, ids) -> tech_profile_pb2.TrafficQueues:
+    def _queues(self, onu, uni_id, port_no, gem, tp=TECH_PROFILE, bits=tuple(range(8))
+                ) -> tech_profile_pb2.TrafficQueues:
+        """One technology profile's GEM port, with the p-bits its 802.1p mapper gives it."""
         return tech_profile_pb2.TrafficQueues(
-            intf_id=onu.pon, onu_id=onu.onu_id, uni_id=uni_id, port_no=port_no, tech_profile_id=TECH_PROFILE,
+            intf_id=onu.pon, onu_id=onu.onu_id, uni_id=uni_id, port_no=port_no, tech_profile_id=tp,
             network_intf_id=NNI,
             traffic_queues=[tech_profile_pb2.TrafficQueue(direction=tech_profile_pb2.UPSTREAM, gemport_id=gem,
-                                                          pbit_map="0b11111111", sched_policy=tech_profile_pb2.WRR,
+                                                          pbit_map=wf.pbit_map(bits),
+                                                          sched_policy=tech_profile_pb2.WRR,
                                                           priority=0, weight=25,
-                                                          discard_policy=tech_profile_pb2.TailDrop)
-                            for gem in ids.gems.values()])
+                                                          discard_policy=tech_profile_pb2.TailDrop)])
 
     def _dhcp_flows(self, onu: AdapterOnu, uni) -> None:
         """The DHCP trap flow of every DHCP service of the UNI (once per bring-up)."""
@@ -857,15 +891,16 @@ class BuiltinAdapter(service.Service):
         for index, svc in enumerate(uni.services):
             if not svc.spec.needs_dhcp:
                 continue
-            vid, _ = uplink_tag(svc)
+            vid, pbit = uplink_tag(svc)
             flow_id = ids.dhcp_flow_ids[index]
+            tp = svc.spec.tp_id or wf.DEFAULT_TP
             self._rpc("FlowAdd", openolt_pb2.Flow(
                 access_intf_id=onu.pon, onu_id=onu.onu_id, uni_id=uni.id, flow_id=flow_id, flow_type="upstream",
-                network_intf_id=NNI, port_no=port_no, alloc_id=ids.alloc_id, gemport_id=ids.gems[index],
-                priority=10000, cookie=flow_id,
+                network_intf_id=NNI, port_no=port_no, alloc_id=ids.allocs.get(tp, ids.alloc_id),
+                gemport_id=ids.gems[index], priority=10000, cookie=flow_id, tech_profile_id=tp,
                 classifier=openolt_pb2.Classifier(eth_type=f.ETH_IPV4, ip_proto=f.IP_PROTO_UDP,
                                                   src_port=f.DHCP_CLIENT_PORT, dst_port=f.DHCP_SERVER_PORT,
-                                                  o_vid=vid, o_pbits=ANY_PBITS),
+                                                  o_vid=vid, o_pbits=pbit or ANY_PBITS, pkt_tag_type="single_tag"),
                 action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True))), onu)
         if self.forwards(onu.serial, uni.id) and uni.services:
             self._forwarding(onu, uni, ids)
@@ -874,17 +909,29 @@ class BuiltinAdapter(service.Service):
 
     def _forwarding(self, onu: AdapterOnu, uni, ids: _UniIds) -> None:
         """A bound UNI's subscriber is through EAPOL (or needs none): its ONU now tags upstream frames with the
-        C-tag (the EVTOCD rule and VLAN filter written at bring-up said 4091, EAPOL's, when it needed EAPOL), and the
-        ATT workflow's HSIA flows and the NNI's DHCP trap flow go in, as ONOS's olt and dhcpl2relay apps have them
-        installed."""
-        svc = uni.services[0]
-        if first_vid(svc) != svc.c_tag:
-            self._omci_later(onu, vlan_requests(uni, svc.c_tag, (EAPOL_VID, svc.c_tag)))
-        if not ids.hsia_flow_id:
-            pools = self.pools[onu.pon]
-            ids.hsia_flow_id, pools.flow_id = pools.flow_id, pools.flow_id + 1
-        for flow in hsia_flows(onu.pon, onu.onu_id, uni.id, uni_port_no(onu.pon, onu.onu_id, uni.id), ids, svc):
-            self._rpc("FlowAdd", flow, onu)
+        C-tag (the EVTOCD rule and VLAN filter written at bring-up said 4091, EAPOL's, when it needed EAPOL), and
+        each service's forwarding flows (oltsim.southbound.workflows), the IGMP trap flow of a service that needs
+        IGMP, the NNI's DHCP trap flow and, for a multicast service (`MC`), the OLT's multicast flow go in, as ONOS's
+        olt, dhcpl2relay, igmpproxy and mcast apps have them installed."""
+        services = wf.services_of(uni)
+        if any(svc.eapol for svc in services):
+            self._omci_later(onu, vlan_requests(uni, ids))
+        pools = self.pools[onu.pon]
+        port_no = uni_port_no(onu.pon, onu.onu_id, uni.id)
+        for svc in services:
+            alloc_id, gem = ids.allocs.get(svc.tp_id, ids.alloc_id), ids.gems[svc.index]
+            if not svc.multicast and svc.index not in ids.fwd_flow_ids:
+                ids.fwd_flow_ids[svc.index], pools.flow_id = pools.flow_id, pools.flow_id + 1
+            for flow in wf.forwarding_flows(svc, onu.pon, onu.onu_id, uni.id, port_no,
+                                            ids.fwd_flow_ids.get(svc.index, 0), alloc_id, gem, NNI):
+                self._rpc("FlowAdd", flow, onu)
+            if svc.igmp:
+                if svc.index not in ids.igmp_flow_ids:
+                    ids.igmp_flow_ids[svc.index], pools.flow_id = pools.flow_id, pools.flow_id + 1
+                self._rpc("FlowAdd", wf.igmp_trap_flow(svc, onu.pon, onu.onu_id, uni.id, port_no,
+                                                       ids.igmp_flow_ids[svc.index], alloc_id, gem, NNI), onu)
+            if svc.multicast and not self._multicast_flow:
+                self._multicast_flow = self._rpc("FlowAdd", wf.multicast_flow(svc, MULTICAST_FLOW_ID, NNI), onu)
         if not self._nni_dhcp_trap:
             self._nni_dhcp_trap = self._rpc("FlowAdd", nni_dhcp_trap_flow(), onu)
 
@@ -1023,12 +1070,6 @@ class BuiltinAdapter(service.Service):
 
 # ---- the data plane's OMCI and flows, as VOLTHA's ONU and OLT adapters write them -----------------------------------
 
-def first_vid(svc) -> int:
-    """The VLAN the ONU first tags a bound UNI's upstream frames with: 4091 while its service still has to
-    authenticate (the EAPOL trap flow matches it), else the service's C-tag."""
-    return EAPOL_VID if svc.spec.needs_eapol else svc.c_tag
-
-
 def _u16(value: int) -> bytes:
     return value.to_bytes(2, "big")
 
@@ -1052,17 +1093,17 @@ def vtfd_list(vids) -> bytes:
     return b"".join(_u16(vid) for vid in vids + [0] * (12 - len(vids)))
 
 
-def bridge_requests(uni, ids: _UniIds, vid: int) -> list:
-    """The OMCI that puts a UNI on a MAC bridge towards its GEM ports and tags its upstream frames with `vid`, in
-    VOLTHA's order and numbering: MAC bridge service profile, the UNI-side bridge port (PPTP), the 802.1p mapper,
-    the ANI-side bridge port (mapper), one GEM interworking TP per GEM port, the mapper's p-bit pointers (all to the
-    first service's GEM port), the VLAN tagging filter on the ANI-side port, then the EVTOCD on the PPTP (created,
-    TPIDs and downstream mode set, then its untagged rule)."""
-    tp = TECH_PROFILE
-    bridge, mapper = MBSP_BASE + uni.id, MAPPER_BASE + uni.id + tp
-    ani_port = ANI_PORT_BASE + uni.me_id + tp
-    gems = [ids.gems[index] for index in sorted(ids.gems)]
+def bridge_requests(uni, ids: _UniIds) -> list:
+    """The OMCI that puts a UNI on a MAC bridge towards its GEM ports and tags its upstream frames as its services
+    say, in VOLTHA's order and numbering: MAC bridge service profile, the UNI-side bridge port (PPTP); per
+    technology profile its 802.1p mapper, its ANI-side bridge port (mapper), the GEM interworking TP of its GEM
+    port, the mapper's p-bit pointers (the p-bits of its services' upstream priorities, all when they set none)
+    and the VLAN tagging filter of its port (its services' C-tags, EAPOL's 4091 alone until authenticated; none
+    when a service takes any C-tag); then the EVTOCD on the PPTP (created, TPIDs and downstream mode set, then one
+    rule per service: oltsim.southbound.workflows.evtocd_rule, EAPOL's 4091 pushed first when it needs EAPOL)."""
+    bridge = MBSP_BASE + uni.id
     name = f"uni-{uni.id}"
+    services = wf.services_of(uni)
     requests = [
         # spanning tree off, learning on, port bridging on, priority, max age, hello, forward delay, unknown MAC
         # discard off, learning depth, ageing time
@@ -1071,59 +1112,62 @@ def bridge_requests(uni, ids: _UniIds, vid: int) -> list:
                  + (300).to_bytes(4, "big")),
         _Request(f"uni-port-{name}", codec.CREATE, MAC_BRIDGE_PORT_CONFIG, bridge,
                  _u16(bridge) + bytes((0, TP_TYPE_PPTP)) + _u16(uni.me_id) + _u16(0) + _u16(1) + bytes((0, 0, 0))),
-        _Request(f"mapper-{name}", codec.CREATE, DOT1P_MAPPER, mapper,
-                 _u16(NULL_POINTER) + _u16(NULL_POINTER) * 8 + bytes((0, 0, 0))),
-        _Request(f"ani-port-{name}", codec.CREATE, MAC_BRIDGE_PORT_CONFIG, ani_port,
-                 _u16(bridge) + bytes((1 + uni.id, TP_TYPE_MAPPER)) + _u16(mapper) + _u16(0) + _u16(1)
-                 + bytes((0, 0, 0))),
     ]
-    for gem in gems:
-        requests.append(_Request(f"gem-iw-{gem}", codec.CREATE, GEM_INTERWORKING_TP, gem,
-                                 _u16(gem) + bytes((IW_OPTION_MAPPER,)) + _u16(mapper) + _u16(0)
-                                 + _u16(GAL_ETHERNET_PROFILE)))
-    if gems:
-        requests.append(_Request(f"mapper-pbits-{name}", codec.SET, DOT1P_MAPPER, mapper,
-                                 _mask(*range(2, 10)) + _u16(gems[0]) * 8))
-    requests.append(_Request(f"vlan-filter-{name}", codec.CREATE, VLAN_TAGGING_FILTER, ani_port,
-                             vtfd_list([vid]) + bytes((VTFD_FORWARD_OPERATION, 1))))
+    for n, (tp, members) in enumerate(wf.profiles(services).items()):
+        gem = ids.tp_gems.get(tp)
+        if gem is None:
+            continue
+        mapper, ani_port = MAPPER_BASE + uni.id + tp, ANI_PORT_BASE + uni.me_id + tp
+        suffix = name if n == 0 else f"{name}-tp{tp}"
+        requests += [
+            _Request(f"mapper-{suffix}", codec.CREATE, DOT1P_MAPPER, mapper,
+                     _u16(NULL_POINTER) + _u16(NULL_POINTER) * 8 + bytes((0, 0, 0))),
+            _Request(f"ani-port-{suffix}", codec.CREATE, MAC_BRIDGE_PORT_CONFIG, ani_port,
+                     _u16(bridge) + bytes((1 + uni.id, TP_TYPE_MAPPER)) + _u16(mapper) + _u16(0) + _u16(1)
+                     + bytes((0, 0, 0))),
+            _Request(f"gem-iw-{gem}", codec.CREATE, GEM_INTERWORKING_TP, gem,
+                     _u16(gem) + bytes((IW_OPTION_MAPPER,)) + _u16(mapper) + _u16(0) + _u16(GAL_ETHERNET_PROFILE)),
+        ]
+        bits = wf.pbits(members)
+        requests.append(_Request(f"mapper-pbits-{suffix}", codec.SET, DOT1P_MAPPER, mapper,
+                                 _mask(*range(2, 10)) + b"".join(_u16(gem if p in bits else NULL_POINTER)
+                                                                 for p in range(8))))
+        vids = wf.filter_vids(members, authenticated=False)
+        if vids is not None:
+            requests.append(_Request(f"vlan-filter-{suffix}", codec.CREATE, VLAN_TAGGING_FILTER, ani_port,
+                                     vtfd_list(vids) + bytes((VTFD_FORWARD_OPERATION, len(vids)))))
     requests.append(_Request(f"evtocd-{name}", codec.CREATE, EVTOCD, bridge,
                              bytes((EVTOCD_ASSOCIATION_PPTP,)) + _u16(uni.me_id)))
     requests.append(_Request(f"evtocd-tpid-{name}", codec.SET, EVTOCD, bridge,
                              _mask(3, 4, 5) + _u16(TPID) + _u16(TPID) + bytes((0,))))
-    requests.append(_Request(f"evtocd-rule-{name}", codec.SET, EVTOCD, bridge,
-                             _mask(6) + evtocd_untagged_rule(vid)))
+    for svc in services:
+        rule = wf.evtocd_rule(svc, EAPOL_VID if svc.eapol else None)
+        if rule is not None:
+            suffix = name if svc.index == 0 else f"{name}-{svc.name}"
+            requests.append(_Request(f"evtocd-rule-{suffix}", codec.SET, EVTOCD, bridge, _mask(6) + rule))
     return requests
 
 
-def vlan_requests(uni, vid: int, allowed) -> list:
-    """The OMCI that changes what a bound UNI's ONU tags upstream frames with to `vid` (the untagged rule is
-    replaced: EVTOCD rows are keyed by their filter) and lets `allowed` VIDs through its bridge's filter."""
-    allowed = list(allowed)
-    ani_port = ANI_PORT_BASE + uni.me_id + TECH_PROFILE
-    return [
-        _Request(f"vlan-filter-set-uni-{uni.id}", codec.SET, VLAN_TAGGING_FILTER, ani_port,
-                 _mask(1, 3) + vtfd_list(allowed) + bytes((len(allowed),))),
-        _Request(f"evtocd-rule-set-uni-{uni.id}", codec.SET, EVTOCD, MBSP_BASE + uni.id,
-                 _mask(6) + evtocd_untagged_rule(vid)),
-    ]
-
-
-def hsia_flows(pon: int, onu_id: int, uni_id: int, port_no: int, ids: _UniIds, svc) -> list:
-    """The ATT workflow's HSIA flows of one UNI, as VOLTHA's openolt adapter installs them: upstream, frames with
-    the C-tag (single tagged, from the ONU's EVTOCD) get the S-tag pushed towards the NNI; downstream, frames with
-    the S-tag over the C-tag lose the outer tag towards the ONU."""
-    common = dict(access_intf_id=pon, onu_id=onu_id, uni_id=uni_id, flow_id=ids.hsia_flow_id, network_intf_id=NNI,
-                  port_no=port_no, alloc_id=ids.alloc_id, gemport_id=ids.gems[0], priority=HSIA_PRIORITY,
-                  cookie=ids.hsia_flow_id, tech_profile_id=TECH_PROFILE)
-    return [
-        openolt_pb2.Flow(flow_type="upstream", **common,
-                         classifier=openolt_pb2.Classifier(o_vid=svc.c_tag, pkt_tag_type="single_tag"),
-                         action=openolt_pb2.Action(o_vid=svc.s_tag, cmd=openolt_pb2.ActionCmd(add_outer_tag=True))),
-        openolt_pb2.Flow(flow_type="downstream", **common,
-                         classifier=openolt_pb2.Classifier(o_vid=svc.s_tag, i_vid=svc.c_tag,
-                                                           pkt_tag_type="double_tag"),
-                         action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(remove_outer_tag=True))),
-    ]
+def vlan_requests(uni, ids: _UniIds) -> list:
+    """The OMCI that changes what a bound UNI's ONU tags an authenticated service's upstream frames with, from
+    EAPOL's 4091 to its C-tag (the rule is replaced: EVTOCD rows are keyed by their filter), and lets [4091, C-tags]
+    through its profile's bridge port filter."""
+    services = wf.services_of(uni)
+    requests = []
+    for tp, members in wf.profiles(services).items():
+        if not any(s.eapol for s in members):
+            continue
+        vids = wf.filter_vids(members)
+        if vids is not None:
+            requests.append(_Request(f"vlan-filter-set-uni-{uni.id}", codec.SET, VLAN_TAGGING_FILTER,
+                                     ANI_PORT_BASE + uni.me_id + tp, _mask(1, 3) + vtfd_list(vids)
+                                     + bytes((len(vids),))))
+    for svc in services:
+        rule = wf.evtocd_rule(svc) if svc.eapol else None
+        if rule is not None:
+            requests.append(_Request(f"evtocd-rule-set-uni-{uni.id}", codec.SET, EVTOCD, MBSP_BASE + uni.id,
+                                     _mask(6) + rule))
+    return requests
 
 
 def nni_dhcp_trap_flow() -> openolt_pb2.Flow:
