@@ -129,10 +129,13 @@ def test_every_value_referenced_exists():
 
 
 def test_ports_agree_everywhere():
-    """values.yaml ports, the Settings defaults and the Dockerfile's EXPOSE name the same seven ports."""
+    """values.yaml ports, the Settings defaults and the Dockerfile's EXPOSE name the same seven TCP ports, and the
+    same UDP port for the data plane's VXLAN attachments."""
     defaults = {f.name: f.default for f in fields(Settings) if f.name in LISTENER_FIELDS}
     assert {name: int(value.split(":")[1]) for name, value in defaults.items()} == values()["ports"]
     assert set(values()["ports"].values()) == set(dockerfile_exposed())
+    vxlan_port = next(f.default for f in fields(Settings) if f.name == "vxlan_port")
+    assert dockerfile_exposed("udp") == [vxlan_port] == [values()["dataplane"]["vxlanPort"]]
 
 
 def test_default_services_load():
@@ -167,6 +170,8 @@ def render_oltsim_yaml(tree: dict, olt: dict) -> str:
     def evaluate(body: str) -> str:
         if m := re.fullmatch(r"int \$olt\.(\w+)", body):
             return str(int(olt[m.group(1)]))
+        if m := re.fullmatch(r"int \$\.Values\.([\w.]+)", body):
+            return str(int(_lookup(tree, m.group(1))))
         if m := re.fullmatch(r"\$olt\.(\w+)", body):
             value = olt[m.group(1)]
             return json.dumps(value) if isinstance(value, bool) else str(value)
@@ -301,8 +306,11 @@ def final_stage() -> list[tuple[str, str]]:
     return instructions[last_from:]
 
 
-def dockerfile_exposed() -> list[int]:
-    return [int(port) for word, args in final_stage() if word == "EXPOSE" for port in args.split()]
+def dockerfile_exposed(protocol: str = "tcp") -> list[int]:
+    """The ports the runtime stage EXPOSEs for `protocol` (a port without /PROTOCOL is TCP's)."""
+    ports = [port if "/" in port else f"{port}/tcp" for word, args in final_stage() if word == "EXPOSE"
+             for port in args.split()]
+    return [int(port.partition("/")[0]) for port in ports if port.partition("/")[2] == protocol]
 
 
 def test_dockerfile_is_multi_stage_on_python_311_slim():
@@ -328,8 +336,10 @@ def test_dockerfile_runs_as_a_non_root_user():
 
 
 def test_dockerfile_exposes_the_ports_and_runs_twistd():
-    """EXPOSE names the five API ports, SADIS and DMI; the entry point is twistd in the foreground without a pidfile."""
+    """EXPOSE names the five API ports, SADIS and DMI, and the data plane's VXLAN UDP port; the entry point is twistd
+    in the foreground without a pidfile."""
     assert sorted(dockerfile_exposed()) == [50060, 50070, 50071, 50072, 50073, 50074, 50075]
+    assert dockerfile_exposed("udp") == [4789]
     entrypoint = json.loads(next(args for word, args in final_stage() if word == "ENTRYPOINT"))
     assert Path(entrypoint[0]).name == "twistd" and entrypoint[1:] == ["--nodaemon", "--pidfile=", "oltsim"]
 
@@ -406,3 +416,40 @@ def test_packaged_configs_load_cleanly():
     settings = load_settings({"services": str(configs / "services.yaml"), "pon_ranges_path":
                               str(configs / "pon-config.yaml"), "pon": 16, "onu": 32}, None)
     assert settings.warnings == ()
+
+
+# ---- the data plane ---------------------------------------------------------------------------------------------
+
+
+def test_rendered_config_without_the_data_plane_has_none(tmp_path):
+    """By default no data-plane key is rendered: oltsim makes no data plane (no UNI or NNI attachment)."""
+    settings = load_rendered(tmp_path, values())
+    assert (settings.attachment, settings.uni_interfaces, settings.nni_untagged_interface) == ("tap", "", "")
+
+
+def test_rendered_config_carries_the_data_plane_settings(tmp_path):
+    """With dataplane.enabled every OLT's oltsim.yaml takes the data-plane values: VXLAN attachments on the given
+    port, the UNIs and NNIs they carry, the fixed remote, hold, VNI base and MTU, loading without a warning."""
+    tree = values()
+    tree["dataplane"].update(enabled=True, uniInterfaces="all", nniInterface="nni", vxlanPort=4790,
+                             vxlanRemote="192.0.2.9", vxlanHold=60, vniBase=5000, nniMtu=1600)
+    settings = load_rendered(tmp_path, tree, {"id": 4, "adapter": "builtin"})
+    assert settings.warnings == ()
+    assert (settings.attachment, settings.uni_interfaces, settings.nni_interface, settings.nni_untagged_interface) == (
+        "vxlan", "all", "nni", "nniu")
+    assert (settings.vxlan_port, settings.vxlan_listen, settings.vxlan_remote, settings.vxlan_hold) == (
+        4790, "", "192.0.2.9", 60)
+    assert (settings.vxlan_vni_base, settings.nni_mtu, settings.adapter) == (5000, 1600, "builtin")
+
+
+def test_the_vxlan_port_is_a_udp_port_of_the_container_and_the_service_with_the_data_plane_only():
+    """The container and the Service get the UDP port `vxlan` (dataplane.vxlanPort) inside `if
+    dataplane.enabled`; rendering refuses any attachment but vxlan."""
+    for name, target in (("deployment.yaml", "containerPort"), ("service.yaml", "port")):
+        text = (TEMPLATES / name).read_text()
+        block = text.split("{{- if $.Values.dataplane.enabled }}", 1)[1].split("{{- end }}", 1)[0]
+        assert "- name: vxlan" in block and "protocol: UDP" in block, name
+        assert f"{target}: {{{{ int $.Values.dataplane.vxlanPort }}}}" in block, name
+    helpers = (TEMPLATES / "_helpers.tpl").read_text()
+    assert 'define "oltsim.checkDataplane"' in helpers and "only vxlan runs in this chart's pods" in helpers
+    assert (TEMPLATES / "deployment.yaml").read_text().count('include "oltsim.checkDataplane" .') == 1

@@ -116,3 +116,13 @@ The image reference.
 {{- $image := .Values.images.oltsim -}}
 {{- printf "%s%s:%s" $image.registry $image.repository (default .Chart.AppVersion $image.tag) -}}
 {{- end -}}
+
+{{/*
+Fails rendering when the data plane is enabled with anything but VXLAN attachments: TAP interfaces need NET_ADMIN,
+/dev/net/tun and root, which this chart's pods do not have.
+*/}}
+{{- define "oltsim.checkDataplane" -}}
+{{- if and .Values.dataplane.enabled (ne (toString .Values.dataplane.attachment) "vxlan") -}}
+{{- fail (printf "dataplane.attachment %q: only vxlan runs in this chart's pods (TAP interfaces need NET_ADMIN, /dev/net/tun and root)" (toString .Values.dataplane.attachment)) -}}
+{{- end -}}
+{{- end -}}
