@@ -276,6 +276,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("nni_mtu", "int", 1500, "the largest payload (after the tags) of a frame on the NNI interfaces; a "
             "larger frame is dropped and counted as oversize, never cut (default {default}; jumbo frames up to "
             "16000)", option="nni-mtu", yaml="bbsim.nni_mtu", check=Between(68, 16000)),
+    Setting("dataplane_offload", "str", "auto", "auto: the TAP interfaces take the kernel's offloads (a virtio-net "
+            "header, partial checksums, TCP GSO super-frames of up to 64 KiB: a TCP stream crosses in 64 KiB "
+            "segments), plain frames where the kernel refuses; off: plain frames of at most the MTU (default "
+            "{default})", option="dataplane-offload", yaml="bbsim.dataplane_offload", check=OneOf(("auto", "off"))),
+    Setting("dataplane_queue_bytes", "int", 1 << 20, "bytes a UNI interface's queue holds before the interface "
+            "stops reading (the kernel's TAP queue holds the rest); an NNI's holds 4 times as much (default "
+            "{default})", option="dataplane-queue-bytes", yaml="bbsim.dataplane_queue_bytes",
+            check=Between(1 << 16, 1 << 28)),
     Setting("attachment", "str", "tap", "what the data plane's UNIs and NNIs are: tap (Linux TAP interfaces, "
             "CAP_NET_ADMIN) or vxlan (VXLAN segments on one UDP port, no privilege; the interface names label them; "
             "docs/dataplane.md, VXLAN attachments) (default {default})", option="attachment",
@@ -409,6 +417,8 @@ class Settings:
     nni_untagged_interface: str = ""
     capture_data_frames: bool = False
     nni_mtu: int = 1500
+    dataplane_offload: str = "auto"
+    dataplane_queue_bytes: int = 1 << 20
     attachment: str = "tap"
     vxlan_port: int = 4789
     vxlan_listen: str = ""

@@ -253,7 +253,11 @@ def _build_dataplane(settings, reactor, olt, path: FramePath, capture=None) -> l
     # the bandwidth profiles (the adapter's traffic schedulers) shape the frames of each T-CONT and downstream
     # scheduler; a frame of none passes as it is
     # (the front has the pipeline from now on: the service adds it again at its start and removes it at its stop)
+    # --dataplane-offload auto: TAPs with the kernel's offloads (GSO super-frames); --dataplane-queue-bytes: each
+    # interface's queue
     service = DataPlaneService(olt, pipeline, plan, reactor, exit_on_failure=True, vxlan=vxlan, shaper=Shaper(),
+                               offload=settings.dataplane_offload.lower() != "off",
+                               queue_bytes=settings.dataplane_queue_bytes,
                                front=path.front)
     path.front.add(pipeline, service.deliver)
     if path.pm is not None:

@@ -7,10 +7,16 @@ of ``SERIAL/UNI``.
 
 Frames: each interface is a `TapPort` (Twisted's `TuntapPort`, so the unit tests run it on
 `twisted.pair.testing.MemoryIOSystem`): the port reads, at most `burst` frames per reactor turn, and its protocol (a
-`FrameQueue`) queues them, bounded in frames (what does not fit is dropped and counted as ``queue-full``); a full
-queue stops the port reading, so that the kernel's own TAP queue holds the rest. One `Pump` hands the queued frames
-on, round-robin over the ports, at most `budget` frames per reactor turn: a flood on one UNI costs its own queues
-and its share of a turn, and the control plane runs between turns.
+`FrameQueue`) queues them, bounded in bytes (what does not fit is dropped and counted as ``queue-full``); a full
+queue stops the port reading, at once, so that the kernel's own TAP queue holds the rest. One `Pump` hands the
+queued frames on, round-robin over the ports, at most `budget` frames per reactor turn: a flood on one UNI costs its
+own queues and its share of a turn, and the control plane runs between turns.
+
+Offloads (`offload=True`, as QEMU opens a guest's TAP): the TAP is opened with IFF_VNET_HDR, a virtio-net header
+(`oltsim.dataplane.vnet`) in front of every frame read and written, and TUNSETOFFLOAD tells the kernel the reader
+takes partial checksums and TCP (and UDP, where the kernel knows USO) GSO super-frames: the RG's or server's TCP
+then hands over 64 KiB at a time, and a super-frame written is delivered whole to the stack behind the TAP. A
+kernel that refuses any of it gets the TAP opened again without (`TapPort.offload_refused` says why).
 """
 from __future__ import annotations
 
@@ -18,15 +24,18 @@ import errno
 import fcntl
 import os
 import struct
+import sys
 from collections import deque
 from dataclasses import dataclass
 
 from twisted.internet.protocol import AbstractDatagramProtocol
 from twisted.pair.ethernet import IEthernetProtocol
-from twisted.pair.tuntap import TuntapPort
+from twisted.internet.error import CannotListenError
+from twisted.pair.tuntap import TunnelFlags, TuntapPort
 from twisted.python import failure
 from zope.interface import implementer
 
+from oltsim.dataplane import vnet
 from oltsim.dataplane.names import check_name, parse_uni_spec, uni_interface_name
 from oltsim.dataplane.netns import HostError
 from oltsim.logs import logger
@@ -34,10 +43,11 @@ from oltsim.suggest import serial_hint
 
 log = logger("oltsim.dataplane")
 
-#: Frames one port's queue holds before it drops (about 1.5 MB of full-size frames); an NNI port, which carries
-#: every UNI's downstream traffic, holds NNI_QUEUE_FRAMES.
-QUEUE_FRAMES = 1024
-NNI_QUEUE_FRAMES = 4096
+#: Bytes one port's queue holds before it stops reading (16 super-frames of 64 KiB, about 700 full-size frames, 116
+#: jumbo frames: a jumbo-frame flood holds about 1 MiB per UNI); an NNI port, which carries every UNI's downstream
+#: traffic, holds NNI_QUEUE_BYTES.
+QUEUE_BYTES = 1 << 20
+NNI_QUEUE_BYTES = 4 << 20
 #: Frames one port reads per reactor turn.
 BURST = 16
 #: Frames the pump hands on per reactor turn, over all ports, and per port in one round: small, so that the control
@@ -47,9 +57,22 @@ BUDGET = 16
 PER_ROUND = 8
 #: The largest frame read (jumbo frames with two tags fit).
 MAX_FRAME = 16384
+#: The largest read of a TAP with offloads: a 64 KiB GSO super-frame (GSO_MAX_SIZE), its virtio-net header, tags
+MAX_SUPER_FRAME = 65536 + 256
 _RETRY_READ = (errno.EAGAIN, errno.EWOULDBLOCK, errno.EINTR)
 #: ioctl TUNSETCARRIER (_IOW('T', 226, int), Linux 5.0+): the TAP's carrier, as the RG sees its link
 TUNSETCARRIER = 0x400454E2
+#: ioctls of a TAP with a virtio-net header (linux/if_tun.h): the offloads the reader takes (an unsigned int by
+#: value), the header's size and its byte order (ints by pointer)
+TUNSETOFFLOAD = 0x400454D0
+TUNSETVNETHDRSZ = 0x400454D8
+TUNSETVNETLE = 0x400454DC
+TUN_F_CSUM, TUN_F_TSO4, TUN_F_TSO6, TUN_F_TSO_ECN, TUN_F_USO4, TUN_F_USO6 = 0x01, 0x02, 0x04, 0x08, 0x20, 0x40
+#: the offloads asked for, most first: USO where the kernel has it (Linux 6.2), TSO, checksums alone
+OFFLOADS = (TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN | TUN_F_USO4 | TUN_F_USO6,
+            TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6 | TUN_F_TSO_ECN,
+            TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6,
+            TUN_F_CSUM)
 
 
 # ---- which UNIs, and their names (oltsim.dataplane.names) -------------------------------------------------
@@ -133,19 +156,23 @@ def plan_interfaces(olt, spec, *, prefix: str = "", netns: bool = False, nni: st
 @implementer(IEthernetProtocol)
 class FrameQueue(AbstractDatagramProtocol):
     """The protocol of one TapPort: the whole Ethernet frames its port reads, queued for `pump` (`pump.wake(port)`)
-    up to `queue_frames` and counted, and the frames written out of its port, counted, the kernel's refusals by
-    errno. A frame read while the queue is full is dropped and counted as ``queue-full``. A full queue stops the
-    port reading (the kernel's own TAP queue holds, and drops, what comes next) until the pump has taken enough
-    for a whole `burst` to fit again."""
+    up to `queue_bytes` and counted, and the frames written out of its port, counted, the kernel's refusals by
+    errno. A frame read while the queue holds `queue_bytes` or more is dropped and counted as ``queue-full``. A full
+    queue stops the port reading (the kernel's own TAP queue holds, and drops, what comes next) until the pump has
+    taken half of it. `header` is the virtio-net header's size in front of each frame read and written (0: none;
+    the port sets it when it opens with offloads): its octets count in no byte counter."""
 
     noisy = False  # no "Starting protocol" line per interface
 
-    def __init__(self, pump, queue_frames: int = QUEUE_FRAMES, burst: int = BURST):
+    def __init__(self, pump, queue_bytes: int = QUEUE_BYTES, burst: int = BURST):
         self.pump = pump
         self.queue: deque[bytes] = deque()
-        self.queue_frames = queue_frames
-        self.resume_at = max(0, queue_frames - burst)
+        self.queue_bytes = queue_bytes
+        self.queued_bytes = 0
+        self.resume_at = queue_bytes // 2
+        self.burst = burst
         self.paused = False
+        self.header = 0
         self.rx_frames = self.rx_bytes = 0
         self.tx_frames = self.tx_bytes = 0
         self.dropped = {}                   # reason -> frames
@@ -155,39 +182,46 @@ class FrameQueue(AbstractDatagramProtocol):
 
     def datagramReceived(self, data, partial=0):
         self.rx_frames += 1
-        self.rx_bytes += len(data)
-        queue = self.queue
-        queued = len(queue)
-        if queued >= self.queue_frames:
-            # read in the readable event whose earlier frame filled the queue
+        self.rx_bytes += len(data) - self.header
+        queued = self.queued_bytes
+        if queued >= self.queue_bytes:
+            # read in the readable event whose earlier frame filled the queue (a VXLAN attachment's: its socket is
+            # every attachment's and does not stop)
             self._drop("queue-full")
             return
-        queue.append(data)
-        if queued + 1 >= self.queue_frames:
+        self.queue.append(data)
+        self.queued_bytes = queued + len(data)
+        if self.queued_bytes >= self.queue_bytes:
             self.paused = True
             self.transport.stopReading()
         if not queued:   # a queue with frames is the pump's already
             self.pump.wake(self.transport)
 
-    def taken(self) -> None:
-        """The pump took frames from the queue: a port stopped by a full queue reads again once a burst fits."""
-        if self.paused and len(self.queue) <= self.resume_at and self.transport is not None:
+    def taken(self, octets: int) -> None:
+        """The pump took frames of `octets` bytes from the queue: a port stopped by a full queue reads again once half
+        of it is free."""
+        self.queued_bytes -= octets
+        if self.paused and self.queued_bytes <= self.resume_at and self.transport is not None:
             self.paused = False
             self.transport.startReading()
 
     def stopProtocol(self):
         """The port is closed: there is no reading to start again."""
         self.paused = False
+        self.queued_bytes = 0
 
-    def send(self, frame: bytes) -> bool:
-        """Write one frame out of the port; False (counted by errno) when the kernel refuses it, or the port is
-        closed."""
+    def send(self, frame: bytes, header: bytes | None = None) -> bool:
+        """Write one frame out of the port, after `header` (its virtio-net header; None: `vnet.PLAIN`) when the port
+        has offloads; False (counted by errno) when the kernel refuses it, or the port is closed."""
         transport = self.transport
         if transport is None:
             self._drop("interface-closed")
             return False
         try:
-            transport.write(frame)
+            if self.header:
+                transport.write_with_header(header or vnet.PLAIN, frame)
+            else:
+                transport.write(frame)
         except OSError as exc:
             self._drop(f"write-{errno.errorcode.get(exc.errno, exc.errno)}".lower())
             return False
@@ -199,9 +233,10 @@ class FrameQueue(AbstractDatagramProtocol):
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
 
     def counters(self) -> dict:
-        """Frames and bytes read and written, frames queued, drops by reason."""
+        """Frames and bytes read and written, frames and bytes queued, drops by reason."""
         return {"rx_frames": self.rx_frames, "rx_bytes": self.rx_bytes, "tx_frames": self.tx_frames,
-                "tx_bytes": self.tx_bytes, "queued": len(self.queue), "dropped": dict(self.dropped)}
+                "tx_bytes": self.tx_bytes, "queued": len(self.queue), "queued_bytes": self.queued_bytes,
+                "dropped": dict(self.dropped)}
 
 
 class _HostSystem:
@@ -213,31 +248,36 @@ class _HostSystem:
     open = staticmethod(os.open)
     read = staticmethod(os.read)
     write = staticmethod(os.write)
+    writev = staticmethod(os.writev)
     close = staticmethod(os.close)
     ioctl = staticmethod(fcntl.ioctl)
 
 
 class _BurstReads:
     """The I/O system under one TapPort: every call goes on to `system`, but a readable event reads at most `burst`
-    frames. The read after the `burst`-th answers EAGAIN, which ends TuntapPort.doRead as an empty kernel queue
-    does: doRead's own bound (maxThroughput) is in bytes, and 256 KiB of 64-byte frames is 4096 reads, one UNI's
-    flood holding the reactor for milliseconds. A read the kernel fails for good (the interface taken away) goes
-    to `lost(error)`, which closes the port, and ends the event the same way: one line, not the reactor's
-    traceback of a doRead that raised."""
+    frames, and none once `full()` (the port's queue is full). The read after the `burst`-th answers EAGAIN, which
+    ends TuntapPort.doRead as an empty kernel queue does: doRead's own bound (maxThroughput) is in bytes, and 256 KiB
+    of 64-byte frames is 4096 reads, one UNI's flood holding the reactor for milliseconds. A read the kernel fails
+    for good (the interface taken away) goes to `lost(error)`, which closes the port, and ends the event the same
+    way: one line, not the reactor's traceback of a doRead that raised. `writev` writes a header and a frame as one
+    (a system without it: joined)."""
 
-    def __init__(self, system, burst: int, lost):
+    def __init__(self, system, burst: int, lost, full):
         self.O_RDWR, self.O_NONBLOCK, self.O_CLOEXEC = system.O_RDWR, system.O_NONBLOCK, system.O_CLOEXEC
         self.open, self.write, self.close, self.ioctl = system.open, system.write, system.close, system.ioctl
-        self.read = _reading(system.read, burst, lost)
+        writev = getattr(system, "writev", None)
+        self.writev = writev if writev is not None else (lambda fd, parts: system.write(fd, b"".join(parts)))
+        self.read = _reading(system.read, burst, lost, full)
 
 
-def _reading(read, burst: int, lost):
-    """`read`, at most `burst` frames a readable event (a closure: it runs once per frame read)."""
+def _reading(read, burst: int, lost, full):
+    """`read`, at most `burst` frames a readable event and none while `full()` (a closure: it runs once per frame
+    read)."""
     left = burst
 
     def read_in_burst(fd: int, limit: int) -> bytes:
         nonlocal left
-        if not left:
+        if not left or full():
             left = burst
             raise BlockingIOError(errno.EAGAIN, "the burst of this readable event is read")
         try:
@@ -259,20 +299,28 @@ class TapPort(TuntapPort):
 
     `pump` (a `Pump`) is woken when frames are queued. `key` is what the pump's handler gets with each frame (the
     UNI's (serial, uni_id), or "nni" / "nni-untagged"). `system` and `reactor` as TuntapPort's (tests: a
-    MemoryIOSystem and a MemoryReactorClock)."""
+    MemoryIOSystem and a MemoryReactorClock). `offload`: open it with a virtio-net header and the kernel's offloads
+    (`vnet_header` then says so, `offloads` holds the TUN_F_ flags the kernel took); a kernel that refuses gets it
+    opened without (`offload_refused`: why)."""
 
-    def __init__(self, name: str, key, pump, *, queue_frames: int = QUEUE_FRAMES, burst: int = BURST,
-                 reactor=None, system=None):
+    def __init__(self, name: str, key, pump, *, queue_bytes: int = QUEUE_BYTES, burst: int = BURST,
+                 offload: bool = False, reactor=None, system=None):
         # the port's own handle on its I/O system: TuntapPort offers no ioctl, and the carrier's goes to the same
         # descriptors as its reads and writes (a MemoryIOSystem's in tests)
-        self.io = _BurstReads(system if system is not None else _HostSystem(), burst, self._lost)
-        super().__init__(name.encode("ascii"), FrameQueue(pump, queue_frames, burst), maxPacketSize=MAX_FRAME,
+        self.io = _BurstReads(system if system is not None else _HostSystem(), burst, self._lost,
+                              lambda: self.protocol.paused)
+        super().__init__(name.encode("ascii"), FrameQueue(pump, queue_bytes, burst), maxPacketSize=MAX_FRAME,
                          reactor=reactor, system=self.io)
         # the burst ends a readable event, not TuntapPort's bound in bytes: a burst of the largest frames is under it
         self.maxThroughput = (burst + 1) * MAX_FRAME
+        self.burst = burst
         self.name = name
         self.key = key
         self.carrier = True
+        self.offload = offload
+        self.vnet_header = False
+        self.offloads = 0
+        self.offload_refused: str | None = None
 
     @property
     def queue(self) -> deque:
@@ -293,6 +341,64 @@ class TapPort(TuntapPort):
             text = getattr(reason, "strerror", None) or str(reason)
             raise HostError(f"interface {self.name} cannot be made: {text}") from None
         log.debug("dataplane-interface-opened interface={name}", name=self.name)
+
+    def _bindSocket(self):
+        """Open the TAP: with a virtio-net header and offloads when asked and the kernel takes them, else plain."""
+        if not self.offload:
+            super()._bindSocket()
+            return
+        self._mode = TunnelFlags.IFF_TAP | TunnelFlags.IFF_VNET_HDR
+        try:
+            super()._bindSocket()
+        except CannotListenError as exc:
+            self._plain(f"IFF_VNET_HDR: {getattr(exc.socketError, 'strerror', None) or exc}")
+            return
+        try:
+            self._set_offloads()
+        except OSError as exc:
+            self.io.close(self._fileno)
+            self.connected = 0
+            self._plain(exc.strerror or str(exc))
+            return
+        self.vnet_header = True
+        self.protocol.header = vnet.SIZE
+        self.maxPacketSize = MAX_SUPER_FRAME
+        self.maxThroughput = (self.burst + 1) * MAX_SUPER_FRAME
+
+    def _set_offloads(self) -> None:
+        """The header's size and byte order, then the most offloads the kernel takes; OSError when it takes none."""
+        fd = self._fileno
+        self.io.ioctl(fd, TUNSETVNETHDRSZ, struct.pack("i", vnet.SIZE))
+        try:
+            self.io.ioctl(fd, TUNSETVNETLE, struct.pack("i", 1))
+        except OSError:
+            if sys.byteorder != "little":   # a little-endian host's TAP uses little-endian headers by default
+                raise
+        refused = None
+        for flags in OFFLOADS:
+            try:
+                self.io.ioctl(fd, TUNSETOFFLOAD, flags)
+            except OSError as exc:
+                refused = exc
+                continue
+            self.offloads = flags
+            return
+        raise refused
+
+    def _plain(self, why: str) -> None:
+        """The kernel refused the header or the offloads: the TAP opened again without them."""
+        self.offload_refused = why
+        self._mode = TunnelFlags.IFF_TAP
+        super()._bindSocket()
+
+    def write_with_header(self, header: bytes, frame: bytes) -> None:
+        """Write `frame` after its virtio-net header `header`, in one write; OSError as the kernel refuses."""
+        while True:
+            try:
+                self.io.writev(self._fileno, (header, frame))
+                return
+            except InterruptedError:
+                continue
 
     def close(self) -> None:
         """Stop reading and close the descriptor now (the kernel removes the interface), whatever state it is in."""
@@ -324,13 +430,14 @@ class TapPort(TuntapPort):
         self.carrier = on
         return True
 
-    def send(self, frame: bytes) -> bool:
-        """Write one frame out of the interface (the protocol's `send`)."""
-        return self.protocol.send(frame)
+    def send(self, frame: bytes, header: bytes | None = None) -> bool:
+        """Write one frame out of the interface, after `header` when it has offloads (the protocol's `send`)."""
+        return self.protocol.send(frame, header)
 
     def counters(self) -> dict:
-        """This interface's frames and bytes read and written, and its drops by reason."""
-        return {"name": self.name, "carrier": self.carrier, **self.protocol.counters()}
+        """This interface's frames and bytes read and written, its drops by reason, and its offloads (the TUN_F_
+        flags the kernel took; 0 for none)."""
+        return {"name": self.name, "carrier": self.carrier, "offloads": self.offloads, **self.protocol.counters()}
 
 
 class Pump:
@@ -368,8 +475,10 @@ class Pump:
             queue = frames.queue
             take = min(self.per_round, budget, len(queue))
             budget -= take
+            octets = 0
             for _ in range(take):
                 frame = queue.popleft()
+                octets += len(frame)
                 try:
                     self.handle(port, frame)
                 except Exception:
@@ -377,8 +486,7 @@ class Pump:
                     if self.failures == 1:
                         log.failure("dataplane-frame-failed interface={name} (later failures are only counted)",
                                     name=port.name)
-            if frames.paused:
-                frames.taken()
+            frames.taken(octets)
             if queue and port.connected:
                 ready.append(port)
             else:

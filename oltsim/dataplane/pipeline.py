@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from oltsim.dataplane import multicast, states
+from oltsim.dataplane import multicast, states, vnet
 from oltsim.dataplane.flows import FlowTable
 from oltsim.dataplane.onupath import compile_onu_part
 from oltsim.dataplane.vlan import tag, tags_bytes
@@ -73,12 +73,15 @@ class ToUni:
     uni_id: int
     frame: bytes
     queue: tuple | None = field(default=None, compare=False)
+    vnet: bytes | None = field(default=None, compare=False)
 
-    def __init__(self, serial: str, uni_id: int, frame: bytes, queue: tuple | None = None):
+    def __init__(self, serial: str, uni_id: int, frame: bytes, queue: tuple | None = None,
+                 vnet: bytes | None = None):
         _set(self, "serial", serial)
         _set(self, "uni_id", uni_id)
         _set(self, "frame", frame)
         _set(self, "queue", queue)
+        _set(self, "vnet", vnet)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -88,10 +91,12 @@ class ToNni:
     UplinkPacketOut); not compared."""
     frame: bytes
     queue: tuple | None = field(default=None, compare=False)
+    vnet: bytes | None = field(default=None, compare=False)
 
-    def __init__(self, frame: bytes, queue: tuple | None = None):
+    def __init__(self, frame: bytes, queue: tuple | None = None, vnet: bytes | None = None):
         _set(self, "frame", frame)
         _set(self, "queue", queue)
+        _set(self, "vnet", vnet)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -100,10 +105,12 @@ class ToNniUntagged:
     `queue` as `ToNni`'s."""
     frame: bytes
     queue: tuple | None = field(default=None, compare=False)
+    vnet: bytes | None = field(default=None, compare=False)
 
-    def __init__(self, frame: bytes, queue: tuple | None = None):
+    def __init__(self, frame: bytes, queue: tuple | None = None, vnet: bytes | None = None):
         _set(self, "frame", frame)
         _set(self, "queue", queue)
+        _set(self, "vnet", vnet)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +154,8 @@ REASONS = (
     "foreign-tag",        # from the NNI, a DHCP answer under VLANs other than those of the UNI its client MAC is with
     "tpid",               # a tag whose TPID the port does not take (the UNI: 0x8100 or its EVTOCD's input TPID; the
                           # NNI: 0x8100 or one a flow names), or a third tag
+    "gso-unsupported",    # a GSO super-frame (oltsim.dataplane.vnet) where only whole frames go: trapped to the
+                          # adapter, or to a multicast group
     "queue-full",         # reserved for the caller: the interface's bounded queue was full
     "shaper",             # reserved for the caller: the T-CONT's or downstream scheduler's queue was full
 )
@@ -179,6 +188,41 @@ def _chaddr(frame: bytes, cut: int) -> bytes:
 def _vids(octets: bytes) -> tuple:
     """The VLAN ids of tag octets, outermost first."""
     return tuple(((octets[i + 2] & 0xF) << 8) | octets[i + 3] for i in range(0, len(octets) - 3, 4))
+
+
+def _gso(header: bytes, frame: bytes, cut: int, mtu: int, counter: _Counter) -> tuple | str:
+    """A GSO super-frame read with virtio-net header `header` (its EtherType at `cut`): judged by its segments'
+    size against `mtu` and counted in `counter` as its segments on the wire; (segments - 1, octets on the wire -
+    len(frame)) for the outputs' counters, or the reason to drop it."""
+    try:
+        if vnet.segment_size(header, frame, cut) > mtu:
+            return "oversize"
+        segments, octets = vnet.on_wire(header, frame)
+    except vnet.VnetError:
+        return "malformed"
+    counter.rx_frames += segments - 1
+    counter.rx_bytes += octets - len(frame)
+    return (segments - 1, octets - len(frame))
+
+
+def _count_gso(counter, extra: tuple, delta: int) -> None:
+    """The segments and header octets past the first of a GSO super-frame sent (`extra` from `_gso`) whose tags
+    grew by `delta` octets (negative: shrank), added to `counter` (a _Counter, or a flow's [frames, bytes])."""
+    if type(counter) is list:
+        counter[0] += extra[0]
+        counter[1] += extra[1] + extra[0] * delta
+    else:
+        counter.tx_frames += extra[0]
+        counter.tx_bytes += extra[1] + extra[0] * delta
+
+
+def _whole(header: bytes, frame: bytes, delta: int) -> bytes | None:
+    """`frame` (its tags `delta` octets more than when its header was read) with the checksum its header left to
+    finish finished, for a destination that takes no header (the adapter); None for a GSO super-frame."""
+    try:
+        return vnet.completed(vnet.shifted(header, delta), frame)
+    except vnet.VnetError:
+        return None
 
 
 def _link_local(frame: bytes) -> bool:
@@ -402,9 +446,11 @@ class DataPlane:
 
     # ---- upstream -----------------------------------------------------------------------------------------------
 
-    def from_uni(self, serial: str, uni_id: int, frame: bytes) -> list:
+    def from_uni(self, serial: str, uni_id: int, frame: bytes, header: bytes | None = None) -> list:
         """A frame the RG sent on the UNI's interface: upstream through EVTOCD, filter, GEM, then the OLT's flows:
-        `ToNni`/`ToNniUntagged`, `PacketIn`, or `Dropped`."""
+        `ToNni`/`ToNniUntagged`, `PacketIn`, or `Dropped`. `header`: the frame's virtio-net header (a checksum to
+        finish, a GSO super-frame; `oltsim.dataplane.vnet`), which its outputs carry adjusted to their tags (a
+        trapped frame's checksum is finished; a trapped super-frame is dropped)."""
         bound = self._bound.get((serial, uni_id)) or self._lookup(serial, uni_id)
         if bound is None:
             return [Dropped(f"uni {serial}/{uni_id}", "not-bound")]
@@ -434,7 +480,13 @@ class DataPlane:
             return [Dropped(bound.where, "malformed")]
         old_tags, tags, ethertype, proto, ports = peeled
         size = len(frame) - len(old_tags)          # the frame as on the untagged NNI
-        if size > self._max_plain:
+        gso = None
+        if header is not None and header[1]:
+            gso = _gso(header, frame, 12 + len(old_tags), self.mtu, counter)
+            if type(gso) is str:
+                counter.drop(gso)
+                return [Dropped(bound.where, gso)]
+        elif size > self._max_plain:
             counter.drop("oversize")
             return [Dropped(bound.where, "oversize")]
         src = frame[6:12]
@@ -482,8 +534,15 @@ class DataPlane:
         flow_counter = flow.counter
         flow_counter[0] += 1
         flow_counter[1] += len(frame) - len(old_tags) + len(onu_tags)
+        if gso is not None:
+            _count_gso(flow_counter, gso, len(onu_tags) - len(old_tags))
         if watch or verdict == _TRAP:
             at_olt = frame[:12] + onu_tags + frame[cut:]
+            if header is not None and verdict == _TRAP:
+                at_olt = _whole(header, at_olt, len(onu_tags) - len(old_tags))
+                if at_olt is None:
+                    counter.drop("gso-unsupported")
+                    return [Dropped(bound.where, "gso-unsupported")]
             if watch == _STATES:
                 states.follow_upstream(bound.uni, at_olt, vid)
             elif watch == _IGMP:
@@ -512,7 +571,13 @@ class DataPlane:
             nni.tx_bytes += len(tagged)
             if self.capture is not None:
                 self.capture("nni", "out", tagged)
-            out.append(ToNni(tagged, queue))
+            if header is None:
+                out.append(ToNni(tagged, queue))
+            else:
+                delta = len(out_tags) - len(old_tags)
+                out.append(ToNni(tagged, queue, vnet.shifted(header, delta)))
+                if gso is not None:
+                    _count_gso(nni, gso, delta)
         if self.nni_untagged:
             plain = frame[:12] + frame[cut:] if old_tags else frame
             if size < MIN_FRAME:
@@ -522,7 +587,12 @@ class DataPlane:
             nni.tx_bytes += len(plain)
             if self.capture is not None:
                 self.capture("nni-untagged", "out", plain)
-            out.append(ToNniUntagged(plain, queue))
+            if header is None:
+                out.append(ToNniUntagged(plain, queue))
+            else:
+                out.append(ToNniUntagged(plain, queue, vnet.shifted(header, -len(old_tags))))
+                if gso is not None:
+                    _count_gso(nni, gso, -len(old_tags))
         if src != bound.last_src:
             self._learn(src, bound, out_tags)
         if not out:
@@ -669,10 +739,10 @@ class DataPlane:
 
     # ---- downstream ---------------------------------------------------------------------------------------------
 
-    def from_nni(self, frame: bytes) -> list:
+    def from_nni(self, frame: bytes, header: bytes | None = None) -> list:
         """A frame as on a real NNI (S-tag, C-tag): a downstream flow pops or translates, the ONU's EVTOCD reverses
         its rule: `ToUni`, `PacketIn` (NNI trap flows), or `Dropped`. Group traffic a multicast flow takes: `ToUni`
-        for each bound UNI that joined the group."""
+        for each bound UNI that joined the group. `header` as `from_uni`'s."""
         nni = self._nni
         nni.rx_frames += 1
         if type(frame) is not bytes:
@@ -681,18 +751,26 @@ class DataPlane:
         nni.rx_bytes += len(frame)
         if self.capture is not None:
             self.capture("nni", "in", frame)
-        return self._down(frame, "nni", nni)
+        return self._down(frame, "nni", nni, b"", header)
 
-    def _down(self, frame: bytes, where: str, counter: _Counter, insert: bytes = b"") -> list:
+    def _down(self, frame: bytes, where: str, counter: _Counter, insert: bytes = b"",
+              header: bytes | None = None) -> list:
         """The downstream path of `frame`; `insert` (from the untagged NNI) are tags as on the tagged NNI that go in
-        front of the frame's own: the frame is decided as if it had them, without copying it to add them."""
+        front of the frame's own: the frame is decided as if it had them, without copying it to add them. `header`:
+        its virtio-net header (`from_uni`)."""
         peeled = peel(frame)
         if peeled is None:
             counter.drop("malformed")
             return [Dropped(where, "malformed")]
         old_tags, tags, ethertype, proto, ports = peeled
         cut = 12 + len(old_tags)
-        if len(frame) - cut - 2 > self.mtu:
+        gso = None
+        if header is not None and header[1]:
+            gso = _gso(header, frame, cut, self.mtu, counter)
+            if type(gso) is str:
+                counter.drop(gso)
+                return [Dropped(where, gso)]
+        elif len(frame) - cut - 2 > self.mtu:
             counter.drop("oversize")
             return [Dropped(where, "oversize")]
         if insert:
@@ -704,6 +782,11 @@ class DataPlane:
                 group = frame[cut + 18:cut + 22]          # the IPv4 header starts 2 octets after the tags
                 flow = flows.first_multicast(tags, ethertype, proto, group)
                 if flow is not None:
+                    if header is not None:
+                        frame = _whole(header, frame, 0)
+                        if frame is None:
+                            counter.drop("gso-unsupported")
+                            return [Dropped(where, "gso-unsupported")]
                     return self._replicate(frame, cut, len(insert), flow, group, where, counter)
         if self._down_generation != self._generation:
             self._flow_table()
@@ -727,6 +810,8 @@ class DataPlane:
             _, flow, bound, reason, uni_tags, watch, vid = decision
             flow.counter[0] += 1
             flow.counter[1] += len(frame) + len(insert)
+            if gso is not None:
+                _count_gso(flow.counter, gso, len(insert))
             bcounter = bound.counter
             if bound.onu.state not in ACTIVE_STATES:
                 reason = "onu-not-active"
@@ -749,7 +834,12 @@ class DataPlane:
             if watch:
                 states.follow_downstream(bound.uni, out, vid)
                 self._claim(bound, out)
-            return [ToUni(bound.serial, bound.uni.id, out, (_DOWN, bound.onu, bound.uni.id, flow.alloc_id))]
+            if header is not None:
+                delta = len(uni_tags) - (cut - 12)
+                header = vnet.shifted(header, delta)
+                if gso is not None:
+                    _count_gso(bcounter, gso, delta)
+            return [ToUni(bound.serial, bound.uni.id, out, (_DOWN, bound.onu, bound.uni.id, flow.alloc_id), header)]
         if verdict == _DROP:
             _, reason, bound = decision
             if bound is not None:
@@ -763,6 +853,11 @@ class DataPlane:
             return [Dropped(where, "foreign-tag")]
         if insert:
             frame = frame[:12] + insert + frame[12:]
+        if header is not None:
+            frame = _whole(header, frame, len(insert))
+            if frame is None:
+                counter.drop("gso-unsupported")
+                return [Dropped(where, "gso-unsupported")]
         flow.counter[0] += 1
         flow.counter[1] += len(frame)
         indication = events.PacketIndication("nni", flow.network_intf_id if flow.network_intf_id >= 0 else 0, frame)
@@ -861,11 +956,11 @@ class DataPlane:
             self._claim(bound, out)
         return [ToUni(bound.serial, bound.uni.id, out)]
 
-    def from_nni_untagged(self, frame: bytes) -> list:
+    def from_nni_untagged(self, frame: bytes, header: bytes | None = None) -> list:
         """A frame from the untagged NNI: matched back to its subscriber by the learned destination MAC (broadcast
         and multicast: to every bound UNI, with the tags its frames carry on the tagged NNI, learned or worked out
         from its configuration; an ARP request for an address a DHCP ACK gave a bound UNI's client: to that UNI
-        only), then handled as `from_nni`. IPv4 group traffic a multicast flow names goes in that
+        only), then handled as `from_nni` (`header` too). IPv4 group traffic a multicast flow names goes in that
         flow's VLAN (to the UNIs that joined)."""
         counter = self._nni_untagged
         counter.rx_frames += 1
@@ -886,10 +981,10 @@ class DataPlane:
             for flow in self._flow_table().multicast:
                 if not flow.dst_ip or flow.dst_ip == group:
                     return self._down(frame, "nni-untagged", counter, tags_bytes((tag(flow.o_vid),)) if flow.o_vid
-                                      else b"")
+                                      else b"", header)
         if frame[0] == 1 and _link_local(frame):
             # not for any subscriber: only an NNI trap flow (LLDP) takes it, as it came
-            return self._down(frame, "nni-untagged", counter)
+            return self._down(frame, "nni-untagged", counter, b"", header)
         if frame[0] & 1:
             if frame[12] == 8 and frame[13] == 6 and len(frame) >= 42 and self._leases:
                 # an ARP request for a leased address: to its subscriber only, as within its VLAN
@@ -897,14 +992,15 @@ class DataPlane:
                 if holder is not None:
                     tags = holder.nni_tags if holder.nni_tags is not None else self._probe(holder)
                     if tags:
-                        return self._down(frame, "nni-untagged", counter, tags)
+                        return self._down(frame, "nni-untagged", counter, tags, header)
             out, seen = [], set()
             for bound in {id(b): b for b in self._bound.values()}.values():
                 tags = bound.nni_tags if bound.nni_tags is not None else self._probe(bound)
                 if not tags or tags in seen:
                     continue
                 seen.add(tags)
-                out.extend(o for o in self._down(frame, "nni-untagged", counter, tags) if type(o) is not Dropped)
+                out.extend(o for o in self._down(frame, "nni-untagged", counter, tags, header)
+                           if type(o) is not Dropped)
             if not seen:
                 # no bound UNI forwards (none yet, or none with a flow): nobody to take it
                 counter.drop("no-subscriber")
@@ -914,7 +1010,7 @@ class DataPlane:
         if entry is None:
             counter.drop("no-subscriber")
             return [Dropped("nni-untagged", "no-subscriber")]
-        return self._down(frame, "nni-untagged", counter, entry[1])
+        return self._down(frame, "nni-untagged", counter, entry[1], header)
 
     def _tag_tuple(self, octets: bytes) -> tuple:
         """`(tpid, tci)` pairs of tag octets (cached: a handful of distinct tag stacks)."""

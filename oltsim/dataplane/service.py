@@ -29,7 +29,8 @@ import sys
 
 from twisted.application import service
 
-from oltsim.dataplane.interfaces import NNI_QUEUE_FRAMES, QUEUE_FRAMES, InterfacePlan, Pump, TapPort
+from oltsim.dataplane import vnet
+from oltsim.dataplane.interfaces import NNI_QUEUE_BYTES, QUEUE_BYTES, InterfacePlan, Pump, TapPort
 from oltsim.dataplane.netns import Host, HostError
 from oltsim.dataplane.pipeline import PacketIn, ToNni, ToNniUntagged, ToUni
 from oltsim.dataplane.shaper import QUEUED, SEND
@@ -63,8 +64,8 @@ class DataPlaneService(service.Service):
     name = "dataplane"
 
     def __init__(self, olt, dataplane, plan: InterfacePlan, clock, *, shaper=None, host: Host | None = None,
-                 system=None, exit_on_failure: bool = False, queue_frames: int | None = None, vxlan=None,
-                 front=None):
+                 system=None, exit_on_failure: bool = False, queue_bytes: int | None = None, vxlan=None,
+                 offload: bool = True, front=None):
         self.olt = olt
         self.dataplane = dataplane
         self.plan = plan
@@ -72,7 +73,12 @@ class DataPlaneService(service.Service):
         self.host = host or Host()
         self.system = system
         self.exit_on_failure = exit_on_failure
-        self.queue_frames = queue_frames
+        self.queue_bytes = queue_bytes
+        #: TAPs opened with a virtio-net header and the kernel's offloads (GSO super-frames, partial checksums)
+        self.offload = offload
+        #: the ports whose frames carry a virtio-net header (TAPs whose kernel took the offloads)
+        self._with_header: set = set()
+        self._offload_said = False
         #: a `shaper.Shaper`: the bandwidth profiles (None: no limit), and its one wake-up
         self.shaper = shaper
         self._wake = None
@@ -150,17 +156,28 @@ class DataPlaneService(service.Service):
                 raise HostError(f"{option} {name}: an interface of that name exists already")
 
     def _port(self, name: str, key, mac: str | None = None) -> TapPort:
-        default = NNI_QUEUE_FRAMES if key in (NNI, NNI_UNTAGGED) else QUEUE_FRAMES
-        options = {"queue_frames": self.queue_frames or default}
+        nni = key in (NNI, NNI_UNTAGGED)
+        if self.queue_bytes:
+            # an NNI carries every UNI's downstream traffic: its queue holds as much as four UNIs'
+            options = {"queue_bytes": self.queue_bytes * (NNI_QUEUE_BYTES // QUEUE_BYTES if nni else 1)}
+        else:
+            options = {"queue_bytes": NNI_QUEUE_BYTES if nni else QUEUE_BYTES}
         if self.vxlan is not None:
             port = VxlanPort(self.vxlan, name, key, vni_of(self.olt, key, self.vxlan.vni_base), self.pump, mac=mac,
                              **options)
         else:
-            port = TapPort(name, key, self.pump, reactor=self.clock, system=self.system, **options)
+            port = TapPort(name, key, self.pump, reactor=self.clock, system=self.system, offload=self.offload,
+                           **options)
         # the model's port whose packet counter (the OpenOLT PortStatistics) counts this interface's frames
         port.model_port = self.olt.nnis[0] if key in (NNI, NNI_UNTAGGED) else self.olt.onu_by_serial(key[0]).pon
         self.ports[key] = port
         port.open()
+        if getattr(port, "vnet_header", False):
+            self._with_header.add(port)
+        elif self.offload and self.vxlan is None and not self._offload_said:
+            self._offload_said = True      # the same kernel refuses every TAP: said once
+            log.warn("dataplane-offload-refused interface={name} why={why}: the TAPs carry plain frames (no GSO "
+                     "super-frames)", name=name, why=port.offload_refused)
         return port
 
     def _make(self) -> None:
@@ -257,6 +274,7 @@ class DataPlaneService(service.Service):
         for port in reversed(list(self.ports.values())):
             port.close()
         self.ports.clear()
+        self._with_header.clear()
         if self.vxlan is not None:
             self.vxlan.close()
         for name in reversed(self.made_netns):
@@ -291,12 +309,26 @@ class DataPlaneService(service.Service):
         key = port.key
         dataplane = self.dataplane
         port.model_port.packet_count += 1    # the OpenOLT port statistics count real frames too
-        if key == NNI:
-            outputs = dataplane.from_nni(frame)
+        header = None
+        if port in self._with_header:
+            # the virtio-net header goes with the frame only when it says something (a checksum to finish, GSO)
+            header = frame[:vnet.SIZE]
+            frame = frame[vnet.SIZE:]
+            if not header[0] & vnet.F_NEEDS_CSUM and not header[1]:
+                header = None
+        if header is None:
+            if key == NNI:
+                outputs = dataplane.from_nni(frame)
+            elif key == NNI_UNTAGGED:
+                outputs = dataplane.from_nni_untagged(frame)
+            else:
+                outputs = dataplane.from_uni(key[0], key[1], frame)
+        elif key == NNI:
+            outputs = dataplane.from_nni(frame, header)
         elif key == NNI_UNTAGGED:
-            outputs = dataplane.from_nni_untagged(frame)
+            outputs = dataplane.from_nni_untagged(frame, header)
         else:
-            outputs = dataplane.from_uni(key[0], key[1], frame)
+            outputs = dataplane.from_uni(key[0], key[1], frame, header)
         if outputs:
             self.deliver(outputs)
 
@@ -329,7 +361,7 @@ class DataPlaneService(service.Service):
             if now is None:
                 now = self.clock.seconds()
             group = outputs[start:i]
-            verdict = self.shaper.offer(queue, group, len(out.frame), now)
+            verdict = self.shaper.offer(queue, group, _wire_size(out), now)
             if verdict == SEND:
                 ready.extend(group)
             elif verdict == QUEUED and self._wake is None:
@@ -364,8 +396,29 @@ class DataPlaneService(service.Service):
             if port is None:
                 self.undeliverable += 1
                 continue
-            if port.send(out.frame):
+            header = out.vnet
+            if header is None:
+                sent = port.send(out.frame)
+            elif port in self._with_header:
+                sent = port.send(out.frame, header)
+            else:
+                sent = self._send_plain(port, out.frame, header)
+            if sent:
                 port.model_port.packet_count += 1
+
+    def _send_plain(self, port, frame: bytes, header: bytes) -> bool:
+        """A frame with a virtio-net header to a port without (a VXLAN attachment, a TAP whose kernel refused
+        offloads): its checksum finished here; a GSO super-frame is refused (counted as ``gso-unsupported``: it is
+        not segmented in software; every TAP of one kernel has the header or none does)."""
+        if vnet.is_gso(header):
+            port.protocol._drop("gso-unsupported")
+            return False
+        try:
+            frame = vnet.completed(header, frame)
+        except vnet.VnetError:
+            port.protocol._drop("vnet-bad-header")
+            return False
+        return port.send(frame)
 
     # ---- counters ------------------------------------------------------------------------------------------------
 
@@ -390,6 +443,14 @@ class DataPlaneService(service.Service):
         return {**counted, "interfaces": interfaces, "packet_ins": self.packet_ins,
                 "undeliverable": self.undeliverable, **extra}
 
+
+
+def _wire_size(out) -> int:
+    """The octets an output is on the wire: a GSO super-frame's segments' (payload and headers per segment)."""
+    header = out.vnet
+    if header is None or not header[1]:
+        return len(out.frame)
+    return vnet.on_wire(header, out.frame)[1]
 
 
 def counters_of(service) -> dict:

@@ -35,7 +35,7 @@ import struct
 
 from twisted.internet.protocol import DatagramProtocol
 
-from oltsim.dataplane.interfaces import BURST, QUEUE_FRAMES, FrameQueue
+from oltsim.dataplane.interfaces import BURST, QUEUE_BYTES, FrameQueue
 from oltsim.logs import logger
 
 __all__ = ["NNI_VNI", "NNI_UNTAGGED_VNI", "UNI_VNI_BASE", "MAX_VNI", "VXLAN_PORT", "VxlanError", "VxlanPort",
@@ -106,7 +106,7 @@ class VxlanPort:
     kind = "vxlan"
 
     def __init__(self, segments: "VxlanSegments", name: str, key, vni: int, pump, *, mac: str | None = None,
-                 queue_frames: int = QUEUE_FRAMES, burst: int = BURST):
+                 queue_bytes: int = QUEUE_BYTES, burst: int = BURST):
         self.segments = segments
         self.mac = mac
         self.name = name
@@ -117,7 +117,7 @@ class VxlanPort:
         self.remote: str | None = segments.remote
         self.learned = False
         self.last_heard: float | None = None
-        self.protocol = FrameQueue(pump, queue_frames, burst)
+        self.protocol = FrameQueue(pump, queue_bytes, burst)
 
     @property
     def queue(self):

@@ -180,13 +180,15 @@ def test_privileges_are_checked_first():
 
 # ---- ports and the pump ----------------------------------------------------------------------------------------
 
-def test_port_reads_a_burst_per_turn_and_drops_beyond_its_queue():
-    """A port reads at most `burst` frames per readable event; what its bounded queue cannot hold is dropped and
-    counted as queue-full, and frames written go to the interface and are counted."""
+def test_port_reads_a_burst_per_turn_and_stops_at_once_when_its_queue_is_full():
+    """A port reads at most `burst` frames per readable event; once its queue holds its bound in bytes it reads no
+    more, even within the event (the rest stays in the kernel's queue, nothing read is lost); a frame that finds
+    the queue full (a VXLAN attachment's socket does not stop) is dropped and counted as queue-full; frames written
+    go to the interface and are counted."""
     system, reactor = memory_system(), MemoryReactorClock()
     handled = []
     pump = Pump(reactor, lambda port, data: handled.append(data))
-    port = TapPort("u0-1-0", ("S", 0), pump, queue_frames=4, burst=3, reactor=reactor, system=system)
+    port = TapPort("u0-1-0", ("S", 0), pump, queue_bytes=4 * 64, burst=3, reactor=reactor, system=system)
     port.open()
     assert port in reactor.readers
     for n in range(10):
@@ -194,11 +196,14 @@ def test_port_reads_a_burst_per_turn_and_drops_beyond_its_queue():
     port.doRead()
     assert len(port.queue) == 3 and len(tunnel(system, port).readBuffer) == 7
     port.doRead()
-    assert len(port.queue) == 4 and port.dropped == {"queue-full": 2}
+    assert len(port.queue) == 4 and len(tunnel(system, port).readBuffer) == 6 and not port.dropped
+    assert port.counters()["queued_bytes"] == 256
+    port.protocol.datagramReceived(frame(99))
+    assert port.dropped == {"queue-full": 1}
     reactor.advance(0)
-    assert handled == [frame(n) for n in range(4)]
+    assert handled == [frame(n) for n in range(4)] and port.counters()["queued_bytes"] == 0
     assert port.send(frame(9)) and tunnel(system, port).writeBuffer[-1] == frame(9)
-    assert port.counters()["tx_frames"] == 1 and port.counters()["rx_frames"] == 6
+    assert port.counters()["tx_frames"] == 1 and port.counters()["rx_frames"] == 5
     port.close()
     assert port not in reactor.readers and not port.connected
     assert not port.send(frame(1)) and port.dropped["interface-closed"] == 1
@@ -208,7 +213,7 @@ def test_each_readable_event_reads_a_whole_burst():
     """A readable event that finds the kernel's queue empty before its burst leaves the next event a whole burst,
     and a burst of the largest frames is bounded by the burst, not by the bytes read."""
     system, reactor = memory_system(), MemoryReactorClock()
-    port = TapPort("u0-1-0", ("S", 0), Pump(reactor, lambda port, data: None), queue_frames=64, burst=3,
+    port = TapPort("u0-1-0", ("S", 0), Pump(reactor, lambda port, data: None), queue_bytes=64 * itf.MAX_FRAME, burst=3,
                    reactor=reactor, system=system)
     port.open()
     buffer = tunnel(system, port).readBuffer
@@ -223,13 +228,14 @@ def test_each_readable_event_reads_a_whole_burst():
 
 
 def test_flooded_port_does_not_starve_the_others():
-    """One UNI flooding fills only its own queue; another UNI's frames are handed on in the same reactor turn, and
-    a turn hands on at most the pump's budget (the rest waits for the next turn, so the control plane runs)."""
+    """One UNI flooding fills only its own queue (the rest of its flood stays in the kernel's); another UNI's frames
+    are handed on in the same reactor turn, and a turn hands on at most the pump's budget (the rest waits for the
+    next turn, so the control plane runs)."""
     system, reactor = memory_system(), MemoryReactorClock()
     handled = []
     pump = Pump(reactor, lambda port, data: handled.append(port.name), budget=8, per_round=2)
-    flood = TapPort("u0-1-0", ("A", 0), pump, queue_frames=16, burst=64, reactor=reactor, system=system)
-    quiet = TapPort("u0-2-0", ("B", 0), pump, queue_frames=16, burst=64, reactor=reactor, system=system)
+    flood = TapPort("u0-1-0", ("A", 0), pump, queue_bytes=16 * 64, burst=64, reactor=reactor, system=system)
+    quiet = TapPort("u0-2-0", ("B", 0), pump, queue_bytes=16 * 64, burst=64, reactor=reactor, system=system)
     flood.open()
     quiet.open()
     for n in range(100):
@@ -237,7 +243,8 @@ def test_flooded_port_does_not_starve_the_others():
     tunnel(system, quiet).readBuffer.append(frame(1))
     flood.doRead()
     quiet.doRead()
-    assert flood.dropped == {"queue-full": 48} and len(quiet.queue) == 1
+    assert not flood.dropped and len(flood.queue) == 16 and len(tunnel(system, flood).readBuffer) == 84
+    assert len(quiet.queue) == 1
     one_turn(reactor)
     assert len(handled) == 8 and "u0-2-0" in handled[:4]
     assert len(reactor.getDelayedCalls()) == 1       # the rest on the next turn
@@ -246,13 +253,13 @@ def test_flooded_port_does_not_starve_the_others():
     assert handled.count("u0-1-0") == 16 and not reactor.getDelayedCalls()
 
 
-def test_a_full_queue_stops_the_port_reading_until_a_burst_fits_again():
+def test_a_full_queue_stops_the_port_reading_until_half_of_it_is_free():
     """While its queue is full a port does not read (what comes next stays in the kernel's TAP queue); once the pump
-    has taken enough for a whole burst it reads again."""
+    has taken half of its bytes it reads again."""
     system, reactor = memory_system(), MemoryReactorClock()
     handled = []
     pump = Pump(reactor, lambda port, data: handled.append(data), budget=2, per_round=2)
-    port = TapPort("u0-1-0", ("S", 0), pump, queue_frames=4, burst=2, reactor=reactor, system=system)
+    port = TapPort("u0-1-0", ("S", 0), pump, queue_bytes=4 * 64, burst=2, reactor=reactor, system=system)
     port.open()
     for n in range(8):
         tunnel(system, port).readBuffer.append(frame(n))
@@ -438,7 +445,7 @@ def test_real_host_runner_reports_a_missing_ip(monkeypatch):
 def test_empty_plan_is_empty():
     """No option given: the plan makes nothing (today's behaviour)."""
     assert plan_interfaces(olt_of(), None).empty and InterfacePlan().empty
-    assert itf.BURST <= itf.QUEUE_FRAMES
+    assert itf.BURST * itf.MAX_FRAME <= itf.QUEUE_BYTES
 
 
 def test_rest_dataplane_counters():
