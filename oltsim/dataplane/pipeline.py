@@ -67,7 +67,8 @@ _set = object.__setattr__
 @dataclass(frozen=True, slots=True, init=False)
 class ToUni:
     """Send `frame` out of the interface of UNI `uni_id` of ONU `serial`, as the RG receives it. `queue`: the
-    downstream scheduler's key the frame is shaped by (`shaper.DOWN`, the ONU, its UNI id, the flow's alloc id);
+    downstream scheduler's key the frame is shaped by (`shaper.DOWN`, the ONU, its UNI id, the flow's alloc id and
+    GEM port);
     None for none (a packet-out); not compared."""
     serial: str
     uni_id: int
@@ -87,8 +88,8 @@ class ToUni:
 @dataclass(frozen=True, slots=True, init=False)
 class ToNni:
     """Send `frame` out of the tagged NNI interface (S-tag and C-tag as the flows and the ONU left them). `queue`:
-    the T-CONT's key the frame is shaped by (`shaper.UP`, the ONU, the flow's alloc id); None for none (an
-    UplinkPacketOut); not compared."""
+    the T-CONT's key the frame is shaped by (`shaper.UP`, the ONU, the flow's alloc id, the GEM port); None for none
+    (an UplinkPacketOut); not compared."""
     frame: bytes
     queue: tuple | None = field(default=None, compare=False)
     vnet: bytes | None = field(default=None, compare=False)
@@ -561,7 +562,7 @@ class DataPlane:
                         self._learn(src, bound, tags)
                 return [PacketIn(indication, flow.flow_id)]
         out = []
-        queue = (_UP, onu, flow.alloc_id)
+        queue = (_UP, onu, flow.alloc_id, flow.gemport_id if gem is None else gem)   # the GEM port's queue
         if self.nni_tagged:
             tagged = frame[:12] + out_tags + frame[cut:]
             if size < MIN_FRAME:
@@ -839,7 +840,8 @@ class DataPlane:
                 header = vnet.shifted(header, delta)
                 if gso is not None:
                     _count_gso(bcounter, gso, delta)
-            return [ToUni(bound.serial, bound.uni.id, out, (_DOWN, bound.onu, bound.uni.id, flow.alloc_id), header)]
+            return [ToUni(bound.serial, bound.uni.id, out, (_DOWN, bound.onu, bound.uni.id, flow.alloc_id,
+                                                                 flow.gemport_id), header)]
         if verdict == _DROP:
             _, reason, bound = decision
             if bound is not None:

@@ -966,6 +966,29 @@ class Olt(StateHolder):
             onu.schedulers = schedulers
         self.touch()
 
+    def set_traffic_queues(self, pon_id: int, onu_id: int, payload, *, uni_id: int = 0) -> None:
+        """CreateTrafficQueues: keep each queue of `payload` (a TrafficQueues message) by direction and GEM port, once
+        its UNI and GEM ports are checked (`check_onu_resources`); the data plane's shaper serves a T-CONT's GEM
+        ports by their priority and weight."""
+        queues = getattr(payload, "traffic_queues", ())
+        onu = self.check_onu_resources(pon_id, onu_id, uni_id=uni_id, gem_ports=[q.gemport_id for q in queues])
+        kept = dict(onu.queues)
+        for queue in queues:
+            kept[(queue.direction, queue.gemport_id)] = (uni_id, queue)
+        onu.queues = kept                # a new dict: the shaper sees the change
+
+    def clear_traffic_queues(self, pon_id: int, onu_id: int, payload=None) -> None:
+        """RemoveTrafficQueues: forget the queues `payload` names by direction and GEM port, or all of the ONU's
+        without one (or with none named)."""
+        onu = self.onu_by_id(pon_id, onu_id)
+        if payload is None or not payload.traffic_queues:
+            onu.queues = {}
+            return
+        kept = dict(onu.queues)
+        for queue in payload.traffic_queues:
+            kept.pop((queue.direction, queue.gemport_id), None)
+        onu.queues = kept
+
     # ---- control API: power ----------------------------------------------------------------
 
     def _check_power_on(self, onu: Onu) -> None:

@@ -193,7 +193,7 @@ class Onu(StateHolder):
 
     MACHINE = ONU_MACHINE
     __slots__ = ("hub", "pon", "index", "serial", "onu_id", "state", "oper_state", "unis",
-                 "flow_keys", "traffic_schedulers", "schedulers", "mib_data_sync", "_discovery_call",
+                 "flow_keys", "traffic_schedulers", "schedulers", "queues", "mib_data_sync", "_discovery_call",
                  "_timer_calls", "image_expected_sections", "image_received_sections",
                  "active_image", "committed_image", "handlers", "faults")
 
@@ -212,6 +212,9 @@ class Onu(StateHolder):
         #: TrafficScheduler), replaced as a whole on each change (never changed in place) so that the data plane's
         #: shaper sees a change by the dict's identity
         self.schedulers: dict = {}
+        #: every traffic queue (CreateTrafficQueues) the adapter created and did not remove: (direction, GEM port)
+        #: -> (uni id, the TrafficQueue: priority, weight, sched_policy), replaced as a whole as `schedulers` is
+        self.queues: dict = {}
         self.mib_data_sync = 0
         self._discovery_call = None
         self._timer_calls: set = set()
@@ -295,6 +298,7 @@ class Onu(StateHolder):
         self.pon.release_onu(self)
         self.traffic_schedulers = None
         self.schedulers = {}
+        self.queues = {}
 
     def _enter_disabled(self, src):
         self._release_resources()

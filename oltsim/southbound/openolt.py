@@ -320,16 +320,18 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
         self._olt.clear_traffic_schedulers(request.intf_id, request.onu_id, request)
         return openolt_pb2.Empty()
 
-    # ---- accepted and answered, nothing to simulate ----------------------------------------
-
     def CreateTrafficQueues(self, request, context):
-        self._olt.check_onu_resources(request.intf_id, request.onu_id, uni_id=request.uni_id,
-                                      gem_ports=[queue.gemport_id for queue in request.traffic_queues])
+        check_size(request, MAX_SCHEDULERS_BYTES, "a TrafficQueues message")
+        payload = tech_profile_pb2.TrafficQueues()
+        payload.CopyFrom(request)        # kept: the data plane's shaper serves the GEM ports by them
+        self._olt.set_traffic_queues(request.intf_id, request.onu_id, payload, uni_id=request.uni_id)
         return openolt_pb2.Empty()
 
     def RemoveTrafficQueues(self, request, context):
-        self._olt.onu_by_id(request.intf_id, request.onu_id)
+        self._olt.clear_traffic_queues(request.intf_id, request.onu_id, request)
         return openolt_pb2.Empty()
+
+    # ---- accepted and answered, nothing to simulate ----------------------------------------
 
     def CollectStatistics(self, request, context):
         return openolt_pb2.Empty()

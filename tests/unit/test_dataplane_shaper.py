@@ -15,6 +15,8 @@ from oltsim.model.builder import build_olt
 
 UPSTREAM, DOWNSTREAM = tech_profile_pb2.UPSTREAM, tech_profile_pb2.DOWNSTREAM
 FRAME = 1500
+#: the GEM port of the frames' keys
+GEM = 1024
 
 
 class FakePon:
@@ -29,6 +31,7 @@ class FakeOnu:
         self.pon = FakePon()
         self.onu_id = 1
         self.schedulers = {}
+        self.queues = {}
 
     def create(self, direction, alloc_id, uni_id=0, **shaping):
         sched = tech_profile_pb2.TrafficScheduler(direction=direction, alloc_id=alloc_id,
@@ -71,7 +74,7 @@ def test_a_stream_at_twice_pir_leaves_at_pir():
     """Offered at 2x PIR for 10 simulated seconds, the stream leaves at PIR within 5 %, the rest tail-dropped."""
     clock, onu, shaper = task.Clock(), FakeOnu(), Shaper()
     onu.create(UPSTREAM, 1024, pir=50_000, pbs=10_000, cir=10_000, cbs=10_000)   # 50 Mbit/s
-    key = (UP, onu, 1024)
+    key = (UP, onu, 1024, GEM)
     sent, dropped = run(shaper, key, clock, rate_bps=100e6, seconds=10)
     rate = sent * 8 / 10
     assert 0.95 * 50e6 <= rate <= 1.05 * 50e6
@@ -85,7 +88,7 @@ def test_a_burst_up_to_cbs_passes_at_once():
     """A new scheduler's bucket is full: a burst of its CBS passes without waiting; the next frame waits."""
     clock, onu, shaper = task.Clock(), FakeOnu(), Shaper()
     onu.create(UPSTREAM, 1024, pir=10_000, pbs=0, cir=5_000, cbs=300_000)
-    key = (UP, onu, 1024)
+    key = (UP, onu, 1024, GEM)
     verdicts = [shaper.offer(key, i, FRAME, 0.0) for i in range(300_000 // FRAME)]
     assert verdicts == [SEND] * len(verdicts)
     assert shaper.offer(key, "next", FRAME, 0.0) == QUEUED
@@ -97,7 +100,7 @@ def test_the_queue_is_bounded_in_bytes_and_counts_tail_drops():
     onu.create(UPSTREAM, 1024, pir=1_000, pbs=0)     # 1 Mbit/s: bucket and queue at their minimum
     limit = limit_of(onu.schedulers[(UPSTREAM, 1024)][1].traffic_shaping_info)
     assert limit.queue == MIN_QUEUE_BYTES
-    key = (UP, onu, 1024)
+    key = (UP, onu, 1024, GEM)
     verdicts = [shaper.offer(key, i, FRAME, 0.0) for i in range(200)]
     passed = verdicts.count(SEND)
     queued = verdicts.count(QUEUED)
@@ -115,7 +118,7 @@ def test_queued_frames_leave_in_order_at_the_rate():
     wake-up."""
     onu, shaper = FakeOnu(), Shaper()
     onu.create(UPSTREAM, 1024, pir=8_000, pbs=0)     # 1 Mbyte/s
-    key = (UP, onu, 1024)
+    key = (UP, onu, 1024, GEM)
     while shaper.offer(key, "burst", FRAME, 0.0) == SEND:
         pass
     for i in range(20):
@@ -124,7 +127,7 @@ def test_queued_frames_leave_in_order_at_the_rate():
     assert out == [] and wake is not None and 0 < wake <= 2 * FRAME / 1e6
     # a late wake-up releases at most a bucket's worth (the rate holds even when the reactor was busy)
     out, wake = shaper.due(10.0)
-    burst = shaper._queues[key].limit.burst
+    burst = shaper._tconts[key[:-1]].limit.burst
     assert out == ["burst", *range(len(out) - 1)] and len(out) == burst // FRAME and wake is not None
     while wake is not None:
         more, wake = shaper.due(wake)
@@ -136,7 +139,7 @@ def test_a_removed_scheduler_stops_shaping_at_once():
     """Removing the scheduler releases the queued frames at the next wake-up and lets new frames pass."""
     onu, shaper = FakeOnu(), Shaper()
     onu.create(UPSTREAM, 1024, pir=1_000, pbs=0)
-    key = (UP, onu, 1024)
+    key = (UP, onu, 1024, GEM)
     verdicts = [shaper.offer(key, i, FRAME, 0.0) for i in range(20)]
     assert QUEUED in verdicts
     onu.remove(UPSTREAM, 1024)
@@ -150,7 +153,7 @@ def test_a_changed_scheduler_takes_its_new_rate():
     """A scheduler changed (a new CreateTrafficSchedulers) shapes at its new rate from the next frame on."""
     clock, onu, shaper = task.Clock(), FakeOnu(), Shaper()
     onu.create(UPSTREAM, 1024, pir=20_000, pbs=0)
-    key = (UP, onu, 1024)
+    key = (UP, onu, 1024, GEM)
     run(shaper, key, clock, rate_bps=40e6, seconds=1)
     onu.create(UPSTREAM, 1024, pir=10_000, pbs=0)
     sent, _ = run(shaper, key, clock, rate_bps=40e6, seconds=10)
@@ -161,7 +164,7 @@ def test_no_scheduler_means_no_limit():
     """A key with no scheduler (upstream: none for its alloc id) passes everything, counted."""
     onu, shaper = FakeOnu(), Shaper()
     onu.create(UPSTREAM, 1025, pir=1_000)
-    key = (UP, onu, 1024)
+    key = (UP, onu, 1024, GEM)
     assert [shaper.offer(key, i, FRAME, 0.0) for i in range(1000)] == [SEND] * 1000
     row = shaper.counters()[0]
     assert row["limit"] is None and row["sent_bytes"] == 1000 * FRAME and row["queue_bytes"] == 0
@@ -172,13 +175,13 @@ def test_downstream_by_alloc_id_else_by_uni():
     shape downstream frames."""
     onu, shaper = FakeOnu(), Shaper()
     onu.create(UPSTREAM, 1024, pir=1_000)
-    assert Shaper().offer((DOWN, onu, 0, 1024), 0, FRAME, 0.0) == SEND
+    assert Shaper().offer((DOWN, onu, 0, 1024, GEM), 0, FRAME, 0.0) == SEND
     onu.create(DOWNSTREAM, 2000, uni_id=1, pir=1_000)
-    verdicts = [shaper.offer((DOWN, onu, 1, 1024), i, FRAME, 0.0) for i in range(20)]
+    verdicts = [shaper.offer((DOWN, onu, 1, 1024, GEM), i, FRAME, 0.0) for i in range(20)]
     assert QUEUED in verdicts
-    assert [shaper.offer((DOWN, onu, 0, 1024), i, FRAME, 0.0) for i in range(20)] == [SEND] * 20
+    assert [shaper.offer((DOWN, onu, 0, 1024, GEM), i, FRAME, 0.0) for i in range(20)] == [SEND] * 20
     onu.create(DOWNSTREAM, 1030, uni_id=0, pir=1_000)
-    assert QUEUED in [shaper.offer((DOWN, onu, 0, 1030), i, FRAME, 0.0) for i in range(20)]
+    assert QUEUED in [shaper.offer((DOWN, onu, 0, 1030, GEM), i, FRAME, 0.0) for i in range(20)]
 
 
 @pytest.mark.parametrize("shaping, rate, guaranteed", [
@@ -259,7 +262,7 @@ def test_the_service_shapes_with_one_delayed_call_and_leaves_none_after_stop():
     service = DataPlaneService(None, None, InterfacePlan(), clock, shaper=shaper)
     nni, untagged = Port(), Port()
     service.ports.update({"nni": nni, "nni-untagged": untagged})
-    key = (UP, onu, 1024)
+    key = (UP, onu, 1024, GEM)
     for i in range(30):
         service.deliver([ToNni(bytes(FRAME), key), ToNniUntagged(bytes(FRAME - 8), key)])
     service.deliver([ToNni(b"packet-out")])                 # no queue: out at once
@@ -286,10 +289,256 @@ def test_ever_new_keys_do_not_grow_memory():
     """Past `max_queues`, the idle queues are forgotten (a busy one keeps its frames)."""
     onu, shaper = FakeOnu(), Shaper(max_queues=8)
     onu.create(UPSTREAM, 1, pir=1_000)
-    busy = (UP, onu, 1)
+    busy = (UP, onu, 1, GEM)
     while shaper.offer(busy, "x", FRAME, 0.0) != QUEUED:
         pass
     for alloc in range(2, 100):
-        assert shaper.offer((UP, onu, alloc), alloc, FRAME, 0.0) == SEND
+        assert shaper.offer((UP, onu, alloc, GEM), alloc, FRAME, 0.0) == SEND
     assert len(shaper.counters()) <= 8
     assert any(row["alloc_id"] == 1 and row["queue_frames"] == 1 for row in shaper.counters())
+
+
+# ---- GEM port queues and the PON's rate ------------------------------------------------------------------------
+
+WRR, STRICT, HYBRID = tech_profile_pb2.WRR, tech_profile_pb2.StrictPriority, tech_profile_pb2.Hybrid
+
+
+def make_tcont(onu, alloc_id, policy, queues, direction=UPSTREAM, priority=0, weight=0, **shaping):
+    """A scheduler of `policy` on `alloc_id` and its GEM ports' queues, `queues` {gem: (priority, weight)}, as the
+    adapter's CreateTrafficSchedulers and CreateTrafficQueues give them."""
+    sched = tech_profile_pb2.TrafficScheduler(
+        direction=direction, alloc_id=alloc_id,
+        scheduler=tech_profile_pb2.SchedulerConfig(direction=direction, sched_policy=policy, priority=priority,
+                                                   weight=weight),
+        traffic_shaping_info=tech_profile_pb2.TrafficShapingInfo(**shaping))
+    onu.schedulers = {**onu.schedulers, (direction, alloc_id): (0, sched)}
+    made = {(direction, gem): (0, tech_profile_pb2.TrafficQueue(direction=direction, gemport_id=gem, priority=p,
+                                                                 weight=w, sched_policy=policy))
+            for gem, (p, w) in queues.items()}
+    onu.queues = {**onu.queues, **made}
+
+
+def two_onus():
+    """Two ONUs on one PON."""
+    onu_a, onu_b = FakeOnu(), FakeOnu()
+    onu_b.serial, onu_b.onu_id, onu_b.pon = "BBSM00000002", 2, onu_a.pon
+    return onu_a, onu_b
+
+
+def run_streams(shaper, streams, seconds, size=FRAME, start=0.0):
+    """Offer each stream's frames (`streams`: [(key, bit/s)], evenly spaced) for `seconds` of simulated time from
+    `start`, waking the shaper when `due` says, as the service does; bytes that left per key."""
+    sent = {key: 0 for key, _ in streams}
+    intervals = [size * 8 / rate for _, rate in streams]
+    arrivals = [start + i * 1e-6 for i in range(len(streams))]       # not all at the same instant
+    seconds += start
+    wake = start if shaper.backlogged else None      # the service's wake-up of frames queued before
+    while True:
+        now = min(arrivals)
+        if wake is not None and wake <= now:
+            now = wake
+            out, wake = shaper.due(now)
+            for key in out:
+                sent[key] += size
+            continue
+        if now >= seconds:
+            break
+        i = arrivals.index(now)
+        key = streams[i][0]
+        arrivals[i] = now + intervals[i]
+        verdict = shaper.offer(key, key, size, now)
+        if verdict == SEND:
+            sent[key] += size
+        elif verdict == QUEUED and wake is None:
+            wake = now
+    return sent
+
+
+def test_strict_priority_a_high_queue_loses_nothing_while_a_low_one_saturates_the_tcont():
+    """StrictPriority (the tech profile's q_sched_policy): the GEM port of priority 7 (the highest) gets all it
+    offers, nothing dropped, while the one of priority 0 offers twice the T-CONT's rate and gets the rest."""
+    onu, shaper = FakeOnu(), Shaper()
+    make_tcont(onu, 1024, STRICT, {1100: (7, 0), 1101: (0, 0)}, pir=10_000, pbs=0)     # 10 Mbit/s
+    high, low = (UP, onu, 1024, 1100), (UP, onu, 1024, 1101)
+    sent = run_streams(shaper, [(high, 3e6), (low, 20e6)], seconds=10)
+    gems = {g["gemport_id"]: g for g in shaper.counters()[0]["gems"]}
+    assert gems[1100]["dropped"] == {} and gems[1100]["dropped_bytes"] == 0
+    assert sent[high] * 8 / 10 >= 0.99 * 3e6
+    assert 0.95 * 7e6 <= sent[low] * 8 / 10 <= 1.05 * 7e6 and gems[1101]["dropped"]["shaper"] > 0
+    assert gems[1100]["priority"] == 7 and shaper.counters()[0]["sched_policy"] == "StrictPriority"
+
+
+def test_strict_priority_serves_the_higher_value_first_whatever_the_order_of_the_gem_ports():
+    """Priority 7 is served before 0 when the low queue's GEM port came first too (the value decides, not the order);
+    with both saturating, the low one gets only what the high one leaves."""
+    onu, shaper = FakeOnu(), Shaper()
+    make_tcont(onu, 1024, STRICT, {1100: (0, 0), 1101: (7, 0)}, pir=10_000, pbs=0)
+    low, high = (UP, onu, 1024, 1100), (UP, onu, 1024, 1101)
+    sent = run_streams(shaper, [(low, 20e6), (high, 9e6)], seconds=5)
+    assert sent[high] * 8 / 5 >= 0.99 * 9e6
+    assert sent[low] * 8 / 5 <= 1.5e6
+
+
+@pytest.mark.parametrize("policy", [WRR, HYBRID])
+def test_wrr_shares_the_tcont_by_weight(policy):
+    """WRR (and Hybrid with queues of one priority): two saturating GEM ports of weights 25 and 75 share the
+    T-CONT's rate 1:3, within 10 %."""
+    onu, shaper = FakeOnu(), Shaper()
+    make_tcont(onu, 1024, policy, {1100: (3, 25), 1101: (3, 75)}, pir=20_000, pbs=0)     # 20 Mbit/s
+    a, b = (UP, onu, 1024, 1100), (UP, onu, 1024, 1101)
+    sent = run_streams(shaper, [(a, 30e6), (b, 30e6)], seconds=10)
+    rate_a, rate_b = sent[a] * 8 / 10, sent[b] * 8 / 10
+    assert 0.9 * 5e6 <= rate_a <= 1.1 * 5e6 and 0.9 * 15e6 <= rate_b <= 1.1 * 15e6
+    assert 0.95 * 20e6 <= rate_a + rate_b <= 1.05 * 20e6
+
+
+def test_wrr_ignores_priority_and_a_lone_queue_takes_the_whole_tcont():
+    """WRR puts every GEM port in one round whatever its priority; a GEM port whose peer is idle gets the T-CONT's
+    whole rate (the scheduler is work-conserving)."""
+    onu, shaper = FakeOnu(), Shaper()
+    make_tcont(onu, 1024, WRR, {1100: (7, 50), 1101: (0, 50)}, pir=10_000, pbs=0)
+    a, b = (UP, onu, 1024, 1100), (UP, onu, 1024, 1101)
+    sent = run_streams(shaper, [(a, 20e6), (b, 20e6)], seconds=5)
+    assert abs(sent[a] - sent[b]) <= 0.1 * sent[a]
+    alone = Shaper()
+    sent = run_streams(alone, [(a, 20e6)], seconds=5)
+    assert 0.95 * 10e6 <= sent[a] * 8 / 5 <= 1.05 * 10e6
+
+
+def test_each_gem_port_has_its_own_bounded_queue_and_counts():
+    """A full low-priority queue drops at its own tail: the other GEM port's frames still queue; each GEM port's
+    counters (and the T-CONT's sums of them) show it."""
+    onu, shaper = FakeOnu(), Shaper()
+    make_tcont(onu, 1024, STRICT, {1100: (7, 0), 1101: (0, 0)}, pir=1_000, pbs=0)
+    low, high = (UP, onu, 1024, 1101), (UP, onu, 1024, 1100)
+    verdicts = [shaper.offer(low, i, FRAME, 0.0) for i in range(200)]
+    assert DROPPED in verdicts
+    assert shaper.offer(high, "h", FRAME, 0.0) == QUEUED
+    row = shaper.counters()[0]
+    gems = {g["gemport_id"]: g for g in row["gems"]}
+    assert gems[1101]["dropped"]["shaper"] == verdicts.count(DROPPED) and gems[1100]["dropped"] == {}
+    assert gems[1100]["queue_frames"] == 1 and gems[1101]["queue_bytes"] <= MIN_QUEUE_BYTES
+    assert row["queue_bytes"] == gems[1100]["queue_bytes"] + gems[1101]["queue_bytes"]
+    assert row["dropped"] == gems[1101]["dropped"] and row["sent_frames"] == verdicts.count(SEND)
+    # the high-priority frame is the first to leave when tokens come
+    out, _ = shaper.due(0.0 + 2 * FRAME / 125_000)
+    assert out[0] == "h"
+
+
+def test_the_pon_rate_gives_each_tcont_its_gir_and_cir_first_and_holds_the_total():
+    """Two T-CONTs on one PON whose peaks (80 Mbit/s each) exceed its 100 Mbit/s, both offering 100 Mbit/s: each
+    gets at least GIR + CIR (60 and 10 Mbit/s), the rest shared equally, the total within the PON's rate."""
+    onu_a, onu_b = two_onus()
+    shaper = Shaper(rate_up=100_000_000)
+    make_tcont(onu_a, 1024, HYBRID, {1100: (0, 0)}, pir=80_000, cir=50_000, gir=10_000, pbs=0)
+    make_tcont(onu_b, 1025, HYBRID, {1110: (0, 0)}, pir=80_000, cir=10_000, pbs=0)
+    a, b = (UP, onu_a, 1024, 1100), (UP, onu_b, 1025, 1110)
+    sent = run_streams(shaper, [(a, 100e6), (b, 100e6)], seconds=10)
+    rate_a, rate_b = sent[a] * 8 / 10, sent[b] * 8 / 10
+    assert rate_a >= 60e6 and rate_b >= 10e6
+    assert rate_a + rate_b <= 1.02 * 100e6 and rate_a + rate_b >= 0.95 * 100e6
+    assert 0.9 * 75e6 <= rate_a <= 1.1 * 75e6 and 0.9 * 25e6 <= rate_b <= 1.1 * 25e6
+    pon = shaper.pon_counters()
+    assert pon == [{"pon": 0, "direction": "up", "rate_bps": 100_000_000, "offered_bytes": pon[0]["offered_bytes"],
+                    "carried_bytes": sent[a] + sent[b], "shaped": 2, "congested": True}]
+    assert pon[0]["offered_bytes"] >= 2 * 100e6 / 8 * 9.99
+
+
+def test_a_pon_rate_above_the_peaks_changes_nothing():
+    """While the T-CONTs' peaks fit in the PON's rate, each leaves at its own PIR, as without a PON rate."""
+    onu_a, onu_b = two_onus()
+    shaper = Shaper(rate_up=100_000_000)
+    make_tcont(onu_a, 1024, HYBRID, {1100: (0, 0)}, pir=40_000, pbs=0)
+    make_tcont(onu_b, 1025, HYBRID, {1110: (0, 0)}, pir=40_000, pbs=0)
+    a, b = (UP, onu_a, 1024, 1100), (UP, onu_b, 1025, 1110)
+    sent = run_streams(shaper, [(a, 60e6), (b, 60e6)], seconds=5)
+    assert all(0.95 * 40e6 <= sent[k] * 8 / 5 <= 1.05 * 40e6 for k in (a, b))
+    assert shaper.pon_counters()[0]["congested"] is False
+
+
+def test_an_idle_tcont_leaves_the_pon_to_a_busy_one():
+    """The PON's rate below two peaks: when one T-CONT offers little, the other gets the rest up to its PIR."""
+    onu_a, onu_b = two_onus()
+    shaper = Shaper(rate_up=100_000_000)
+    make_tcont(onu_a, 1024, HYBRID, {1100: (0, 0)}, pir=90_000, cir=20_000, pbs=0)
+    make_tcont(onu_b, 1025, HYBRID, {1110: (0, 0)}, pir=90_000, cir=20_000, pbs=0)
+    a, b = (UP, onu_a, 1024, 1100), (UP, onu_b, 1025, 1110)
+    sent = run_streams(shaper, [(a, 150e6), (b, 5e6)], seconds=5)
+    assert sent[b] * 8 / 5 >= 0.98 * 5e6
+    assert 0.9 * 90e6 <= sent[a] * 8 / 5 <= 1.02 * 95e6
+
+
+def test_downstream_schedulers_share_the_pon_down_rate():
+    """Downstream: the ONUs' schedulers share the PON's downstream rate by the same rule; upstream is not limited by
+    it."""
+    onu_a, onu_b = two_onus()
+    shaper = Shaper(rate_up=10_000_000_000, rate_down=50_000_000)
+    make_tcont(onu_a, 1024, HYBRID, {1100: (0, 0)}, direction=DOWNSTREAM, pir=50_000, cir=10_000, pbs=0)
+    make_tcont(onu_b, 1025, HYBRID, {1110: (0, 0)}, direction=DOWNSTREAM, pir=50_000, cir=10_000, pbs=0)
+    a, b = (DOWN, onu_a, 0, 1024, 1100), (DOWN, onu_b, 0, 1025, 1110)
+    sent = run_streams(shaper, [(a, 60e6), (b, 60e6)], seconds=5)
+    assert all(0.9 * 25e6 <= sent[k] * 8 / 5 <= 1.1 * 25e6 for k in (a, b))
+    assert sum(sent.values()) * 8 / 5 <= 1.02 * 50e6
+
+
+def test_the_pon_rate_defaults_to_the_technologys_line_rate_and_must_be_positive():
+    """No rate given: XGS-PON's 9.95328 Gbit/s both ways, GPON's 1.24416 up and 2.48832 down; a rate of 0 is refused."""
+    onu = FakeOnu()
+    onu.create(UPSTREAM, 1024, pir=1_000)
+    onu.create(DOWNSTREAM, 1024, pir=1_000)
+    shaper = Shaper()
+    shaper.offer((UP, onu, 1024, GEM), 0, FRAME, 0.0)
+    assert shaper.pon_counters()[0]["rate_bps"] == 9_953_280_000
+    onu.pon = type("GponPon", (), {"id": 1, "technology": "GPON"})()
+    gpon = Shaper()
+    gpon.offer((UP, onu, 1024, GEM), 0, FRAME, 0.0)
+    gpon.offer((DOWN, onu, 0, 1024, GEM), 0, FRAME, 0.0)
+    assert {r["direction"]: r["rate_bps"] for r in gpon.pon_counters()} == {"up": 1_244_160_000,
+                                                                             "down": 2_488_320_000}
+    with pytest.raises(ValueError, match="rate_up must be above 0"):
+        Shaper(rate_up=0)
+
+
+def test_the_model_keeps_each_traffic_queue_and_removes_those_named():
+    """CreateTrafficQueues through the OpenOLT servicer keeps each queue by direction and GEM port (a new dict each
+    time, which the shaper sees); RemoveTrafficQueues forgets those it names; a GEM port outside the PON's range is
+    refused."""
+    from oltsim.model.errors import InvalidArgument
+    from oltsim.southbound.openolt import OpenoltServicer
+
+    clock = task.Clock()
+    olt = build_olt(load_settings({"pon": 1, "onu": 1}, None), clock, random.Random(0))
+    olt.start()
+    olt.enable_indication()
+    clock.advance(1)
+    olt.activate_onu(0, "BBSM00000001", 1)
+    onu = olt.onu_by_id(0, 1)
+    servicer = OpenoltServicer(olt, olt.hub, None)
+
+    def message(*gems):
+        return tech_profile_pb2.TrafficQueues(intf_id=0, onu_id=1, uni_id=0, traffic_queues=[
+            tech_profile_pb2.TrafficQueue(direction=UPSTREAM, gemport_id=gem, priority=gem % 8, weight=25,
+                                          sched_policy=STRICT) for gem in gems])
+
+    servicer.CreateTrafficQueues(message(1024, 1025), None)
+    before = onu.queues
+    assert sorted(before) == [(UPSTREAM, 1024), (UPSTREAM, 1025)] and before[(UPSTREAM, 1025)][1].priority == 1
+    servicer.RemoveTrafficQueues(message(1024), None)
+    assert sorted(onu.queues) == [(UPSTREAM, 1025)] and onu.queues is not before
+    with pytest.raises(InvalidArgument):
+        servicer.CreateTrafficQueues(message(70000), None)
+    servicer.RemoveTrafficQueues(tech_profile_pb2.TrafficQueues(intf_id=0, onu_id=1), None)
+    assert onu.queues == {}
+
+
+def test_queues_created_later_take_effect_at_the_next_frame():
+    """A T-CONT's GEM ports shaped as one round (no queues yet) follow the priorities a later CreateTrafficQueues
+    gives, from the next frame on."""
+    onu, shaper = FakeOnu(), Shaper()
+    onu.create(UPSTREAM, 1024, pir=10_000, pbs=0)
+    a, b = (UP, onu, 1024, 1100), (UP, onu, 1024, 1101)
+    sent = run_streams(shaper, [(a, 20e6), (b, 20e6)], seconds=2)
+    assert abs(sent[a] - sent[b]) <= 0.1 * sent[a]
+    make_tcont(onu, 1024, STRICT, {1100: (0, 0), 1101: (5, 0)}, pir=10_000, pbs=0)
+    sent = run_streams(shaper, [(a, 20e6), (b, 20e6)], seconds=2, start=2.1)
+    assert sent[b] > 10 * sent[a]
