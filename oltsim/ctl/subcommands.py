@@ -609,7 +609,9 @@ def dataplane(conn, args, out) -> int:
     """`dataplane`: the data plane's counters, one row per bound UNI (SERIAL/UNI) and for the NNI and the untagged NNI:
     frames and bytes into the simulator (RX) and out of it (TX), and the drops by reason; then one row per
     interface with its kind (tap or vxlan), what it read and wrote and its own drops, and for a VXLAN attachment its
-    VNI and remote (a learned one marked `(learned)`, none yet `-`); or `-o json` (GET /v1/dataplane's document)."""
+    VNI and remote (a learned one marked `(learned)`, none yet `-`); then a table for each list of entries the
+    document holds (`entry_tables`: the shaper's schedulers and what is nested in them); or `-o json` (GET
+    /v1/dataplane's document)."""
     from oltsim._proto import oltsim_pb2
     counters = json.loads(conn.call("GetDataPlane", oltsim_pb2.Empty(), service="oltsim").json)
     if args.output == "json":
@@ -626,7 +628,93 @@ def dataplane(conn, args, out) -> int:
     if interfaces:
         out.write("\n" + columns(["INTERFACE", "KIND", "VNI", "REMOTE", "READ", "WRITTEN", "QUEUED", "DROPPED"],
                                  interfaces, rstrip=True))
+    out.write(entry_tables(counters))
     return EXIT_OK
+
+
+#: GET /v1/dataplane's keys the tables of `dataplane` show by name (the flows are too many to list); every other list
+#: of entries it holds (the shaper's schedulers, their GEM queues, a PON's load, ...) gets a table of its own
+_NAMED_KEYS = frozenset(("unis", "nni", "nni_untagged", "interfaces", "flows"))
+#: An entry's keys that say which one it is: its first columns, in this order, repeated on the rows of the entries
+#: nested in it (a scheduler's GEM queues)
+_IDENTITY_KEYS = ("direction", "serial", "pon", "onu_id", "uni_id", "alloc_id")
+
+
+def _entry_cell(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict):
+        return _drops(value)
+    if isinstance(value, list):
+        return str(len(value))
+    return str(value)
+
+
+def _is_entries(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) for v in value)
+
+
+def _entry_rows(entries: list[dict]) -> tuple[list[str], list[list[str]], list[str], dict]:
+    """The headers and rows of a list of entries, whatever their keys: a scalar is a column, a dict of counts by
+    reason (`dropped`) one column of `reason=count`, another dict one column per key (`limit` -> LIMIT_PIR, ...), a
+    list of entries a table of its own (returned by key). The identity keys come first, the others in the order
+    the entries first give them; an entry without one shows `-`. Returns (headers, rows, identity keys, nested)."""
+    order: list[str] = []
+    subkeys: dict[str, list[str]] = {}
+    nested: dict[str, list[dict]] = {}
+    for entry in entries:
+        for key, value in entry.items():
+            if _is_entries(value) and value:
+                nested.setdefault(key, [])
+                continue
+            if key in nested:
+                continue
+            if key not in order:
+                order.append(key)
+            if isinstance(value, dict) and key != "dropped" and not any(isinstance(v, dict) for v in value.values()):
+                known = subkeys.setdefault(key, [])
+                known.extend(sub for sub in value if sub not in known)
+    order = [k for k in _IDENTITY_KEYS if k in order] + [k for k in order if k not in _IDENTITY_KEYS]
+    names = [name for key in order
+             for name in ([f"{key}.{sub}" for sub in subkeys[key]] if subkeys.get(key) else [key])]
+    identity = [k for k in order if k in _IDENTITY_KEYS]
+    rows = []
+    for entry in entries:
+        row = []
+        for name in names:
+            key, _, sub = name.partition(".")
+            value = entry.get(key)
+            if sub:
+                value = value.get(sub) if isinstance(value, dict) else None
+            row.append(_entry_cell(value))
+        rows.append(row)
+        prefix = [_entry_cell(entry.get(k)) for k in identity]
+        for key in nested:
+            nested[key].extend((prefix, child) for child in entry.get(key) or ())
+    return [name.replace(".", "_").upper() for name in names], rows, identity, nested
+
+
+def entry_tables(counters: dict) -> str:
+    """The tables of GET /v1/dataplane's lists of entries that `dataplane` does not show by name (today the
+    shaper's, under `shapers`; keys added later too, without a change here): for each, a line with its name then
+    its table, then one for the entries nested in its entries (`shapers.gems`), each row led by its parent's
+    identity (direction, serial, PON, ONU, UNI, alloc id)."""
+    text = ""
+    pending = [(key, [([], entry) for entry in value], [])
+               for key, value in counters.items() if key not in _NAMED_KEYS and _is_entries(value) and value]
+    while pending:
+        name, entries, inherited = pending.pop(0)
+        headers, rows, identity, nested = _entry_rows([entry for _, entry in entries])
+        text += f"\n{name}\n" + columns([h.upper() for h in inherited] + headers,
+                                         [prefix + row for (prefix, _), row in zip(entries, rows)], rstrip=True)
+        for key, children in nested.items():
+            if children:
+                pending.append((f"{name}.{key}", children, identity))
+    return text
 
 
 # ---- scenarios (oltsim.v1.Oltsim/RunScenario, GetScenario, StopScenario; docs/scenarios.md) ------------------
