@@ -932,7 +932,8 @@ class BuiltinAdapter(service.Service):
                                                        ids.igmp_flow_ids[svc.index], alloc_id, gem, NNI), onu)
             if svc.multicast and not self._multicast_flow:
                 self._multicast_flow = self._rpc("FlowAdd", wf.multicast_flow(svc, MULTICAST_FLOW_ID, NNI), onu)
-        if not self._nni_dhcp_trap:
+        if not self._nni_dhcp_trap and any(svc.dhcp for svc in services):
+            # dhcpl2relay's: only for services that need DHCP relayed (DT's BNG answers its RGs' DHCP itself)
             self._nni_dhcp_trap = self._rpc("FlowAdd", nni_dhcp_trap_flow(), onu)
 
     def _check_ready(self, onu: AdapterOnu) -> None:
@@ -1031,7 +1032,8 @@ class BuiltinAdapter(service.Service):
         self._packet_out(onu, uni_id, gem, identity_request_frame(mac, session.eap_id, self.authenticator_mac))
 
     def _relay_up(self, onu: AdapterOnu, frame: f.Frame) -> None:
-        """A DHCP Discover or Request from a UNI to the NNI, with the service's S-tag pushed."""
+        """A DHCP Discover or Request from a UNI to the NNI, with the service's S-tag pushed (of its upstream S-tag
+        priority, as dhcpl2relay sets it; the C-tag keeps the one the ONU gave it)."""
         if frame.dhcp.op != f.BOOTREQUEST:
             return
         known = self.by_mac.get(frame.eth.src)
@@ -1043,7 +1045,7 @@ class BuiltinAdapter(service.Service):
         _, uni_id, index = known
         svc = self.olt.onu_by_serial(onu.serial).unis[uni_id].services[index]
         eth = frame.eth
-        tags = (f.VlanTag(svc.s_tag, 0),) + eth.tags
+        tags = (f.VlanTag(svc.s_tag, svc.spec.us_pon_s_tag_priority),) + eth.tags   # dhcpl2relay's S-tag p-bit
         self._rpc("UplinkPacketOut", openolt_pb2.UplinkPacket(
             intf_id=NNI, pkt=f.build_ethernet(eth.dst, eth.src, eth.ethertype, eth.payload, tags, pad=False)), onu)
 

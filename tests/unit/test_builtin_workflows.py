@@ -31,7 +31,19 @@ from oltsim.southbound import workflows as wf
 from oltsim.southbound.builtin import BuiltinAdapter
 from oltsim.southbound.openolt import IndicationHub
 from oltsim.tap import FramePath
-from test_builtin_dataplane import Recording
+from test_builtin_dataplane import Recording as FlowsAndOmci
+
+
+class Recording(FlowsAndOmci):
+    """Also keeps what the adapter sends out of the NNI (its DHCP relay's UplinkPacketOut)."""
+
+    def __init__(self, olt, hub):
+        super().__init__(olt, hub)
+        self.uplink = []
+
+    def UplinkPacketOut(self, request, context):
+        self.uplink.append(bytes(request.pkt))
+        return super().UplinkPacketOut(request, context)
 
 WORKLOAD = "/work/shared/workloads/voltha-att-16x32.jsonl.gz"
 GROUP = bytes((232, 1, 1, 1))
@@ -203,8 +215,7 @@ def test_dt_bound_uni_passes_the_rgs_tag_under_its_own_s_tag_without_eapol_or_dh
     serial, mac = onu.serial, f.mac_bytes(onu.unis[0].services[0].mac)
     s_tag = onu.unis[0].services[0].s_tag
     assert s_tag != olt.onus[0].unis[0].services[0].s_tag
-    assert not [fl for fl in servicer.flows if fl.classifier.eth_type in (f.ETH_EAPOL, f.ETH_IPV4)
-                and fl.onu_id >= 0]
+    assert not [fl for fl in servicer.flows if fl.classifier.eth_type in (f.ETH_EAPOL, f.ETH_IPV4)]
     onu_id = adapter.onus[serial].onu_id
     assert not omci_of(servicer, onu_id, builtin.VLAN_TAGGING_FILTER, codec.CREATE)
     up = [fl for fl in servicer.flows if fl.flow_type == "upstream" and fl.onu_id == onu_id]
@@ -215,6 +226,18 @@ def test_dt_bound_uni_passes_the_rgs_tag_under_its_own_s_tag_without_eapol_or_dh
     assert dataplane.from_uni(serial, 0, udp_frame(mac, [])) == [Dropped(f"uni {serial}/0", "no-flow")]
     down = dataplane.from_nni(udp_frame(b"\x02\x09\x00\x00\x00\x01", [(s_tag, 0), (7, 0)], dst=mac))
     assert [(type(o), o.serial) for o in down] == [(ToUni, serial)] and tags_of(down[0].frame) == [(7, 0)]
+    stop(olt, adapter)
+
+
+def test_tt_dhcp_relay_pushes_the_s_tag_with_its_upstream_priority():
+    """The simulated VoIP and VoD clients of an unbound TT UNI (their DHCP trap flows classify their upstream
+    p-bit): the relayed Discover leaves with the S-tag of the service's upstream S-tag priority over the C-tag the
+    client sent (333 p7 over 444 p7, 555 p5 over 55 p5), and both get their lease."""
+    olt, dataplane, servicer, adapter = rig("tt", bound_unis=(), onus=1)
+    relayed = {tuple(tags_of(frame)) for frame in servicer.uplink}
+    assert {((333, 7), (444, 7)), ((555, 5), (55, 5))} <= relayed, relayed
+    dhcp = [s for s in olt.onus[0].unis[0].services if s.spec.needs_dhcp]
+    assert [s.dhcp_state for s in dhcp] == ["dhcp_ack_received"] * 2
     stop(olt, adapter)
 
 
