@@ -71,6 +71,8 @@ DEFAULT_MAX_CONNECTIONS_PER_PEER = 32
 DEFAULT_MAX_UNSENT_OUTPUT = 256 * 1024
 MAX_REQUEST_BODY = 1024 * 1024 * 1024
 MIN_REQUEST_BODY = 1024
+#: the largest PON rate a setting may give (bit/s): 100 Gbit/s, past any PON technology's line rate
+MAX_PON_RATE = 100 * 10**9
 
 
 class _DerivedCount(int):
@@ -284,6 +286,13 @@ SETTINGS: tuple[Setting, ...] = (
             "stops reading (the kernel's TAP queue holds the rest); an NNI's holds 4 times as much (default "
             "{default})", option="dataplane-queue-bytes", yaml="bbsim.dataplane_queue_bytes",
             check=Between(1 << 16, 1 << 28)),
+    Setting("pon_rate_up", "rate", 0, "each PON's upstream capacity its T-CONTs share in the data plane's "
+            "shaper, bit/s or with a k, M or G suffix (300M); past it each gets its GIR, then its CIR, then a share "
+            "(docs/dataplane.md, Bandwidth profiles) (default {default}: the PON's line rate, XGS-PON 9.95328G, GPON "
+            "1.24416G)", option="pon-rate-up", yaml="bbsim.pon_rate_up", check=Between(0, MAX_PON_RATE)),
+    Setting("pon_rate_down", "rate", 0, "each PON's downstream capacity its downstream schedulers share, as "
+            "--pon-rate-up (default {default}: the PON's line rate, XGS-PON 9.95328G, GPON 2.48832G)",
+            option="pon-rate-down", yaml="bbsim.pon_rate_down", check=Between(0, MAX_PON_RATE)),
     Setting("attachment", "str", "tap", "what the data plane's UNIs and NNIs are: tap (Linux TAP interfaces, "
             "CAP_NET_ADMIN) or vxlan (VXLAN segments on one UDP port, no privilege; the interface names label them; "
             "docs/dataplane.md, VXLAN attachments) (default {default})", option="attachment",
@@ -419,6 +428,8 @@ class Settings:
     nni_mtu: int = 1500
     dataplane_offload: str = "auto"
     dataplane_queue_bytes: int = 1 << 20
+    pon_rate_up: int = 0
+    pon_rate_down: int = 0
     attachment: str = "tap"
     vxlan_port: int = 4789
     vxlan_listen: str = ""

@@ -255,7 +255,9 @@ def _build_dataplane(settings, reactor, olt, path: FramePath, capture=None) -> l
     # (the front has the pipeline from now on: the service adds it again at its start and removes it at its stop)
     # --dataplane-offload auto: TAPs with the kernel's offloads (GSO super-frames); --dataplane-queue-bytes: each
     # interface's queue
-    service = DataPlaneService(olt, pipeline, plan, reactor, exit_on_failure=True, vxlan=vxlan, shaper=Shaper(),
+    service = DataPlaneService(olt, pipeline, plan, reactor, exit_on_failure=True, vxlan=vxlan,
+                               shaper=Shaper(rate_up=settings.pon_rate_up or None,     # 0: the PON's line rate
+                                             rate_down=settings.pon_rate_down or None),
                                offload=settings.dataplane_offload.lower() != "off",
                                queue_bytes=settings.dataplane_queue_bytes,
                                front=path.front)

@@ -9,10 +9,11 @@ from oltsim.settings.checks import AtLeast, Between, NotEmpty, OneOf, Positive
 
 #: how a value of each kind is read (from the YAML file, an option, a `bbsim` flag) and its Python type:
 #: ``endpoint`` a listener (BBSim's "host:port" or a Twisted endpoint string), ``secret`` a string never echoed in
-#: an error or repr, ``path`` a file name that the YAML file gives relative to its own folder. The file rows
+#: an error or repr, ``path`` a file name that the YAML file gives relative to its own folder, ``rate`` bit/s (an
+#: integer, or with a k, M or G suffix). The file rows
 #: (``config``, ``services``, ``pon-ranges``) are read by load_settings itself and make no scalar field.
 KIND_TYPES: dict[str, type] = {"int": int, "float": float, "bool": bool, "str": str, "endpoint": str,
-                               "secret": str, "path": str}
+                               "secret": str, "path": str, "rate": int}
 FILE_KINDS = ("config", "services", "pon-ranges")
 
 

@@ -58,12 +58,29 @@ def _escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace(":", "\\:").replace("=", "\\=")
 
 
+#: a bit rate's suffixes (decimal, as line rates are given): 300M is 300,000,000 bit/s
+_RATE_UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9}
+
+
+def bit_rate(raw: object, label: str, prefix: str = "") -> int:
+    """``raw`` as bit/s: an integer, or a number with a k, M or G suffix (``300M``, ``2.5G``; "bit/s" or "bps" may
+    follow); a ConfigError naming ``label`` otherwise."""
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str):
+        match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kKmMgG]?)\s*(?:bit/s|bps|b/s)?\s*", raw)
+        if match:
+            return round(float(match.group(1)) * _RATE_UNITS[match.group(2).lower()])
+    raise ConfigError(f"{prefix}{label} must be a rate in bit/s, e.g. 300000000, 300M or 2.5G (got {raw!r})", label)
+
+
 _TRUE = frozenset({"true", "yes", "on", "1"})
 _FALSE = frozenset({"false", "no", "off", "0"})
 
 
 def coerce(kind: str, raw: object, label: str, where: str = "") -> Any:
-    """``raw`` as an int, float, bool or str, or a ConfigError naming ``label`` (and ``where`` when known)."""
+    """``raw`` as an int, float, bool, rate (bit/s, `bit_rate`) or str, or a ConfigError naming ``label`` (and
+    ``where`` when known)."""
     prefix = f"{where}: " if where else ""
     if kind == "int":
         if isinstance(raw, int) and not isinstance(raw, bool):
@@ -86,6 +103,8 @@ def coerce(kind: str, raw: object, label: str, where: str = "") -> Any:
         if value is None or not math.isfinite(value):
             raise ConfigError(f"{prefix}{label} must be a number (got {raw!r})", label)
         return value
+    if kind == "rate":
+        return bit_rate(raw, label, prefix)
     if kind == "bool":
         if isinstance(raw, bool):
             return raw

@@ -542,3 +542,44 @@ def test_queues_created_later_take_effect_at_the_next_frame():
     make_tcont(onu, 1024, STRICT, {1100: (0, 0), 1101: (5, 0)}, pir=10_000, pbs=0)
     sent = run_streams(shaper, [(a, 20e6), (b, 20e6)], seconds=2, start=2.1)
     assert sent[b] > 10 * sent[a]
+
+
+@pytest.mark.parametrize("given, rate", [("300M", 300_000_000), ("2.5G", 2_500_000_000), ("250k", 250_000),
+                                         ("1244160000", 1_244_160_000), (9_953_280_000, 9_953_280_000),
+                                         ("300 Mbit/s", 300_000_000), ("0", 0)])
+def test_pon_rate_settings_take_bit_per_second_with_a_suffix(given, rate):
+    """--pon-rate-up / bbsim.pon_rate_up (and down) read bit/s as an integer or with a k, M or G suffix; 0 is the
+    PON's line rate."""
+    assert load_settings({"pon_rate_up": given, "pon_rate_down": given}, None).pon_rate_up == rate
+
+
+@pytest.mark.parametrize("given", ["fast", "-5M", "3T", "1e9", True])
+def test_a_pon_rate_that_is_no_rate_is_one_line_naming_the_setting(given):
+    """A rate that is not one (no number, a negative one, an unknown suffix) is one ConfigError naming the setting
+    and an example."""
+    from oltsim.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"pon_rate_down must be a rate in bit/s, e\.g\. 300000000, 300M or 2\.5G"):
+        load_settings({"pon_rate_down": given}, None)
+    with pytest.raises(ConfigError, match="pon_rate_up"):
+        load_settings({"pon_rate_up": "200G"}, None)
+
+
+def test_the_pon_rate_options_reach_the_daemons_shaper(tmp_path):
+    """`twistd oltsim --pon-rate-up 300M --pon-rate-down 1G` gives the data plane's shaper those rates; without
+    them the shaper takes each PON's line rate."""
+    from twisted.internet.task import Clock
+
+    from oltsim.dataplane.service import DataPlaneService
+    from oltsim.tap import Options, makeService
+
+    def shaper_of(*more):
+        options = Options()
+        options.parseOptions(["--openolt", "tcp:0:interface=127.0.0.1", "--pon", "1", "--onu", "1",
+                              "--nni-untagged-interface", "tnu0", *more])
+        top = makeService(options, Clock())
+        return next(child for child in top if isinstance(child, DataPlaneService)).shaper
+
+    shaper = shaper_of("--pon-rate-up", "300M", "--pon-rate-down", "1G")
+    assert (shaper.rate_up, shaper.rate_down) == (300_000_000, 1_000_000_000)
+    assert (shaper_of().rate_up, shaper_of().rate_down) == (None, None)

@@ -40,6 +40,8 @@ def other_value(row, tmp_path):
         return "all"
     if row.field in ("vxlan_listen", "vxlan_remote"):
         return "127.0.0.1"
+    if row.kind == "rate":
+        return 300_000_000
     if isinstance(row.check, OneOf):
         return next(choice for choice in row.check.choices if choice != row.default)
     if row.kind in ("int", "float"):
