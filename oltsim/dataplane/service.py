@@ -429,8 +429,9 @@ class DataPlaneService(service.Service):
         and `remote` too); with VXLAN attachments, "vxlan" holds the UDP port's own (every drop by reason)."""
         counted = self.dataplane.counters()
         if self.shaper is not None:
-            # per T-CONT and downstream scheduler: its limit, bytes sent, dropped by the shaper, queue depth
-            counted = {**counted, "shapers": self.shaper.counters()}
+            # per T-CONT and downstream scheduler: its limit and rate, bytes sent, dropped by the shaper, queue
+            # depth, and those of each of its GEM ports; per PON and direction: its rate, bytes offered and carried
+            counted = {**counted, "shapers": self.shaper.counters(), "pon_shaping": self.shaper.pon_counters()}
         interfaces = {}
         for key, port in self.ports.items():
             entry = {"kind": "tap", **port.counters()}

@@ -583,3 +583,27 @@ def test_the_pon_rate_options_reach_the_daemons_shaper(tmp_path):
     shaper = shaper_of("--pon-rate-up", "300M", "--pon-rate-down", "1G")
     assert (shaper.rate_up, shaper.rate_down) == (300_000_000, 1_000_000_000)
     assert (shaper_of().rate_up, shaper_of().rate_down) == (None, None)
+
+
+def test_the_services_counters_show_each_gem_port_and_each_pons_load():
+    """GET /v1/dataplane's document (DataPlaneService.counters): `shapers` keeps its keys per T-CONT and lists its
+    GEM ports (`gems`); `pon_shaping` gives each PON's rate and the bytes offered to and carried by its T-CONTs."""
+    from oltsim.dataplane.interfaces import InterfacePlan
+    from oltsim.dataplane.service import DataPlaneService
+
+    class Pipeline:
+        def counters(self):
+            return {"unis": {}}
+
+    onu, shaper = FakeOnu(), Shaper(rate_up=50_000_000)
+    make_tcont(onu, 1024, STRICT, {1100: (7, 0), 1101: (0, 0)}, pir=1_000, pbs=0)
+    for i in range(100):
+        shaper.offer((UP, onu, 1024, 1100 + i % 2), i, FRAME, 0.0)
+    counted = DataPlaneService(None, Pipeline(), InterfacePlan(), task.Clock(), shaper=shaper).counters()
+    row = counted["shapers"][0]
+    assert {"direction", "serial", "pon", "onu_id", "alloc_id", "limit", "sent_frames", "sent_bytes", "dropped",
+            "dropped_bytes", "queue_frames", "queue_bytes"} <= set(row)
+    assert row["rate_bps"] == 1_000_000 and [g["gemport_id"] for g in row["gems"]] == [1100, 1101]
+    assert counted["pon_shaping"] == [{"pon": 0, "direction": "up", "rate_bps": 50_000_000,
+                                       "offered_bytes": 100 * FRAME, "carried_bytes": row["sent_bytes"], "shaped": 1,
+                                       "congested": False}]
