@@ -2,6 +2,8 @@
 UNI in its namespace, dnsmasq and an iperf3 server behind the untagged NNI; iperf3 TCP and UDP (1470-octet datagrams
 at 1.10x the limit), 10 s each way, as voltha-system-tests' "Data plane verification" does against a hardware pod:
 each run within 90-105 % of its profile's cir + eir + air upstream, at least 90 % downstream (and at most 105 %).
+And the PON's capacity: two bound UNIs on two ONUs of one PON whose upstream rate (--pon-rate-up) is below their
+T-CONTs' peaks, iperf3 TCP from both at once: each gets at least its GIR + CIR, both together at most 105 % of it.
 
 Needs root, /dev/net/tun, `ip netns` and Debian's dnsmasq, dhclient, iperf3 (installed only with
 OLTSIM_TEST_INSTALL=1, else skipped with the reason; tests/integration/netlab.py)."""
@@ -77,3 +79,53 @@ def test_tcp_and_udp_each_way_get_their_profiles_rate(lab, daemon, tmp_path):
     shapers = {row["direction"]: row for row in dataplane(process)["shapers"] if row["limit"] is not None}
     assert shapers["up"]["limit"]["pir"] == UP_LIMIT // 1000 and shapers["down"]["limit"]["pir"] == DOWN_LIMIT // 1000
     assert shapers["up"]["sent_bytes"] > UP_LIMIT / 8 * SECONDS and shapers["down"]["dropped"].get("shaper", 0) > 0
+
+
+#: the PON's upstream rate the sharing test sets: below the two T-CONTs' peaks (2 x 230 Mbit/s), above their
+#: GIR + CIR (2 x 130 Mbit/s), so that each is owed 130 and the 40 left are shared
+PON_RATE_UP = 300_000_000
+#: User_Bandwidth1's GIR (air) + CIR
+ASSURED_UP = (100_000 + 30_000) * 1000
+
+
+def test_two_tconts_over_the_pon_rate_each_get_gir_and_cir_and_the_total_holds(lab, daemon, tmp_path):
+    """Two bound UNIs on two ONUs of one PON, each with its T-CONT shaped at PIR 230 Mbit/s (GIR 100, CIR 30), and
+    the PON's upstream rate at 300 Mbit/s (--pon-rate-up 300M): iperf3 TCP from both at once for 10 s; each gets at
+    least its GIR + CIR, both together at most 105 % of the PON's rate, and the counters show the PON shared (its
+    T-CONTs' rates adding up to its rate, what was offered above what was carried)."""
+    services = tmp_path / "services.yaml"
+    services.write_text(NO_EAPOL_SERVICES)
+    process = daemon(*dataplane_options(lab, "--olt-id", "10", "--pon", "1", "--onu", "2", "--uni", "1",
+                                        "--uni-interfaces", "all", "--services", str(services),
+                                        "--pon-rate-up", "300M"))
+    process.wait_serving()
+    server, server_ip = serve_dhcp(lab, 208)
+    lab.start(server, "iperf3", "-s", "-p", "5201", log="iperf3-a.log")
+    lab.start(server, "iperf3", "-s", "-p", "5202", log="iperf3-b.log")
+    unis = [f"{lab.prefix}u0-1-0", f"{lab.prefix}u0-2-0"]
+    wait_for("both ONUs' forwarding flows", lambda: {
+        f["onu_id"] for f in process.rest_get("/v1/olt/flows")[1]["flows"]
+        if f["flow_type"] == "downstream" and f.get("onu_id", -1) > 0} >= {1, 2})
+    for uni in unis:
+        lab.dhclient(uni, uni)
+    for uni in unis:
+        lab.wait_address(uni, uni, timeout=120)
+    runs = [subprocess.Popen(["ip", "netns", "exec", uni, "iperf3", "-J", "-c", server_ip, "-p", str(port),
+                              "-t", str(SECONDS)], stdout=subprocess.PIPE, text=True)
+            for uni, port in zip(unis, (5201, 5202))]
+    rates = []
+    for run in runs:
+        out, _ = run.communicate(timeout=SECONDS + 60)
+        result = json.loads(out)
+        assert "error" not in result, result.get("error")
+        rates.append(result["end"]["sum_received"]["bits_per_second"])
+    print(f"PON at {PON_RATE_UP / 1e6:.0f} Mbit/s: the two T-CONTs got {[round(r / 1e6, 1) for r in rates]} Mbit/s "
+          f"(TCP goodput; GIR + CIR {ASSURED_UP / 1e6:.0f}), together {sum(rates) / PON_RATE_UP * 100:.1f} % of it")
+    assert all(rate >= ASSURED_UP for rate in rates), rates
+    assert sum(rates) <= 1.05 * PON_RATE_UP, rates
+    counted = dataplane(process)
+    pon = next(row for row in counted["pon_shaping"] if row["direction"] == "up")
+    assert pon["rate_bps"] == PON_RATE_UP and pon["congested"] and pon["shaped"] == 2
+    assert pon["offered_bytes"] > pon["carried_bytes"] > 2 * ASSURED_UP / 8 * SECONDS
+    tconts = [row for row in counted["shapers"] if row["direction"] == "up" and row["limit"] is not None]
+    assert len(tconts) == 2 and sum(row["rate_bps"] for row in tconts) <= PON_RATE_UP * 1.001
