@@ -14,10 +14,13 @@ Which UNI or GEM port a PM ME counts follows its ME id, as G.988 and VOLTHA's ON
 - Ethernet PM history data: the PPTP Ethernet UNI of the same id;
 - GEM port network CTP PM history data: the GEM port network CTP of the same id (its Port-ID attribute; without a
   recorded CTP, the ME id), when the ONU's OMCI puts it behind a bound UNI (oltsim.dataplane.onupath);
-- FEC PM history data (on the ANI-G): `carries(onu)`, whether any UNI of the ONU is bound.
+- FEC PM history data (on the ANI-G): `carries(onu)`, whether any UNI of the ONU is bound;
+- Ethernet frame extended PM: `ethernet_uni(onu, pptp, upstream)` or `ethernet_frames` for the parent its control
+  block names.
 
-Counts are totals since the UNI was bound, so every counter only grows between reads. Pure: it reads the pipeline's
-public counters (`counters()`, `gem_statistics`, `bound()`) and the OMCI record, and keeps nothing of its own.
+Counts are totals since the UNI was bound, so every counter only grows; the responder turns them into G.988's
+15-minute intervals (oltsim.omci.pmhistory). Pure: it reads the pipeline's public counters (`counters()`,
+`frame_kinds`, `gem_statistics`, `bound()`) and the OMCI record, and keeps nothing of its own.
 """
 from __future__ import annotations
 
