@@ -50,6 +50,10 @@ def check_privileges(tun_device: str = TUN_DEVICE, capabilities: int | None = No
     """TAP interfaces can be made here: CAP_NET_ADMIN and a usable `tun_device`; HostError saying what is missing."""
     caps = effective_capabilities() if capabilities is None else capabilities
     if caps is not None and not caps >> CAP_NET_ADMIN & 1:
+        if os.environ.get("INVOCATION_ID"):       # systemd starts each service with it: the packaged unit
+            raise HostError("making TAP interfaces needs CAP_NET_ADMIN, which the systemd unit withholds (the "
+                            "packaged oltsim.service: add its drop-in /usr/share/doc/oltsim/examples/tap.conf), or "
+                            "use attachment: vxlan (no privilege)")
         raise HostError("making TAP interfaces needs CAP_NET_ADMIN: run oltsim as root, or give it the capability "
                         "(setcap cap_net_admin+ep, or docker run --cap-add NET_ADMIN)")
     if not os.path.exists(tun_device):

@@ -38,6 +38,7 @@ REPO = Path(__file__).resolve().parents[2]
 BUILD_DEB = REPO / "packaging" / "build-deb"
 BUILD_REQUIREMENTS = REPO / "packaging" / "build-requirements.txt"
 CONFFILE_SOURCE = REPO / "debian" / "oltsim.yaml"
+TAP_DROP_IN = REPO / "debian" / "tap.conf"
 
 PACKAGE = "oltsim"
 USER = "oltsim"
@@ -165,19 +166,22 @@ class Identity:
 
 class InstalledDaemon(DaemonProcess):
     """The installed oltsim started as its systemd unit starts it: the unit's ExecStart as its User in its
-    WorkingDirectory with an empty environment and no new privileges, plus loopback listeners on free ports."""
+    WorkingDirectory with an empty environment, no new privileges and its capability bounding set (empty), plus
+    loopback listeners on free ports and `options`."""
 
     name = "the installed oltsim"
     poll_interval = 0.1
 
-    def __init__(self, log_path: Path):
+    def __init__(self, log_path: Path, *options: str):
         service = unit_service_section(UNIT_FILE)
         names = listener_options()
         self.ports = dict(zip(names, free_ports(len(names))))
         listen = [arg for name, port in self.ports.items() for arg in (f"--{name}", f"tcp:{port}:interface=127.0.0.1")]
+        bounding = service.get("CapabilityBoundingSet", "").split()
+        assert bounding == [], f"the test mirrors an empty CapabilityBoundingSet only, not {bounding}"
         command = ["setpriv", f"--reuid={service['User']}", f"--regid={service.get('Group', service['User'])}",
-                   "--init-groups", "--no-new-privs", "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin",
-                   *shlex.split(service["ExecStart"]), *listen]
+                   "--init-groups", "--no-new-privs", "--bounding-set=-all", "env", "-i",
+                   "PATH=/usr/sbin:/usr/bin:/sbin:/bin", *shlex.split(service["ExecStart"]), *listen, *options]
         self.log_path = log_path
         self._log = open(log_path, "w")
         # setpriv and env exec the daemon, so this pid is twistd's own.
@@ -267,8 +271,8 @@ def machine(tmp_path):
     fail (the skip conditions made sure the package and user were not there before)."""
     daemons: list[InstalledDaemon] = []
 
-    def start() -> InstalledDaemon:
-        daemon = InstalledDaemon(tmp_path / f"oltsim-{len(daemons)}.log")
+    def start(*options: str) -> InstalledDaemon:
+        daemon = InstalledDaemon(tmp_path / f"oltsim-{len(daemons)}.log", *options)
         daemons.append(daemon)
         return daemon
 
@@ -308,6 +312,28 @@ def test_conffile_holds_the_builtin_defaults(tmp_path):
     assert listener_keys <= {key for key, _ in keys}
 
 
+def test_the_unit_withholds_every_capability_and_the_tap_drop_in_adds_net_admin_and_the_tun_device_only(tmp_path):
+    """The unit as shipped gives no capability and no device (the data plane with VXLAN attachments needs none);
+    debian/tap.conf, its drop-in for TAP interfaces, adds CAP_NET_ADMIN (ambient and bounding) and /dev/net/tun,
+    nothing else, and systemd-analyze reads it without a complaint."""
+    unit = unit_service_section(REPO / "debian" / "oltsim.service")
+    assert (unit["CapabilityBoundingSet"], unit["AmbientCapabilities"], unit["PrivateDevices"]) == ("", "", "yes")
+    assert unit["NoNewPrivileges"] == "yes" and "AF_INET6" in unit["RestrictAddressFamilies"]
+    drop_in = unit_service_section(TAP_DROP_IN)
+    assert drop_in == {"AmbientCapabilities": "CAP_NET_ADMIN", "CapabilityBoundingSet": "CAP_NET_ADMIN",
+                       "PrivateDevices": "no", "DevicePolicy": "closed", "DeviceAllow": "/dev/net/tun rw"}
+    if shutil.which("systemd-analyze") is None:
+        return
+    shutil.copy(REPO / "debian" / "oltsim.service", tmp_path / "oltsim.service")
+    (tmp_path / "oltsim.service.d").mkdir()
+    shutil.copy(TAP_DROP_IN, tmp_path / "oltsim.service.d" / "tap.conf")
+    verify = subprocess.run(["systemd-analyze", "verify", str(tmp_path / "oltsim.service")], capture_output=True,
+                            text=True, timeout=60, env=dict(os.environ, SYSTEMD_UNIT_PATH=f"{tmp_path}:"))
+    complaints = [line for line in (verify.stdout + verify.stderr).splitlines()
+                  if "tap.conf" in line or "oltsim.service:" in line and "twistd" not in line]
+    assert complaints == [], verify.stdout + verify.stderr
+
+
 @pytest.mark.deb
 @pytest.mark.skipif(BUILD_SKIP_REASON is not None, reason=str(BUILD_SKIP_REASON))
 def test_package_contents(packages):
@@ -321,7 +347,7 @@ def test_package_contents(packages):
                      "/opt/oltsim/bin/python", "/opt/oltsim/lib/python3.11/site-packages/oltsim_journal.py",
                      "/opt/oltsim/lib/python3.11/site-packages/twisted/plugins/oltsim_plugin.py",
                      "/opt/oltsim/bin/oltsimctl", "/usr/bin/oltsimctl", "/opt/oltsim/bin/bbsimctl",
-                     "/usr/bin/bbsimctl"):
+                     "/usr/bin/bbsimctl", "/usr/share/doc/oltsim/examples/tap.conf"):
         assert expected in paths, expected
     assert "./usr/bin/oltsimctl -> /opt/oltsim/bin/oltsimctl" in listing
     assert "./usr/bin/bbsimctl -> /opt/oltsim/bin/bbsimctl" in listing
@@ -399,3 +425,91 @@ def test_install_upgrade_is_an_olt_reboot_then_purge_leaves_nothing(packages, ma
              for p in directory.rglob("oltsim*")]
     assert left == []
     assert not _user_exists()
+
+
+# ---- the data plane under the unit ------------------------------------------------------------------------------
+
+#: The RG's side of the VXLAN segments: another loopback address, so that oltsim's datagrams to it at the VXLAN
+#: port (where an RG's kernel device listens) reach this test's socket and not oltsim's own.
+RG_ADDRESS = "127.0.0.2"
+EAPOL_GROUP = bytes.fromhex("0180c2000003")
+ETH_EAPOL = 0x888E
+VXLAN_FLAGS = 0x08000000       # RFC 7348: the I flag
+RG_TIMEOUT = 60.0
+
+
+def free_udp_port() -> int:
+    """A UDP port free on both loopback addresses the test uses."""
+    import socket
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        try:
+            with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as other:
+                other.bind((RG_ADDRESS, port))
+        except OSError:
+            continue
+        return port
+
+
+def status_fields(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in status if ":\t" in line)
+
+
+def eapol_start(mac: bytes) -> bytes:
+    """An RG's EAPOL-Start, untagged, padded to 60 octets."""
+    return (EAPOL_GROUP + mac + ETH_EAPOL.to_bytes(2, "big") + bytes([1, 1, 0, 0])).ljust(60, b"\0")
+
+
+@pytest.mark.deb
+@pytest.mark.skipif(SKIP_REASON is not None, reason=str(SKIP_REASON))
+def test_the_packaged_unit_runs_the_data_plane_over_vxlan_without_privilege(packages, machine):
+    """The installed daemon, started as the unit starts it (its user, no capability, no new privileges), runs the
+    data plane with the built-in adapter and one UNI as a VXLAN attachment: an RG's EAPOL-Start sent to its UDP
+    port on the UNI's VNI is answered, over VXLAN, by the authenticator's EAP-Request/Identity to the RG's address,
+    which GET /v1/dataplane shows as the UNI's learned remote."""
+    import socket
+    import struct
+    import time
+
+    run("dpkg", "--install", packages["first"], timeout=DPKG_TIMEOUT)
+    port = free_udp_port()
+    daemon = machine("--adapter", "builtin", "--attachment", "vxlan", "--uni-interfaces", "1",
+                     "--nni-untagged-interface", "nniu", "--vxlan-listen", "127.0.0.1", "--vxlan-port", str(port))
+    daemon.wait_serving()
+    fields = status_fields(daemon.process.pid)
+    assert fields["Uid"].split()[0] == str(pwd.getpwnam(USER).pw_uid)
+    assert int(fields["CapEff"], 16) == 0 and int(fields["CapBnd"], 16) == 0 and fields["NoNewPrivs"] == "1"
+    status, counters = daemon.rest_get("/v1/dataplane")
+    assert status == 200, counters
+    (name, uni), = [(name, c) for name, c in counters["interfaces"].items() if "serial" in c]
+    assert (uni["kind"], uni["vni"], uni["remote"]) == ("vxlan", 1000, None)
+    mac = bytes.fromhex(uni["mac"].replace(":", ""))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rg:
+        rg.bind((RG_ADDRESS, port))
+        rg.settimeout(0.5)
+        header = struct.pack("!II", VXLAN_FLAGS, uni["vni"] << 8)
+        answer, deadline = None, time.monotonic() + RG_TIMEOUT
+        while answer is None and time.monotonic() < deadline:
+            # until the built-in adapter has brought the ONU up and installed the EAPOL trap flow
+            rg.sendto(header + eapol_start(mac), ("127.0.0.1", port))
+            try:
+                while answer is None:
+                    datagram, source = rg.recvfrom(65535)
+                    frame = datagram[8:]
+                    if (datagram[:8] == header and source[0] == "127.0.0.1" and frame[:6] == mac
+                            and frame[12:14] == ETH_EAPOL.to_bytes(2, "big") and frame[15] == 0):
+                        answer = frame
+            except socket.timeout:
+                continue
+    assert answer is not None, f"no EAP-Request over VXLAN within {RG_TIMEOUT:g} s:\n{daemon.log}"
+    assert (answer[18], answer[22]) == (1, 1)          # EAP code Request, type Identity
+    status, counters = daemon.rest_get("/v1/dataplane")
+    uni = counters["interfaces"][name]
+    assert (uni["remote"], uni["remote_learned"]) == (RG_ADDRESS, True) and uni["rx_frames"] >= 1, uni
+    assert daemon.stop() == 0, daemon.log
+    events = [json.loads(line) for line in daemon.log.splitlines() if line.strip()]
+    started = [e for e in events if e.get("log_format", "").startswith("dataplane-started")]
+    assert [(e["kind"], e["unis"]) for e in started] == [("vxlan", 1)], daemon.log

@@ -35,7 +35,7 @@ VENV_OWN = {"python", "python3", "pip", "pip3"}
 # cannot pass as one.
 SYSTEM_TOOLS = {
     # shell builtins and coreutils
-    ".", "source", "cat", "cd", "cut", "echo", "grep", "kill", "mkdir", "sleep", "touch",
+    ".", "source", "cat", "cd", "cp", "cut", "echo", "grep", "kill", "mkdir", "sleep", "touch",
     # the platform: packages, services, privileges, version control
     "apt", "apt-get", "dpkg", "git", "journalctl", "sudo", "systemctl",
     # HTTP and gRPC clients, JSON
