@@ -369,10 +369,16 @@ class DataPlaneService(service.Service):
         return ready
 
     def _on_wake(self) -> None:
-        """The shaper's frames whose time has come, out; the next wake-up set when more wait."""
+        """The shaper's frames whose time has come, out; the next wake-up set when more wait. A failure of the shaper
+        is logged with its time, and its queued frames dropped: the next frame starts again, none is stuck."""
         self._wake = None
         now = self.clock.seconds()
-        released, wake = self.shaper.due(now)
+        try:
+            released, wake = self.shaper.due(now)
+        except Exception:
+            log.failure("dataplane-shaper-failed at={now}: its queued frames are dropped", now=now)
+            self.shaper.clear()
+            return
         if wake is not None:
             self._wake = self.clock.callLater(max(0.0, wake - now), self._on_wake)
         if released:

@@ -607,3 +607,56 @@ def test_the_services_counters_show_each_gem_port_and_each_pons_load():
     assert counted["pon_shaping"] == [{"pon": 0, "direction": "up", "rate_bps": 50_000_000,
                                        "offered_bytes": 100 * FRAME, "carried_bytes": row["sent_bytes"], "shaped": 1,
                                        "congested": False}]
+
+
+def test_a_failing_shaper_wake_is_logged_drops_its_queue_and_leaves_no_frame_stuck():
+    """A wake-up whose `due` raises is logged (dataplane-shaper-failed) instead of escaping into the reactor; the
+    queued frames are dropped, no delayed call is left, and the next frames are shaped again."""
+    from twisted.logger import globalLogPublisher
+
+    from oltsim.dataplane.interfaces import InterfacePlan
+    from oltsim.dataplane.pipeline import ToNni
+    from oltsim.dataplane.service import DataPlaneService
+
+    class Port:
+        def __init__(self):
+            self.sent = []
+            self.model_port = type("P", (), {"packet_count": 0})()
+
+        def send(self, frame):
+            self.sent.append(frame)
+            return True
+
+    class Failing(Shaper):
+        fail = True
+
+        def due(self, now):
+            if self.fail:
+                self.fail = False
+                raise RuntimeError("broken")
+            return super().due(now)
+
+    seen = []
+    globalLogPublisher.addObserver(seen.append)
+    try:
+        clock, onu, shaper = task.Clock(), FakeOnu(), Failing()
+        onu.create(UPSTREAM, 1024, pir=1_000, pbs=0)
+        service = DataPlaneService(None, None, InterfacePlan(), clock, shaper=shaper)
+        nni = Port()
+        service.ports["nni"] = nni
+        key = (UP, onu, 1024, GEM)
+        for _ in range(10):
+            service.deliver([ToNni(bytes(FRAME), key)])
+        assert shaper.backlogged
+        clock.advance(0)
+    finally:
+        globalLogPublisher.removeObserver(seen.append)
+    assert any("dataplane-shaper-failed" in event.get("log_format", "") for event in seen)
+    assert not shaper.backlogged and clock.getDelayedCalls() == []
+    sent = len(nni.sent)
+    for _ in range(10):
+        service.deliver([ToNni(bytes(FRAME), key)])
+    assert shaper.backlogged and len(clock.getDelayedCalls()) == 1
+    clock.advance(0)
+    clock.advance(1)
+    assert len(nni.sent) > sent
