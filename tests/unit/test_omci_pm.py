@@ -368,3 +368,19 @@ def test_make_service_gives_the_responder_the_pipelines_pm_counters():
     assert plain.pm is None
     responder, olt = responder_of("--nni-untagged-interface", "tnu0")
     assert isinstance(responder.pm, PmCounters) and responder.pm.pipeline is olt.hub.frames.pipeline
+
+
+def test_an_onu_power_off_removes_its_pm_mes_and_their_timer(lab, sub):
+    """An ONU that goes down loses the PM MEs the adapter created (the adapter creates them again after its MIB
+    reset) and their interval timer: once it is up again, Get current data answers Unknown instance."""
+    onu = sub
+    me_id = lab.ids(UNI)["uni_port"]
+    create_pm(lab, onu, UP, me_id)
+    assert pm_now(lab, onu, UP, me_id, (5,)) == {5: 0}
+    timer = lab.responder.state(onu).pm.timer
+    onu.power_off()
+    assert not timer.active() and lab.responder.state(onu).pm is None
+    onu.power_on()
+    lab.clock.advance(60)
+    request = codec.mask_of((5,)).to_bytes(2, "big")
+    assert lab.omci(onu, codec.GET_CURRENT_DATA, UP, me_id, request)[0] == codec.UNKNOWN_INSTANCE
