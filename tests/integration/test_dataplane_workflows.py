@@ -128,9 +128,14 @@ def test_tt_each_services_tags_and_p_bits_on_the_trunk_and_its_gem_port(lab, dae
     def counted(pattern: str) -> int:
         return len(re.findall(pattern, lab.log("trunk.log")))
 
-    patterns = {"voip": r"vlan 333, p 7, ethertype 802\.1Q[^,]*, vlan 444, p 7,",
-                "hsia": r"vlan 900, p 3, ethertype 802\.1Q[^,]*, vlan 900, p 3,",
-                "vod": r"vlan 555, p 5, ethertype 802\.1Q[^,]*, vlan 55, p 5,"}
+    # the tags and priorities as oltsim's SADIS names them to ONOS (no priority: the RG's p-bit, 3 here)
+    status, sadis = process.rest_get(f"/v2/subscribers/{serial}-1", surface="sadis")
+    assert status == 200, sadis
+    tags = {entry["serviceName"]: entry for entry in sadis["uniTagList"]}
+    patterns = {name: (rf"vlan {tags[name]['ponSTag']}, p {tags[name].get('usPonSTagPriority', 3)}, ethertype "
+                       rf"802\.1Q[^,]*, vlan {tags[name]['ponCTag']}, p {tags[name].get('usPonCTagPriority', 3)},")
+                for name in ("voip", "hsia", "vod")}
+    assert patterns["voip"].startswith("vlan 333, p 7,") and "vlan 444, p 7," in patterns["voip"]
     wanted = {"voip": 2 * FRAMES, "hsia": FRAMES, "vod": FRAMES}
     wait_for("every frame on the trunk", lambda: all(counted(patterns[k]) >= n for k, n in wanted.items()), 30,
              lambda: lab.log("trunk.log")[-3000:])
