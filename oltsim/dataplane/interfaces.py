@@ -55,6 +55,10 @@ BURST = 16
 #: HeartbeatCheck 3x slower than idle, 32 about 2x, 16 about 1.2-2x, one TCP stream above 500 Mbit/s throughout).
 BUDGET = 16
 PER_ROUND = 8
+#: Bytes the pump hands on per reactor turn at most (the frame that crosses it is the turn's last): four GSO
+#: super-frames of 64 KiB (bench/dataplane.py with offloads: sixteen a turn, 1 MiB, made HeartbeatCheck 2-2.7x
+#: slower than idle under iperf3)
+BUDGET_BYTES = 256 * 1024
 #: The largest frame read (jumbo frames with two tags fit).
 MAX_FRAME = 16384
 #: The largest read of a TAP with offloads: a 64 KiB GSO super-frame (GSO_MAX_SIZE), its virtio-net header, tags
@@ -442,13 +446,16 @@ class TapPort(TuntapPort):
 
 class Pump:
     """Hands queued frames to `handle(port, frame)`, round-robin over the ports that have some, at most `budget`
-    frames per reactor turn (then again on the next turn, `clock.callLater(0)`), `per_round` from one port at a
-    time. A handler that raises is logged (the first time, then counted) and the pump goes on."""
+    frames and about `budget_bytes` per reactor turn (then again on the next turn, `clock.callLater(0)`),
+    `per_round` from one port at a time. A handler that raises is logged (the first time, then counted) and the pump
+    goes on."""
 
-    def __init__(self, clock, handle, *, budget: int = BUDGET, per_round: int = PER_ROUND):
+    def __init__(self, clock, handle, *, budget: int = BUDGET, per_round: int = PER_ROUND,
+                 budget_bytes: int = BUDGET_BYTES):
         self.clock = clock
         self.handle = handle
         self.budget = budget
+        self.budget_bytes = budget_bytes
         self.per_round = per_round
         self.ready: deque[TapPort] = deque()
         self.waiting: set[TapPort] = set()     # the ports in `ready`
@@ -468,15 +475,17 @@ class Pump:
     def _drain(self) -> None:
         self._call = None
         budget = self.budget
+        left = self.budget_bytes
         ready = self.ready
-        while ready and budget > 0:
+        while ready and budget > 0 and left > 0:
             port = ready.popleft()
             frames = port.protocol
             queue = frames.queue
             take = min(self.per_round, budget, len(queue))
-            budget -= take
             octets = 0
-            for _ in range(take):
+            while take and octets < left:
+                take -= 1
+                budget -= 1
                 frame = queue.popleft()
                 octets += len(frame)
                 try:
@@ -486,6 +495,7 @@ class Pump:
                     if self.failures == 1:
                         log.failure("dataplane-frame-failed interface={name} (later failures are only counted)",
                                     name=port.name)
+            left -= octets
             frames.taken(octets)
             if queue and port.connected:
                 ready.append(port)

@@ -59,7 +59,11 @@ class DataPlaneService(service.Service):
     `exit_on_failure`: a failed start writes ``oltsim: LINE`` to stderr and exits with status 2 (the daemon).
     `vxlan` (a `vxlan.VxlanSegments`): every interface of the plan is a VXLAN attachment on its port, not a TAP.
     `front` (a `front.DataPlaneFront`): the adapter's packets for bound UNIs and the NNI go to `dataplane` from the
-    start on, to the protocol engine again from the stop on."""
+    start on, to the protocol engine again from the stop on. `offload`: the TAPs are opened with the kernel's
+    offloads (`interfaces.TapPort`), their frames read and written with a virtio-net header (`vnet`), which goes to
+    the pipeline with the frame when it says something (a checksum to finish, a GSO super-frame); a kernel that
+    refuses is said once and the TAPs carry plain frames. `queue_bytes`: a UNI interface's queue bound (an NNI's
+    four times it; None: `interfaces.QUEUE_BYTES`)."""
 
     name = "dataplane"
 

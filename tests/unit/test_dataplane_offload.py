@@ -272,7 +272,7 @@ def test_a_jumbo_flood_holds_the_queues_bound_in_bytes_not_a_thousand_frames():
     kernel.registerSpecialDevice(Tunnel._DEVICE_NAME, Tunnel)
     reactor = MemoryReactorClock()
     handled = []
-    pump = Pump(reactor, lambda p, d: handled.append(len(d)), budget=64, per_round=64)
+    pump = Pump(reactor, lambda p, d: handled.append(len(d)), budget=64, per_round=64, budget_bytes=1 << 30)
     port = TapPort("u0-1-0", ("S", 0), pump, burst=16, reactor=reactor, system=kernel)
     port.open()
     tunnel = kernel.getTunnel(port)
@@ -288,3 +288,36 @@ def test_a_jumbo_flood_holds_the_queues_bound_in_bytes_not_a_thousand_frames():
     assert len(handled) == 64 and port in reactor.readers
     assert port.counters()["rx_frames"] == len(handled) + len(port.queue)
     port.close()
+
+
+def test_a_turn_hands_on_about_its_budget_in_bytes():
+    """Super-frames queued on two ports: a reactor turn hands on frames until about BUDGET_BYTES (the frame that
+    crosses it the last: four of 64 KiB), round-robin, and the rest on the next turns, so the control plane runs
+    between them; small frames are bound by the budget in frames as before."""
+    kernel = OffloadingKernel()
+    reactor = MemoryReactorClock()
+    handled = []
+    pump = Pump(reactor, lambda p, d: handled.append((p.name, len(d))), per_round=2)
+    ports = [TapPort(f"u0-{n}-0", ("S", n), pump, burst=8, offload=True, reactor=reactor, system=kernel)
+             for n in (1, 2)]
+    for port in ports:
+        port.open()
+        kernel.getTunnel(port).readBuffer.extend(bytes(65536) for _ in range(8))
+        port.doRead()
+    turns = []
+    while reactor.getDelayedCalls():
+        before = len(handled)
+        call = reactor.getDelayedCalls()[0]
+        reactor.calls.remove(call)
+        call.func(*call.args)
+        turns.append(len(handled) - before)
+    assert turns == [4, 4, 4, 4] and [name for name, _ in handled[:4]] == ["u0-1-0"] * 2 + ["u0-2-0"] * 2
+    for port in ports:
+        kernel.getTunnel(port).readBuffer.extend(bytes(64) for _ in range(40))
+        port.doRead()
+    call = reactor.getDelayedCalls()[0]
+    reactor.calls.remove(call)
+    call.func(*call.args)
+    assert len(handled) == 16 + itf.BUDGET
+    for port in ports:
+        port.close()
