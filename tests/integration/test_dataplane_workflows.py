@@ -5,6 +5,8 @@ at OLT id 10 with TAP interfaces, real tools in network namespaces.
   service (`-Q <p>:<vid>`); `tcpdump -e` on the trunk NNI shows each service's S-tag over its C-tag with the p-bits
   the flows say (VoIP's 7 whatever the RG sent, HSIA's copied), and the OpenOLT GEM statistics count each frame on
   its service's GEM port (the 802.1p mapper's choice).
+- TT, DHCP: a dhclient behind the VoIP VLAN gets its lease through the adapter's relay from dnsmasq behind the
+  trunk's VoIP tags.
 - TT, multicast: Debian's iperf 2 joins a group in two UNI namespaces or one (`iperf -s -u -B <group>`: the
   kernel's IGMP report, under the VoD VLAN 55) and sends the stream from the BNG's namespace into the trunk NNI on
   the multicast VLAN 550 (`iperf -c <group> -u -T 32`): the UNI that joined gets it, the other nothing, and none
@@ -146,6 +148,34 @@ def test_tt_each_services_tags_and_p_bits_on_the_trunk_and_its_gem_port(lab, dae
     assert voip_gem != hsia_gem
     assert gem_rx(process, onu_id, voip_gem) == 2 * FRAMES
     assert gem_rx(process, onu_id, hsia_gem) == FRAMES
+
+
+def test_tt_voip_client_gets_its_lease_through_the_dhcp_relay_under_its_services_tags(lab, daemon):
+    """TT, one bound UNI: a dhclient behind the RG's VoIP VLAN 65, sending from the VoIP service's MAC, gets a lease
+    from dnsmasq at the BNG behind the trunk's 333/444 (vlanport.py both sides): its DHCP is trapped (VoIP's trap
+    flow, p-bit 7) and relayed with the S-tag, the answer trapped on the NNI and sent back to the UNI, and the VoIP
+    service shows the DHCP ack."""
+    p = lab.prefix
+    serial, uni_ns = "BBSM000a0001", f"{p}u0-1-0"
+    process = daemon(*dataplane_options(lab, "--olt-id", "10", "--pon", "1", "--onu", "1", "--uni", "1",
+                                        "--uni-interfaces", "all", "--services", "tt"))
+    process.wait_serving()
+    wait_for("the VoIP DHCP trap flow", lambda: any(fl["classifier"].get("src_port") == 68 and
+                                                    fl["classifier"].get("o_vid") == 444 for fl in flows(process)))
+    bng = lab.netns(f"{p}bng")
+    lab.wait_link(f"{p}nni")
+    lab.move(f"{p}nni", bng)
+    vlanport.start(lab, bng, f"{p}nni", f"{p}bg", "333:7,444:7", address="10.210.0.1/16")
+    lab.dnsmasq(bng, f"{p}bg", "10.210.1.1", "10.210.1.254")
+    voip = next(s for s in process.rest_get(f"/v1/olt/onus/{serial}")[1]["unis"][0]["services"] if s["Name"] == "voip")
+    lab.wait_link(uni_ns, uni_ns)
+    run("ip", "-n", uni_ns, "link", "set", "dev", uni_ns, "up")
+    vlanport.start(lab, uni_ns, uni_ns, f"{p}rg", "65:0", mac=voip["HwAddress"])
+    lab.dhclient(uni_ns, f"{p}rg")
+    assert lab.wait_address(uni_ns, f"{p}rg").startswith("10.210.1.")
+    wait_for("the VoIP service's DHCP ack", lambda: next(
+        s for s in process.rest_get(f"/v1/olt/onus/{serial}")[1]["unis"][0]["services"]
+        if s["Name"] == "voip")["DhcpState"] == "dhcp_ack_received", 30)
 
 
 def iperf_server(lab: Lab, netns: str, interface: str):

@@ -138,12 +138,14 @@ def relay(trunk: str, access: str, tags: list[tuple[int, int]], native: bool) ->
                 pass            # the other end is down for a moment (a link flap): the frame is lost, as on a wire
 
 
-def start(lab, netns: str, trunk: str, name: str, tags: str, address: str | None = None, native: bool = False):
-    """In `netns`: a veth pair `name` (the IP stack's end, up, given `address`) / `name`p (the relay's), and the
-    relay between `trunk` and `name`p with `tags`, started through `lab` (stopped at its close)."""
+def start(lab, netns: str, trunk: str, name: str, tags: str, address: str | None = None, native: bool = False,
+          mac: str | None = None):
+    """In `netns`: a veth pair `name` (the IP stack's end, up, given `address` and `mac`) / `name`p (the relay's),
+    and the relay between `trunk` and `name`p with `tags`, started through `lab` (stopped at its close)."""
     from netlab import run
     peer = f"{name}p"
-    run("ip", "-n", netns, "link", "add", name, "type", "veth", "peer", "name", peer)
+    run("ip", "-n", netns, "link", "add", name, *(["address", mac] if mac else []), "type", "veth", "peer", "name",
+        peer)
     for interface in (name, peer):
         run("ip", "-n", netns, "link", "set", "dev", interface, "up")
     if address:
