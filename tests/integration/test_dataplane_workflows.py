@@ -108,7 +108,8 @@ def test_tt_each_services_tags_and_p_bits_on_the_trunk_and_its_gem_port(lab, dae
     """TT at OLT id 10, one bound UNI: the RG's VoIP frames (VLAN 65, p-bit 0 and 3) leave the trunk as `vlan 333, p
     7` over `vlan 444, p 7` (SADIS's VoIP tags and priority), its HSIA frames (VLAN 35, p-bit 3) as `vlan 900, p 3`
     over `vlan 900, p 3` (no priority in SADIS: the RG's copied), its VoD frames (VLAN 55) as 555 p5 over 55 p5;
-    GetGemPortStatistics counts the VoIP frames on the VoIP GEM port and the HSIA frames on the HSIA one."""
+    GetGemPortStatistics counts the VoIP frames on the VoIP GEM port and the HSIA frames on the HSIA one. From the
+    trunk, 333 p7 over 444 p0 reaches the RG as VLAN 65 p7 (the flow remarks the inner p-bit)."""
     p = lab.prefix
     serial, uni_ns = "BBSM000a0001", f"{p}u0-1-0"
     process = daemon(*dataplane_options(lab, "--olt-id", "10", "--pon", "1", "--onu", "1", "--uni", "1",
@@ -148,6 +149,21 @@ def test_tt_each_services_tags_and_p_bits_on_the_trunk_and_its_gem_port(lab, dae
     assert voip_gem != hsia_gem
     assert gem_rx(process, onu_id, voip_gem) == 2 * FRAMES
     assert gem_rx(process, onu_id, hsia_gem) == FRAMES
+
+    # Downstream the VoIP flow remarks the C-tag's p-bit to the upstream priority (ONOS does not trust the BNG's):
+    # the BNG's 333 p7 over 444 p0 reaches the RG as VLAN 65 p7; 333 p0 is not VoIP's downstream priority (no-flow)
+    at_rg = tcpdump(lab, uni_ns, uni_ns, "rg.log", "vlan")
+    rg_mac = run("ip", "-n", uni_ns, "-br", "link", "show", "dev", uni_ns).stdout.split()[2]
+    before = dataplane(process)["nni"]["dropped"].get("no-flow", 0)
+    for stack in ("7:333,0:444", "0:333,0:444"):
+        run(_which("mausezahn"), f"{p}nni", "-q", "-c", str(FRAMES), "-d", "5msec", "-a", "02:00:00:00:00:01",
+            "-b", rg_mac, "-A", "10.99.0.1", "-B", "10.99.0.2", "-Q", stack, "-t", "udp", "sp=4001,dp=4000",
+            timeout=60)
+    wait_for("the VoIP frames at the RG", lambda: len(re.findall(r"vlan 65, p 7,", lab.log("rg.log"))) >= FRAMES,
+             30, lambda: lab.log("rg.log")[-2000:])
+    lab.stop(at_rg)
+    assert len(re.findall(r"vlan 65, p [0-6],", lab.log("rg.log"))) == 0, lab.log("rg.log")[-2000:]
+    assert dataplane(process)["nni"]["dropped"].get("no-flow", 0) >= before + FRAMES
 
 
 def test_tt_voip_client_gets_its_lease_through_the_dhcp_relay_under_its_services_tags(lab, daemon):
