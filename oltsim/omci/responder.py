@@ -36,7 +36,7 @@ from oltsim.omci.codec import (ANI_G, ATTRIBUTE_FAILURE, CIRCUIT_PACK, ME_CLASSE
                                UNKNOWN_ME, Frame, OmciError)
 from oltsim.omci.mib import TCONT_SLOT, TCONTS, Mib, build_mib
 from oltsim.omci.pmhistory import OnuPm, PmMe
-from oltsim.omci.wrappers import IOmciHandler
+from oltsim.omci.wrappers import IOmciHandler, OmciHandler
 
 __all__ = ["OmciResponder", "OnuOmci", "OmciError", "reboot_onu", "crc32_bzip2"]
 
@@ -130,7 +130,7 @@ class OnuOmci:
 
 
 @implementer(IOmciHandler)
-class OmciResponder:
+class OmciResponder(OmciHandler):
     """Answers OMCI for every ONU of an OLT; one instance per OLT (or per process).
 
     `power_cycle(onu)` is called on the ONU's clock after a Reboot response and after an

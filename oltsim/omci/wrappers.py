@@ -14,7 +14,7 @@ from zope.interface import Interface, implementer
 
 from oltsim.omci import codec
 
-__all__ = ["IOmciHandler", "OmciFaultWrapper", "OmciWrapper", "receive"]
+__all__ = ["IOmciHandler", "OmciFaultWrapper", "OmciHandler", "OmciWrapper", "receive"]
 
 
 class IOmciHandler(Interface):
@@ -32,7 +32,16 @@ def receive(handler, onu, data) -> None:
 
 
 @implementer(IOmciHandler)
-class OmciWrapper:
+class OmciHandler:
+    """The base of every OMCI handler of the chain (the responder and the wrappers in front of it): what a reader, or
+    a tool following a frame, finds behind ``wrapped.handle``."""
+
+    def handle(self, onu, frame: codec.Frame) -> None:
+        """Take `frame`, a request the adapter sent to `onu`."""
+        raise NotImplementedError
+
+
+class OmciWrapper(OmciHandler):
     """Passes every frame to `wrapped` (an `IOmciHandler`) unchanged: the base of wrappers that change some (override
     `handle`, pass on with ``self.wrapped.handle(onu, frame)``)."""
 
