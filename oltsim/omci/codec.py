@@ -115,6 +115,7 @@ UNI_G = 264
 GEM_PORT_NETWORK_CTP = 268
 PRIORITY_QUEUE = 277
 TRAFFIC_SCHEDULER = 278
+ETHERNET_PM_HISTORY_3 = 296
 FEC_PM_HISTORY = 312
 ETHERNET_FRAME_PM_HISTORY_DOWN = 321
 ETHERNET_FRAME_PM_HISTORY_UP = 322
@@ -161,6 +162,7 @@ ME_CLASSES: dict[int, MeClass] = {m.class_id: m for m in (
     MeClass(GEM_PORT_NETWORK_CTP, "GEM port network CTP", (2, 2, 1, 2, 2, 1, 2, 1, 2, 1)),
     MeClass(PRIORITY_QUEUE, "Priority queue", (1, 2, 2, 2, 2, 4, 2, 1, 2, 4, 2, 2, 8, 2, 1, 1)),
     MeClass(TRAFFIC_SCHEDULER, "Traffic scheduler", (2, 2, 1, 1)),
+    MeClass(ETHERNET_PM_HISTORY_3, "Ethernet performance monitoring history data 3", _PM_16X32),
     MeClass(FEC_PM_HISTORY, "FEC performance monitoring history data", (1, 2, 4, 4, 4, 4, 2)),
     MeClass(ETHERNET_FRAME_PM_HISTORY_DOWN,
             "Ethernet frame performance monitoring history data downstream", _PM_16X32),

@@ -60,8 +60,9 @@ _EXTENDED_PM_CLASSES = (codec.ETHERNET_FRAME_EXTENDED_PM, codec.ETHERNET_FRAME_E
 #: The classes a Get is answered for (reference 4.3); any other class is an Unknown ME.
 GET_CLASSES = frozenset((ONU_DATA, SOFTWARE_IMAGE, PPTP_ETHERNET_UNI, PPTP_POTS_UNI, codec.IP_HOST_CONFIG_DATA,
                          codec.VOIP_CONFIG_DATA, ONU_G, ONU2_G, ANI_G, UNI_G) + _PM_CLASSES + _EXTENDED_PM_CLASSES)
-#: The PM MEs counted on intervals (oltsim.omci.pmhistory) when the responder has a PM source.
-COUNTED_PM_CLASSES = frozenset(_PM_CLASSES + _EXTENDED_PM_CLASSES)
+#: The PM MEs counted on intervals (oltsim.omci.pmhistory) when the responder has a PM source; the Ethernet PM
+#: history data 3 only then (BBSim answers it Unknown ME, as without a PM source).
+COUNTED_PM_CLASSES = frozenset(_PM_CLASSES + _EXTENDED_PM_CLASSES + (codec.ETHERNET_PM_HISTORY_3,))
 MBPCD = 47                           # MAC bridge port configuration data: an extended PM's parent
 #: An extended PM's control block (G.988 9.3.32): control fields bit 1 continuous accumulation, bit 2 downstream;
 #: accumulation disable bit 16 global clear.
@@ -342,10 +343,11 @@ class OmciResponder(OmciHandler):
 
     def _get(self, onu, st, frame):
         values = None
-        if frame.me_class in GET_CLASSES:
+        known = frame.me_class in GET_CLASSES or (st.pm is not None and (frame.me_class, frame.me_id) in st.pm.mes)
+        if known:
             values = self._get_values(onu, st, frame.me_class, frame.me_id)
         if values is None:
-            result = UNKNOWN_INSTANCE if frame.me_class in GET_CLASSES else UNKNOWN_ME
+            result = UNKNOWN_INSTANCE if known else UNKNOWN_ME
             # Extended error responses still carry the (empty) attribute and failure masks.
             return codec.response(frame, bytes([result]) + bytes(6 if frame.extended else 0)), None
         return self._attributes_response(frame, values), None
@@ -766,6 +768,15 @@ def _pm_totals(pm, onu, me: PmMe) -> dict | None:
     if me_class == codec.ETHERNET_PM_HISTORY:
         c = pm.ethernet_uni(onu, me_id)
         return None if c is None else {6: c.oversize}          # frames too long; the rest are wire errors
+    if me_class == codec.ETHERNET_PM_HISTORY_3:
+        # what the PPTP received: drop events, octets, packets, broadcast, multicast; undersize, fragments and
+        # jabbers 0 (a wire's errors); then the six size buckets
+        c = pm.ethernet_uni(onu, me_id)
+        if c is None:
+            return None
+        totals = {3: c.drops, 4: c.octets, 5: c.packets, 6: c.broadcast, 7: c.multicast}
+        totals.update(zip(range(11, 17), c.sizes))
+        return totals
     if me_class == codec.GEM_PORT_NETWORK_CTP_PM_HISTORY:
         g = pm.gem_port(onu, me_id)
         # transmitted / received GEM frames, received / transmitted payload bytes; encryption key errors 0

@@ -384,3 +384,34 @@ def test_an_onu_power_off_removes_its_pm_mes_and_their_timer(lab, sub):
     lab.clock.advance(60)
     request = codec.mask_of((5,)).to_bytes(2, "big")
     assert lab.omci(onu, codec.GET_CURRENT_DATA, UP, me_id, request)[0] == codec.UNKNOWN_INSTANCE
+
+
+def test_ethernet_pm_history_data_3_counts_what_the_uni_received(lab, sub):
+    """The PPTP's Ethernet PM history data 3, once created: the frames the UNI received from the RG (drop events,
+    octets, packets, broadcast, multicast, the size buckets), the completed interval as Get; never created, it is
+    an Unknown ME, as BBSim answers it and as without the data plane."""
+    onu = sub
+    pptp = onu.unis[UNI].me_id
+    request = codec.mask_of((5,)).to_bytes(2, "big")
+    assert lab.omci(onu, codec.GET, codec.ETHERNET_PM_HISTORY_3, pptp, request)[0] == codec.UNKNOWN_ME
+    assert create_pm(lab, onu, codec.ETHERNET_PM_HISTORY_3, pptp) == codec.SUCCESS
+    sent = upstream(lab, onu, 3) + [ip_frame(b"\xff" * 6, RG_MAC)]
+    lab.dp.from_uni(onu.serial, UNI, sent[-1])
+    lab.clock.advance(INTERVAL + 1)
+    assert pm_get(lab, onu, codec.ETHERNET_PM_HISTORY_3, pptp, (1, 3, 4, 5, 6, 7)) == {
+        1: 1, 3: 0, 4: sum(map(len, sent)), 5: 4, 6: 1, 7: 0}
+    assert pm_get(lab, onu, codec.ETHERNET_PM_HISTORY_3, pptp, range(11, 17)) == {11: 4, 12: 0, 13: 0, 14: 0,
+                                                                                  15: 0, 16: 0}
+
+
+def test_without_a_pm_source_ethernet_pm_history_data_3_is_unknown():
+    """Without a data plane, Create of the Ethernet PM history data 3 succeeds (a G.988 class) and a Get answers
+    Unknown ME, as before."""
+    lab = Lab()
+    plain = OmciResponder()
+    onu = lab.activate(PON, 1)
+    for message_type, contents in ((codec.CREATE, bytes(2)), (codec.GET, codec.mask_of((5,)).to_bytes(2, "big"))):
+        plain.handle(onu, codec.parse(codec.encode(1, message_type | codec.AR, codec.ETHERNET_PM_HISTORY_3, 0x101,
+                                                   contents)))
+    answers = [codec.parse(e.pkt).contents[0] for e in lab.events if type(e).__name__ == "OmciIndication"][-2:]
+    assert answers == [codec.SUCCESS, codec.UNKNOWN_ME]
