@@ -760,6 +760,10 @@ class BuiltinAdapter(service.Service):
                                            f"tcont-{uni.id}-tp{tp}", codec.SET, codec.T_CONT, tcont,
                                            codec.attribute_bit(TCONT_ALLOC_ID).to_bytes(2, "big")
                                            + alloc_id.to_bytes(2, "big")))
+                elif tconts == len(TCONT_IDS) + 1:
+                    log.warn("builtin-adapter-no-tcont serial={serial} uni={uni} tp={tp} tconts={count} (the MIB "
+                             "has {count} T-CONTs; this and later profiles' alloc ids are not set on the ONU)",
+                             serial=onu.serial, uni=uni.id, tp=tp, count=len(TCONT_IDS))
                 gem = ids.tp_gems[tp]
                 # Port id, T-CONT pointer, direction, traffic management / descriptor pointers, key ring.
                 contents = (gem.to_bytes(2, "big") + tcont.to_bytes(2, "big") + bytes((GEM_BIDIRECTIONAL,))

@@ -291,3 +291,24 @@ def test_att_flows_have_the_shape_of_voltha_s():
         assert kind in ours, kind
         assert _shape(ours[kind]) - ignore == _shape(theirs) - ignore, kind
     stop(olt, adapter)
+
+
+def test_tt_on_four_unis_uses_the_mibs_eight_tconts_and_says_so_for_the_rest():
+    """TT on 4 UNIs needs 12 T-CONTs, the MIB has 8 (BBSim's): the first 8 profiles get theirs (alloc ids set over
+    OMCI), one warning names the first UNI and profile left without, and every service still gets its lease."""
+    from twisted.logger import globalLogPublisher
+    warned = []
+
+    def observe(event):
+        if "builtin-adapter-no-tcont" in event.get("log_format", ""):
+            warned.append((event["uni"], event["tp"]))
+    globalLogPublisher.addObserver(observe)
+    try:
+        olt, dataplane, servicer, adapter = rig("tt", bound_unis=(), onus=1, unis=4)
+    finally:
+        globalLogPublisher.removeObserver(observe)
+    onu_id = adapter.onus[olt.onus[0].serial].onu_id
+    assert [me for me, _ in omci_of(servicer, onu_id, codec.T_CONT, codec.SET)] == list(range(0x8001, 0x8009))
+    assert warned == [(2, 66)]
+    assert all(s.dhcp_state == "dhcp_ack_received" for u in olt.onus[0].unis for s in u.services if s.spec.needs_dhcp)
+    stop(olt, adapter)
