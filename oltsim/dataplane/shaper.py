@@ -68,8 +68,9 @@ MAX_QUEUES = 16384
 WAKE_SECONDS = 0.001
 #: bytes of tokens that count as none missing (float rounding of the wake-up's time)
 _EPSILON = 0.5
-#: deficit round robin: the bytes a queue of the lowest weight of its priority may send per round
-QUANTUM_BYTES = 1522
+#: deficit round robin: the bytes a queue of the lowest weight of its priority may send per round (eight full frames:
+#: fewer turns per frame, and a GSO super-frame of 64 KiB waits a few rounds, not forty)
+QUANTUM_BYTES = 8 * 1522
 #: a PON's DBA cycle: how often the rates of its T-CONTs are given anew while their peaks exceed its rate
 CYCLE_SECONDS = 0.01
 #: bit/s of each PON technology's line, (upstream, downstream): XGS-PON 9.95328 Gbit/s both ways (ITU-T G.9807.1),
