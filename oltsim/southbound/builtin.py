@@ -8,10 +8,11 @@ nothing else running every ONU reaches `eap_response_success_received` and `dhcp
    known one keeps its id; ActivateOnu.
 3. OnuInd up: OMCI over OmciMsgOut, one request at a time per ONU: MIB Reset, MIB Upload, MIB Upload Next until the
    count the upload answered (the PPTP Ethernet UNIs are taken from the MIB), Set AdministrativeState 0 (unlock) on
-   each of those PPTPs, Set the alloc id of one T-CONT per UNI, Create a GEM port network CTP per service. A request
-   unanswered for OMCI_TIMEOUT seconds is sent again, at most OMCI_RETRIES times.
-4. Then per UNI: CreateTrafficSchedulers (the T-CONT) and CreateTrafficQueues (the GEM ports), and the EAPOL trap
-   flow (eth_type 0x888e, o_vid 4091) when a service of the UNI uses EAPOL, else its DHCP trap flows at once.
+   each of those PPTPs, then per technology profile of each UNI (one for ATT and DT, three for TT) Set the alloc id
+   of a T-CONT of its own and Create its GEM port network CTP. A request unanswered for OMCI_TIMEOUT seconds is sent
+   again, at most OMCI_RETRIES times.
+4. Then per profile of each UNI: CreateTrafficSchedulers (its T-CONT) and CreateTrafficQueues (its GEM port); the
+   EAPOL trap flow (eth_type 0x888e, o_vid 4091) when a service of the UNI uses EAPOL, else its DHCP trap flows at once.
 5. EAPOL, as the authenticator (RADIUS behind ONOS): EAPOL-Start -> EAP-Request/Identity; Response/Identity ->
    Request/MD5-Challenge (a random challenge); Response/MD5-Challenge -> EAP-Success when it is MD5(id, "password",
    challenge) (the password every simulated supplicant uses), else EAP-Failure; all by OnuPacketOut to the UNI's
