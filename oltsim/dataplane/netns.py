@@ -73,14 +73,30 @@ def process_start(pid: int | str) -> int | None:
         return None
 
 
-def private_mount_namespace(own: str = "/proc/self/ns/mnt", init: str = "/proc/1/ns/mnt") -> bool:
+def private_mount_namespace(own: str = "/proc/self/ns/mnt", init: str = "/proc/1/ns/mnt",
+                            mountinfo: str = "/proc/self/mountinfo", netns_dir: str = "/run/netns") -> bool:
     """Whether this process has a mount namespace other than init's (`ip netns exec` gives its command one): the
-    namespaces `ip netns add` makes here are then seen only from inside it. False when /proc does not say (init's
-    link cannot be read without privileges)."""
+    namespaces `ip netns add` makes here are then seen only from inside it. Where init's cannot be read (a sandbox
+    that hides it), whether the mount holding `netns_dir` only receives mounts from another namespace (a slave:
+    `master:` in `mountinfo`), as `ip netns exec` makes every mount. False when neither says."""
     try:
         return os.readlink(own) != os.readlink(init)
     except OSError:
+        pass
+    covering = None
+    try:
+        with open(mountinfo, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                fields = line.split()
+                if len(fields) < 7 or "-" not in fields[6:]:
+                    continue
+                point = fields[4]
+                if netns_dir == point or netns_dir.startswith(point.rstrip("/") + "/"):
+                    if covering is None or len(point) >= len(covering[0]):
+                        covering = (point, fields[6:fields.index("-", 6)])
+    except OSError:
         return False
+    return covering is not None and any(tag.startswith("master:") for tag in covering[1])
 
 
 def run_ip(args: list[str]) -> tuple[int, str]:
@@ -107,12 +123,13 @@ class Host:
     runner: object = run_ip
     sys_net: str = "/sys/class/net"
     netns_dir: str = "/run/netns"
-    #: this process's and init's mount namespaces (`private_mount_namespace`)
+    #: this process's and init's mount namespaces, and its mount table (`private_mount_namespace`)
     mount_namespaces: tuple[str, str] = ("/proc/self/ns/mnt", "/proc/1/ns/mnt")
+    mountinfo: str = "/proc/self/mountinfo"
 
     def private_mount_namespace(self) -> bool:
         """Whether the namespaces made here are hidden from the host's other processes (`private_mount_namespace`)."""
-        return private_mount_namespace(*self.mount_namespaces)
+        return private_mount_namespace(*self.mount_namespaces, mountinfo=self.mountinfo, netns_dir=self.netns_dir)
 
     def check_privileges(self) -> None:
         """TAP interfaces can be made here (`check_privileges`); HostError otherwise."""

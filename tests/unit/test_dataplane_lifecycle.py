@@ -219,4 +219,27 @@ def test_a_private_mount_namespace_is_said_in_one_line(tmp_path):
     assert "nsenter -t {pid} -m -n" in line["log_format"]
     assert warnings(in_namespaces, (str(own), str(own))) == []
     assert warnings(plan_interfaces(olt_of(), "1", prefix="m"), (str(own), str(init))) == []
-    assert netns.private_mount_namespace(str(own), str(tmp_path / "unreadable")) is False
+
+
+# /proc/self/mountinfo lines: the host's (its mounts shared), and under `ip netns exec` (every mount a slave of them)
+HOST_MOUNTS = ("22 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+               "42 22 0:25 / /run rw,nosuid shared:5 - tmpfs tmpfs rw\n")
+SLAVE_MOUNTS = ("89 56 254:0 / / rw,relatime master:1 - ext4 /dev/vda rw\n"
+                "90 89 0:25 / /run rw,nosuid master:5 - tmpfs tmpfs rw\n"
+                "91 90 0:25 /netns /run/netns rw shared:7 master:6 - tmpfs tmpfs rw\n")
+
+
+def test_where_init_is_hidden_the_mount_table_tells_a_private_mount_namespace(tmp_path):
+    """When init's mount namespace cannot be read (a sandbox hides it), the mount holding /run/netns tells: a slave
+    of another namespace's (`master:`, as `ip netns exec` makes every mount) is private, a shared one is not, and a
+    mount table that cannot be read says nothing."""
+    own, hidden = tmp_path / "own", tmp_path / "hidden"
+    own.symlink_to("mnt:[4026532001]")
+    for name, text in (("host", HOST_MOUNTS), ("slave", SLAVE_MOUNTS)):
+        (tmp_path / name).write_text(text)
+    assert netns.private_mount_namespace(str(own), str(hidden), str(tmp_path / "slave")) is True
+    assert netns.private_mount_namespace(str(own), str(hidden), str(tmp_path / "host")) is False
+    assert netns.private_mount_namespace(str(own), str(hidden), str(tmp_path / "none")) is False
+    # /run/netns not a mount point yet: the mount holding it (/run) tells
+    (tmp_path / "slave-run").write_text(SLAVE_MOUNTS.splitlines(keepends=True)[0] + SLAVE_MOUNTS.splitlines()[1])
+    assert netns.private_mount_namespace(str(own), str(hidden), str(tmp_path / "slave-run")) is True
