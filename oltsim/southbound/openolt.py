@@ -101,8 +101,23 @@ class IndicationHub:
             indications = to_indications(event) if counted is None else [openolt_pb2.Indication(port_stats=counted)]
         else:
             indications = to_indications(event)
-        if not indications:
-            return
+        if indications:
+            self._deliver(indications, event)
+
+    def collect_statistics(self) -> int:
+        """With the data plane, the port_stats indication of each NNI and PON it counts, now (CollectStatistics, as
+        the OpenOLT agent's stats_collection sends them); how many. Without it nothing (BBSim's CollectStatistics
+        does nothing either): the periodic ones go on as before."""
+        if self.traffic is None:
+            return 0
+        now = int(self.olt.clock.seconds())
+        counted = [traffic_port_statistics(self.traffic, self.olt, port.port_no, now)
+                   for port in (*self.olt.nnis, *self.olt.pons)]
+        indications = [openolt_pb2.Indication(port_stats=stats) for stats in counted if stats is not None]
+        self._deliver(indications, "CollectStatistics")
+        return len(indications)
+
+    def _deliver(self, indications: list, event) -> None:
         queue = self.current
         for indication in indications:
             if queue is not None and queue.put(indication):
@@ -334,6 +349,9 @@ class OpenoltServicer(openolt_pb2_grpc.OpenoltServicer):
     # ---- accepted and answered, nothing to simulate ----------------------------------------
 
     def CollectStatistics(self, request, context):
+        sent = self._hub.collect_statistics()
+        if sent:
+            log.debug("collect-statistics port_stats={sent}", sent=sent)
         return openolt_pb2.Empty()
 
     def PerformGroupOperation(self, request, context):

@@ -112,3 +112,27 @@ def test_without_the_data_plane_port_statistics_are_bbsims(lab, onu):
     pon = lab.olt.pon(PON)
     assert servicer.GetPonPortStatistics(openolt_pb2.Interface(intf_id=PON), None) == port_statistics(
         pon.port_no, pon.packet_count, int(lab.clock.seconds()))
+
+
+def test_collect_statistics_sends_the_counted_ports_stats_now(lab, onu):
+    """CollectStatistics (the OpenOLT agent's stats_collection): with the data plane, a port_stats indication for
+    the NNI and each PON it counts at once, the subscriber's PON with its real frames; without it, nothing is sent
+    (as BBSim)."""
+    up, _, _ = traffic(lab, onu)
+    sent = []
+
+    class Queue:
+        def put(self, indication):
+            sent.append(indication)
+            return True
+    plain, counted = IndicationHub(lab.olt), IndicationHub(lab.olt)
+    counted.count_ports(lab.dp)
+    plain.current = counted.current = Queue()
+    assert OpenoltServicer(lab.olt, plain).CollectStatistics(openolt_pb2.Empty(), None) == openolt_pb2.Empty()
+    assert sent == []
+    OpenoltServicer(lab.olt, counted, traffic=lab.dp).CollectStatistics(openolt_pb2.Empty(), None)
+    ports = {i.port_stats.intf_id: i.port_stats for i in sent}
+    # PON 0 has no bound UNI: the data plane does not count it (its periodic indications stay BBSim's)
+    assert set(ports) == {lab.olt.nnis[0].port_no, lab.olt.pon(PON).port_no}
+    pon = ports[lab.olt.pon(PON).port_no]
+    assert (pon.rx_packets, pon.rx_bytes, pon.timestamp) == (3, sum(map(len, up)), int(lab.clock.seconds()))
