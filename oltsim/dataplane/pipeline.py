@@ -1101,6 +1101,12 @@ class DataPlane:
         return {"unis": unis, "flows": flows, "nni": self._nni.as_dict(),
                 "nni_untagged": self._nni_untagged.as_dict()}
 
+    def uni_counters(self, serial: str, uni_id: int) -> dict | None:
+        """One bound UNI's entry of `counters()["unis"]` (without building the others'), None when it is not
+        bound."""
+        bound = self._lookup(serial, uni_id)
+        return None if bound is None else bound.counter.as_dict()
+
     def frame_kinds(self, serial: str, uni_id: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         """A bound UNI's frames by kind (indexes KIND_*: broadcast, multicast, the six G.988 size buckets, longer),
         as received from the RG (every frame, dropped ones too) and as sent to it; None when it is not bound."""

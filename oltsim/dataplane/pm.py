@@ -19,7 +19,7 @@ Which UNI or GEM port a PM ME counts follows its ME id, as G.988 and VOLTHA's ON
   block names.
 
 Counts are totals since the UNI was bound, so every counter only grows; the responder turns them into G.988's
-15-minute intervals (oltsim.omci.pmhistory). Pure: it reads the pipeline's public counters (`counters()`,
+15-minute intervals (oltsim.omci.pmhistory). Pure: it reads the pipeline's public counters (`uni_counters`,
 `frame_kinds`, `gem_statistics`, `bound()`) and the OMCI record, and keeps nothing of its own.
 """
 from __future__ import annotations
@@ -139,7 +139,7 @@ class PmCounters:
     def _uni_counter(self, onu, uni) -> dict | None:
         if uni is None or self.pipeline is None:
             return None
-        return self.pipeline.counters()["unis"].get(f"{onu.serial}/{uni.id}")
+        return self.pipeline.uni_counters(onu.serial, uni.id)
 
     def _uni_of_bridge_port(self, onu, me_id: int):
         record = self.vlan_config.record(onu.serial)
