@@ -571,6 +571,8 @@ class DataPlane:
             nni = self._nni
             nni.tx_frames += 1
             nni.tx_bytes += len(tagged)
+            if tagged[0] & 1:
+                nni.tx_kinds[KIND_BROADCAST if tagged[:6] == _BROADCAST else KIND_MULTICAST] += 1
             if self.capture is not None:
                 self.capture("nni", "out", tagged)
             if header is None:
@@ -587,6 +589,8 @@ class DataPlane:
             nni = self._nni_untagged
             nni.tx_frames += 1
             nni.tx_bytes += len(plain)
+            if plain[0] & 1:
+                nni.tx_kinds[KIND_BROADCAST if plain[:6] == _BROADCAST else KIND_MULTICAST] += 1
             if self.capture is not None:
                 self.capture("nni-untagged", "out", plain)
             if header is None:
@@ -751,6 +755,8 @@ class DataPlane:
             nni.drop("malformed")
             return [Dropped("nni", "malformed")]
         nni.rx_bytes += len(frame)
+        if len(frame) > 5 and frame[0] & 1:
+            nni.rx_kinds[KIND_BROADCAST if frame[:6] == _BROADCAST else KIND_MULTICAST] += 1
         if self.capture is not None:
             self.capture("nni", "in", frame)
         return self._down(frame, "nni", nni, b"", header)
@@ -979,6 +985,8 @@ class DataPlane:
             counter.drop("malformed")
             return [Dropped("nni-untagged", "malformed")]
         counter.rx_bytes += len(frame)
+        if frame[0] & 1:
+            counter.rx_kinds[KIND_BROADCAST if frame[:6] == _BROADCAST else KIND_MULTICAST] += 1
         if self.capture is not None:
             self.capture("nni-untagged", "in", frame)
         if frame[12] in _TPID_FIRST:
@@ -1063,12 +1071,16 @@ class DataPlane:
         if self.nni_tagged:
             self._nni.tx_frames += 1
             self._nni.tx_bytes += len(frame)
+            if frame[0] & 1:
+                self._nni.tx_kinds[KIND_BROADCAST if frame[:6] == _BROADCAST else KIND_MULTICAST] += 1
             if self.capture is not None:
                 self.capture("nni", "out", frame)
             out.append(ToNni(frame))
         if self.nni_untagged:
             self._nni_untagged.tx_frames += 1
             self._nni_untagged.tx_bytes += len(plain)
+            if plain[0] & 1:
+                self._nni_untagged.tx_kinds[KIND_BROADCAST if plain[:6] == _BROADCAST else KIND_MULTICAST] += 1
             if self.capture is not None:
                 self.capture("nni-untagged", "out", plain)
             out.append(ToNniUntagged(plain))
@@ -1106,6 +1118,12 @@ class DataPlane:
         bound."""
         bound = self._lookup(serial, uni_id)
         return None if bound is None else bound.counter.as_dict()
+
+    def nni_kinds(self) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        """The broadcast and multicast frames (indexes KIND_BROADCAST, KIND_MULTICAST; the NNIs do not count sizes)
+        into (rx) and out of (tx) the tagged and untagged NNI, summed."""
+        sides = (self._nni, self._nni_untagged)
+        return (tuple(map(sum, zip(*(c.rx_kinds for c in sides)))), tuple(map(sum, zip(*(c.tx_kinds for c in sides)))))
 
     def frame_kinds(self, serial: str, uni_id: int) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
         """A bound UNI's frames by kind (indexes KIND_*: broadcast, multicast, the six G.988 size buckets, longer),

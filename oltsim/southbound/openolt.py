@@ -476,8 +476,8 @@ def traffic_port_statistics(traffic, olt, port_no: int, timestamp: int) -> commo
 
     - a PON: its bound UNIs' frames (rx: what their RGs sent, tx: what they were sent), unicast, multicast and
       broadcast apart, with the size buckets, and its ONUs' drops as rx_packets_dropped;
-    - the NNI: the frames into (rx) and out of (tx) the tagged and untagged NNI interfaces, packets and bytes (the
-      NNI does not count broadcast and multicast apart: all are given as unicast), its drops as rx_packets_dropped.
+    - the NNI: the frames into (rx) and out of (tx) the tagged and untagged NNI interfaces, packets and bytes,
+      broadcast and multicast apart (no size buckets: the NNI does not count sizes), its drops as rxPacketsDropped.
 
     Errors of the simulated wire (CRC, FCS, BIP, GEM) are 0."""
     fields = None
@@ -494,8 +494,8 @@ def traffic_port_statistics(traffic, olt, port_no: int, timestamp: int) -> commo
         sides = [counters["nni"], counters["nni_untagged"]]
         fields = {f"{d}_{k}": sum(c[f"{d}_{src}"] for c in sides) for d in ("rx", "tx")
                   for k, src in (("packets", "frames"), ("bytes", "bytes"))}
-        fields["rx_bcast_packets"] = fields["rx_mcast_packets"] = 0
-        fields["tx_bcast_packets"] = fields["tx_mcast_packets"] = 0
+        for direction, kinds in zip(("rx", "tx"), traffic.nni_kinds()):
+            fields[f"{direction}_bcast_packets"], fields[f"{direction}_mcast_packets"] = kinds[0], kinds[1]
         fields["rxPacketsDropped"] = sum(sum(c["dropped"].values()) for c in sides)
     if fields is None:
         return None

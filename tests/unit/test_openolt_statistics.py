@@ -57,14 +57,19 @@ def test_pon_port_statistics_count_its_unis_frames(lab, onu):
 
 def test_nni_port_statistics_count_both_nni_interfaces(lab, onu):
     """GetNniPortStatistics: rx the frames into the NNI, tx the frames out of the tagged and the untagged NNI (each
-    upstream frame leaves by both in the lab)."""
+    upstream frame leaves by both in the lab), the RG's broadcast apart (out of both), a group frame into the
+    untagged NNI as multicast."""
     up, down, _ = traffic(lab, onu)
+    group = ip_frame(bytes.fromhex("01005e7f0001"), SERVER_MAC)
+    lab.dp.from_nni_untagged(group)
     servicer = OpenoltServicer(lab.olt, IndicationHub(lab.olt), traffic=lab.dp)
     stats = servicer.GetNniPortStatistics(openolt_pb2.Interface(intf_id=0), None)
     counters = lab.dp.counters()
-    assert (stats.rx_packets, stats.rx_bytes) == (2, sum(map(len, down)))
+    assert (stats.rx_packets, stats.rx_bytes) == (3, sum(map(len, down)) + len(group))
+    assert (stats.rx_ucast_packets, stats.rx_mcast_packets, stats.rx_bcast_packets) == (2, 1, 0)
     assert stats.tx_packets == 6 == counters["nni"]["tx_frames"] + counters["nni_untagged"]["tx_frames"]
     assert stats.tx_bytes == counters["nni"]["tx_bytes"] + counters["nni_untagged"]["tx_bytes"]
+    assert (stats.tx_ucast_packets, stats.tx_bcast_packets, stats.tx_mcast_packets) == (4, 2, 0)
 
 
 def test_port_stats_indications_count_real_frames(lab, onu):
