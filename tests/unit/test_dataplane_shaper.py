@@ -660,3 +660,20 @@ def test_a_failing_shaper_wake_is_logged_drops_its_queue_and_leaves_no_frame_stu
     clock.advance(0)
     clock.advance(1)
     assert len(nni.sent) > sent
+
+
+def test_the_pipelines_outputs_name_the_gem_port_their_frames_are_queued_on():
+    """The pipeline's queue keys carry the GEM port: upstream the one the ONU's mapper put the frame on (under the
+    flow's alloc id), downstream the flow's; so a T-CONT's GEM ports queue apart."""
+    from dataplane_lab import RG_MAC, SERVER_MAC, Lab, ip_frame
+
+    lab = Lab()
+    onu = lab.activate(1, 11)
+    service = onu.unis[2].services[0]
+    lab.dp.bind_uni(onu.serial, 2)
+    lab.configure_uni(onu, 2, 1100, service.c_tag)
+    lab.att_flows(onu, 2, 1100, service.c_tag, service.s_tag, alloc=1030)      # GEM port 1100 of T-CONT 1030
+    up = lab.dp.from_uni(onu.serial, 2, ip_frame(SERVER_MAC, RG_MAC))
+    assert up[0].queue == (UP, onu, 1030, 1100) and up[1].queue is up[0].queue
+    down = lab.dp.from_nni(ip_frame(RG_MAC, SERVER_MAC, tags=[(service.s_tag, 0), (service.c_tag, 0)]))
+    assert down[0].queue == (DOWN, onu, 2, 1030, 1100)
