@@ -828,7 +828,9 @@ class DataPlane:
             if reason is not None:
                 bcounter.drop(reason)
                 return [Dropped(bound.where, reason)]
-            out = frame[:12] + uni_tags + frame[cut:]
+            # untagged both at the NNI and at the UNI (from the untagged NNI): the frame as it came, not a copy of
+            # its 64 KiB when it is a super-frame
+            out = frame if cut == 12 and not uni_tags else frame[:12] + uni_tags + frame[cut:]
             if len(out) < MIN_FRAME:
                 out += _PAD[len(out):]
             if watch and proto == IP_UDP and self._answered_elsewhere(bound, frame, cut):

@@ -41,7 +41,8 @@ SYSTEM_TOOLS = {
     # HTTP and gRPC clients, JSON
     "curl", "grpcurl", "jq",
     # networking and the data plane's lab
-    "dhclient", "dnsmasq", "ip", "iperf", "iperf3", "mausezahn", "nsenter", "ping", "tcpdump", "tshark", "wireshark",
+    "dhclient", "dnsmasq", "ethtool", "ip", "iperf", "iperf3", "mausezahn", "nsenter", "ping", "tcpdump", "tshark",
+    "wireshark",
     "wpa_supplicant",
     # browsers
     "chromium", "xdg-open",
