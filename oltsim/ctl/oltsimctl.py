@@ -418,8 +418,8 @@ def build_parser(profile: Profile = OLTSIMCTL) -> argparse.ArgumentParser:
     p.add_argument("--history", action="store_true", help="the raises and clears since start instead (newest last)")
     p.add_argument("--onu", metavar="ONU_SN", help="only this ONU's alarms")
 
-    _json(root.command("dataplane", c.dataplane, "the data plane's counters: per UNI, the NNI, each interface "
-                                                 "(docs/dataplane.md)"))
+    _json(root.command("dataplane", c.dataplane, "the data plane's counters: per UNI, the NNI, each interface, "
+                                                 "the shaper's schedulers (docs/dataplane.md)"))
 
     scenario = root.group("scenario", "run, show and stop fault scenarios (docs/scenarios.md)")
     p = scenario.command("run", c.scenario_run, "run a scenario file; a progress bar until it ends (exit 1 if it "
