@@ -204,13 +204,18 @@ def test_plain_frames_carry_no_header(lab, rg):
 
 # ---- the TAP port ----------------------------------------------------------------------------------------------
 
+class SuperTunnel(Tunnel):
+    """Twisted's in-memory TAP, taking writes of a super-frame and its header (Twisted's own takes 1 KiB at most)."""
+    SEND_BUFFER_SIZE = itf.MAX_SUPER_FRAME
+
+
 class OffloadingKernel(MemoryIOSystem):
     """Twisted's in-memory I/O system answering the virtio-net ioctls as Linux does (recorded in `ioctls`), except
     the offload flags in `refuse` (EINVAL, as a kernel without USO)."""
 
     def __init__(self, refuse=()):
         super().__init__()
-        self.registerSpecialDevice(Tunnel._DEVICE_NAME, Tunnel)
+        self.registerSpecialDevice(Tunnel._DEVICE_NAME, SuperTunnel)
         self.refuse = set(refuse)
         self.ioctls = []
 
@@ -321,3 +326,94 @@ def test_a_turn_hands_on_about_its_budget_in_bytes():
     assert len(handled) == 16 + itf.BUDGET
     for port in ports:
         port.close()
+
+
+# ---- the service -----------------------------------------------------------------------------------------------
+
+class HeaderDataPlane:
+    """A pipeline stand-in recording each frame and header it is given, answering with `answer(key, frame)`."""
+
+    def __init__(self, answer):
+        self.answer = answer
+        self.seen = []
+
+    def bind_uni(self, serial, uni_id):
+        pass
+
+    def unbind_uni(self, serial, uni_id):
+        pass
+
+    def from_uni(self, serial, uni_id, frame, header=None):
+        self.seen.append(("uni", frame, header))
+        return self.answer("uni", frame)
+
+    def from_nni(self, frame, header=None):
+        self.seen.append(("nni", frame, header))
+        return self.answer("nni", frame)
+
+    def from_nni_untagged(self, frame, header=None):
+        self.seen.append(("nni-untagged", frame, header))
+        return self.answer("nni-untagged", frame)
+
+    def counters(self):
+        return {"unis": {}, "flows": {}, "nni": {}}
+
+
+def service_of(kernel, answer, **options):
+    from test_dataplane_io import FakeHost, olt_of
+    from oltsim.dataplane.interfaces import plan_interfaces
+    from oltsim.dataplane.service import DataPlaneService
+    olt = olt_of(pon=1, onu=1, uni=1)
+    plan = plan_interfaces(olt, "1", prefix="x", nni="xnni", nni_untagged="xnniu")
+    reactor = MemoryReactorClock()
+    dataplane = HeaderDataPlane(answer)
+    svc = DataPlaneService(olt, dataplane, plan, reactor, host=FakeHost(), system=kernel, **options)
+    svc.startService()
+    return svc, dataplane, reactor
+
+
+def test_the_service_hands_the_header_on_and_writes_it_out():
+    """With offloads, a super-frame read from a UNI reaches the pipeline without its header octets and with its
+    header; a frame whose header says nothing (no checksum to finish, no GSO) reaches it with none; an output's
+    header is written in front of its frame, PLAIN for an output without."""
+    frame = tcp_frame(64000)
+    pushed = vnet.shifted(TSO_HEADER, 8)
+    svc, dataplane, reactor = service_of(OffloadingKernel(), lambda key, data: [
+        ToNni(data, None, pushed if len(data) > 100 else None), ToNniUntagged(data)])
+    uni, nni, nniu = (svc.ports[key] for key in ((svc.plan.unis[0].serial, 0), "nni", "nni-untagged"))
+    assert uni.vnet_header and nni.vnet_header
+    tunnel = svc.system.getTunnel(uni)
+    tunnel.readBuffer.extend([TSO_HEADER + frame, bytes([vnet.F_DATA_VALID]) + bytes(9) + b"A" * 60])
+    uni.doRead()
+    reactor.advance(0)
+    assert dataplane.seen == [("uni", frame, TSO_HEADER), ("uni", b"A" * 60, None)]
+    assert list(svc.system.getTunnel(nni).writeBuffer) == [pushed + frame, vnet.PLAIN + b"A" * 60]
+    assert list(svc.system.getTunnel(nniu).writeBuffer) == [vnet.PLAIN + frame, vnet.PLAIN + b"A" * 60]
+    svc.stopService()
+
+
+def test_without_the_header_a_super_frame_is_refused_and_a_checksum_finished():
+    """Towards TAPs that have no header (a kernel that refused offloads, said once), an output's super-frame is
+    refused and counted as gso-unsupported on that interface, and a frame with a checksum to finish is written with
+    it finished."""
+    udp, udp_header = udp_partial(b"x" * 301)
+    svc, dataplane, reactor = service_of(
+        memory_kernel(), lambda key, data: [ToNni(tcp_frame(64000), None, TSO_HEADER), ToNniUntagged(udp, None,
+                                                                                                   udp_header)])
+    uni, nni, nniu = (svc.ports[key] for key in ((svc.plan.unis[0].serial, 0), "nni", "nni-untagged"))
+    assert not uni.vnet_header and uni.offload_refused
+    svc.system.getTunnel(uni).readBuffer.append(b"B" * 60)
+    uni.doRead()
+    reactor.advance(0)
+    assert dataplane.seen == [("uni", b"B" * 60, None)]
+    assert not svc.system.getTunnel(nni).writeBuffer and nni.dropped == {"gso-unsupported": 1}
+    (written,) = svc.system.getTunnel(nniu).writeBuffer
+    assert int.from_bytes(written[40:42], "big") == udp_checksum(udp, 34) and written[42:] == udp[42:]
+    assert svc.counters()["interfaces"]["xnni"]["dropped"] == {"gso-unsupported": 1}
+    svc.stopService()
+
+
+def memory_kernel():
+    kernel = MemoryIOSystem()
+    kernel.registerSpecialDevice(Tunnel._DEVICE_NAME, Tunnel)
+    return kernel
