@@ -70,6 +70,9 @@ EXT_CONTINUOUS, EXT_DOWNSTREAM, EXT_GLOBAL_CLEAR = 0x0001, 0x0002, 0x8000
 #: Seconds after an interval's end that its timer ends it, and that every read takes the interval to have ended (a
 #: read in between, before the timer, would otherwise end it first, with the frames counted since the boundary).
 PM_TIMER_SLACK = 0.001
+#: PM MEs one ONU keeps at most (the openonu adapter creates about 2 per UNI, 1 per UNI, 1 per GEM port and 1 FEC):
+#: past it a Create answers Processing error, so that an adapter creating ever new ones cannot grow memory
+MAX_PM_MES = 1024
 
 # CRC-32/BZIP2 (the AAL5 CRC the OMCI End Software Download carries) is CRC-32 with the bit
 # order of every octet and of the result reversed; zlib's CRC then does the work at C speed.
@@ -480,8 +483,10 @@ class OmciResponder(OmciHandler):
                          gem=frame.me_id, owner=owner)
                 return codec.result_response(frame, PROCESSING_ERROR), None
             gems[frame.me_id] = onu.serial
-        if frame.me_class in COUNTED_PM_CLASSES and self.pm is not None and not self._create_pm(onu, st, frame):
-            return codec.result_response(frame, codec.INSTANCE_EXISTS), None
+        if frame.me_class in COUNTED_PM_CLASSES and self.pm is not None:
+            refused = self._create_pm(onu, st, frame)
+            if refused is not None:
+                return codec.result_response(frame, refused), None
         self._bump_mds(onu)
         return codec.result_response(frame, SUCCESS), None
 
@@ -567,11 +572,16 @@ class OmciResponder(OmciHandler):
                       end_time=pms.end_time, mes=len(pms.mes))
         self._arm_pm(onu, pms)
 
-    def _create_pm(self, onu, st, frame) -> bool:
-        """Record a PM ME the adapter creates; False when it exists already."""
+    def _create_pm(self, onu, st, frame) -> int | None:
+        """Record a PM ME the adapter creates: None, or the result that refuses it (Instance exists, or Processing
+        error past MAX_PM_MES)."""
         pms = self._pm_state(onu, st)
         if (frame.me_class, frame.me_id) in pms.mes:
-            return False
+            return codec.INSTANCE_EXISTS
+        if len(pms.mes) >= MAX_PM_MES:
+            log.info("omci-pm-refused serial={serial} me_class={me_class} me_id={me_id} why=the ONU keeps {limit} PM "
+                     "MEs at most", serial=onu.serial, me_class=frame.me_class, me_id=frame.me_id, limit=MAX_PM_MES)
+            return PROCESSING_ERROR
         sizes = ME_CLASSES[frame.me_class].sizes
         attribute2 = codec.octets(bytes(frame.contents[:sizes[1]]), sizes[1])
         me = PmMe(frame.me_class, frame.me_id, sizes, attribute2, _continuous(frame.me_class, attribute2))
@@ -580,7 +590,7 @@ class OmciResponder(OmciHandler):
         self._arm_pm(onu, pms)
         log.debug("omci-pm-created serial={serial} me_class={me_class} me_id={me_id}", serial=onu.serial,
                   me_class=frame.me_class, me_id=frame.me_id)
-        return True
+        return None
 
     def _set_pm(self, onu, st, frame) -> None:
         """A Set of a created PM ME's attribute 2 (threshold data id, control block): kept; an extended PM's global

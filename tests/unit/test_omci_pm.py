@@ -415,3 +415,14 @@ def test_without_a_pm_source_ethernet_pm_history_data_3_is_unknown():
                                                    contents)))
     answers = [codec.parse(e.pkt).contents[0] for e in lab.events if type(e).__name__ == "OmciIndication"][-2:]
     assert answers == [codec.SUCCESS, codec.UNKNOWN_ME]
+
+
+def test_an_onu_keeps_a_bounded_number_of_pm_mes(lab, sub):
+    """Past MAX_PM_MES PM MEs on one ONU, a Create answers Processing error (an adapter creating ever new ones
+    cannot grow memory); one deleted makes room again."""
+    from oltsim.omci.responder import MAX_PM_MES
+    onu = sub
+    results = [create_pm(lab, onu, CTP_PM, gem) for gem in range(1, MAX_PM_MES + 2)]
+    assert results == [codec.SUCCESS] * MAX_PM_MES + [codec.PROCESSING_ERROR]
+    assert lab.omci(onu, codec.DELETE, CTP_PM, 1)[0] == codec.SUCCESS
+    assert create_pm(lab, onu, CTP_PM, MAX_PM_MES + 1) == codec.SUCCESS
