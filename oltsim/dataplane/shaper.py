@@ -23,7 +23,8 @@ priority 0 and weight 0. A T-CONT with one GEM port is one FIFO, as before.
 
 The PON's capacity (`rate_up`, `rate_down` in bit/s; None: the PON's technology's line rate, `LINE_RATES`): while the
 peaks of a PON's shaped T-CONTs (downstream: its schedulers) add up to no more than its rate, each T-CONT's bucket
-fills at its peak, as before. Past that, every `CYCLE_SECONDS` (a DBA cycle, counted on the caller's `now`) each is
+fills at its peak, as before. Past that, at once and then every `CYCLE_SECONDS` (a DBA cycle, on the caller's `now`,
+run at a wake-up of a T-CONT whose frames wait: while none waits, each is within the rate it was given) each is
 given a rate: its GIR whatever it asks (fixed bandwidth is reserved), then its CIR up to what it asks, then what the
 PON has left by the scheduler's priority (higher first) and, within one priority, by weight (water-filling: none gets
 more than it asks or its PIR), then whatever is still left up to its PIR. A T-CONT asks for its PIR while frames wait
@@ -31,9 +32,9 @@ in its queues or it used nearly all its rate, else for what it offered in the la
 GIRs and CIRs together above the PON's rate are cut in proportion (an over-booked PON; a real OLT refuses it). A
 T-CONT with no scheduler is not shaped and takes none of the PON's rate; its bytes are counted.
 
-No scheduler for a frame's key: no limit (frames pass, counted). A scheduler or queue created, changed or removed
-takes effect at the next frame or wake of its T-CONT (the model's dicts are replaced, the shaper sees them by
-identity); a removed scheduler releases the queued frames at the next wake.
+No scheduler for a frame's key: no limit (frames pass, counted). A scheduler created, changed or removed takes effect
+at the next frame or wake of its T-CONT, a queue's priority or weight at the next wake (the model's dicts are
+replaced, the shaper sees them by identity); a removed scheduler releases the queued frames at the next wake.
 
 Pure: no I/O, no clock of its own; `now` comes from the caller (the service's reactor).
 """
