@@ -54,7 +54,9 @@ class DataPlaneFront:
 
     def uplink_packet_out(self, olt, intf_id: int, pkt: bytes) -> None:
         """With an NNI interface, the frame leaves through it, except a simulated client's DHCP, which the built-in
-        server answers (the real server behind the interface could not reach that client)."""
+        server answers (the real server behind the interface could not reach that client). A frame the protocol
+        decoder cannot read is no such DHCP: it leaves as it is, or is counted as malformed on the NNI, never
+        refused to the adapter."""
         pipeline = self.pipeline
         if pipeline is None or not (pipeline.nni_tagged or pipeline.nni_untagged):
             self.engine.uplink_packet_out(olt, intf_id, pkt)
