@@ -677,3 +677,20 @@ def test_the_pipelines_outputs_name_the_gem_port_their_frames_are_queued_on():
     assert up[0].queue == (UP, onu, 1030, 1100) and up[1].queue is up[0].queue
     down = lab.dp.from_nni(ip_frame(RG_MAC, SERVER_MAC, tags=[(service.s_tag, 0), (service.c_tag, 0)]))
     assert down[0].queue == (DOWN, onu, 2, 1030, 1100)
+
+
+@pytest.mark.parametrize("first, second, expect", [
+    ((1, 0), (0, 0), (80e6, 20e6)),       # the higher scheduler priority is served first, up to its PIR
+    ((0, 25), (0, 75), (25e6, 75e6)),     # one priority: the rest shared by the schedulers' weights
+])
+def test_what_the_pon_has_left_goes_by_the_schedulers_priority_then_weight(first, second, expect):
+    """Past GIR and CIR (none here), a PON's rate goes to its T-CONTs by their schedulers' priority (the tech
+    profile's us_scheduler priority, higher first), then within one priority by weight, none past its PIR."""
+    onu_a, onu_b = two_onus()
+    shaper = Shaper(rate_up=100_000_000)
+    make_tcont(onu_a, 1024, HYBRID, {1100: (0, 0)}, priority=first[0], weight=first[1], pir=80_000, pbs=0)
+    make_tcont(onu_b, 1025, HYBRID, {1110: (0, 0)}, priority=second[0], weight=second[1], pir=80_000, pbs=0)
+    a, b = (UP, onu_a, 1024, 1100), (UP, onu_b, 1025, 1110)
+    sent = run_streams(shaper, [(a, 100e6), (b, 100e6)], seconds=5)
+    for key, want in zip((a, b), expect):
+        assert 0.9 * want <= sent[key] * 8 / 5 <= 1.1 * want, (sent[key] * 8 / 5, want)
