@@ -557,10 +557,14 @@ class DataPlane:
                 if src != bound.last_src and src not in bound.learned:
                     # a client that has sent only trapped frames (a DHCP Discover) is answered by unicast on the
                     # untagged NNI (dnsmasq's Offer): it is found by the tags its forwarded frames would have (an
-                    # RG moved here from another UNI is found here from its first Discover)
-                    tags = self._probe(bound)
-                    if tags:
-                        self._learn(src, bound, tags)
+                    # RG moved here from another UNI is found here from its first Discover); a tagged RG's (TT, DT)
+                    # by those its frames of this VLAN would have
+                    learned = self._probe(bound)
+                    if not learned and old_tags:
+                        probe = self._decide_up(bound, tags, 0x0800, -1, b"")
+                        learned = probe[2] if probe[0] == _FORWARD else b""
+                    if learned:
+                        self._learn(src, bound, learned)
                 return [PacketIn(indication, flow.flow_id)]
         out = []
         queue = (_UP, onu, flow.alloc_id, flow.gemport_id if gem is None else gem)   # the GEM port's queue

@@ -1184,5 +1184,6 @@ def nni_dhcp_trap_flow() -> openolt_pb2.Flow:
         access_intf_id=-1, onu_id=-1, uni_id=-1, flow_id=NNI_DHCP_FLOW_ID, flow_type="downstream",
         network_intf_id=NNI, alloc_id=-1, gemport_id=-1, port_no=0, priority=10000, cookie=NNI_DHCP_FLOW_ID,
         classifier=openolt_pb2.Classifier(eth_type=f.ETH_IPV4, ip_proto=f.IP_PROTO_UDP, src_port=f.DHCP_SERVER_PORT,
-                                          dst_port=f.DHCP_CLIENT_PORT, pkt_tag_type="double_tag"),
+                                          dst_port=f.DHCP_CLIENT_PORT, pkt_tag_type="double_tag",
+                                          o_pbits=ANY_PBITS),     # any p-bit (TT's VoIP answers come with 7)
         action=openolt_pb2.Action(cmd=openolt_pb2.ActionCmd(trap_to_host=True)))

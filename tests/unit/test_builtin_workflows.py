@@ -40,6 +40,11 @@ class Recording(FlowsAndOmci):
     def __init__(self, olt, hub):
         super().__init__(olt, hub)
         self.uplink = []
+        self.onu_packets = []
+
+    def OnuPacketOut(self, request, context):
+        self.onu_packets.append(bytes(request.pkt))
+        return super().OnuPacketOut(request, context)
 
     def UplinkPacketOut(self, request, context):
         self.uplink.append(bytes(request.pkt))
@@ -49,7 +54,7 @@ WORKLOAD = "/work/shared/workloads/voltha-att-16x32.jsonl.gz"
 GROUP = bytes((232, 1, 1, 1))
 
 
-def rig(services: str, bound_unis=((0, 0),), onus: int = 2, unis: int = 1):
+def rig(services: str, bound_unis=((0, 0),), onus: int = 2, unis: int = 1, nni_untagged: bool = False):
     """The built-in adapter at OLT id 10 over the `services` (a built-in name) with the UNIs `bound_unis` (ONU
     index, UNI id) bound to a pipeline with a tagged NNI; brought up on a Clock."""
     settings = load_settings({"olt_id": 10, "pon": 1, "onu": onus, "uni": unis, "services": services}, None)
@@ -59,7 +64,7 @@ def rig(services: str, bound_unis=((0, 0),), onus: int = 2, unis: int = 1):
     olt = build_olt(settings, clock, random.Random(0), omci=path.omci, frames=path.frames)
     path.attach(olt)
     dataplane = DataPlane(olt, clock, engine=engine, vlan_config=path.vlan_config, nni_tagged=True,
-                          nni_untagged=False)
+                          nni_untagged=nni_untagged)
     path.front.add(dataplane, lambda outputs: None)
     bound = {(olt.onus[onu].serial, uni) for onu, uni in bound_unis}
     for serial, uni_id in bound:
@@ -241,6 +246,30 @@ def test_tt_dhcp_relay_pushes_the_s_tag_with_its_upstream_priority():
     stop(olt, adapter)
 
 
+def test_tt_dhcp_answer_on_the_untagged_nni_finds_a_client_that_only_sent_trapped_frames():
+    """TT with an untagged NNI: the VoIP client's Discover (VLAN 65) is trapped, never forwarded, yet the server's
+    broadcast Offer on the untagged NNI goes in under the VoIP tags its frames would carry (333 over 444), is
+    trapped on the NNI (its trap flow takes any p-bit) and reaches the client through the adapter (OnuPacketOut,
+    the S-tag popped)."""
+    from oltsim.packets import dhcp as dhcp_frames
+    olt, dataplane, servicer, adapter = rig("tt", onus=1, nni_untagged=True)
+    onu = olt.onus[0]
+    mac = f.mac_bytes(onu.unis[0].services[1].mac)                 # VoIP's
+    discover = dhcp_frames.discover_frame(mac, 65, 0, 1025, 0, 1)
+    assert [type(o) for o in dataplane.from_uni(onu.serial, 0, discover)] == [PacketIn]
+    offer = f.build_ethernet(f.BROADCAST_MAC, b"\x02\x09\x00\x00\x00\x01", f.ETH_IPV4, f.build_ipv4_udp(
+        bytes((10, 210, 0, 1)), f.BROADCAST_IP, f.DHCP_SERVER_PORT, f.DHCP_CLIENT_PORT,
+        f.build_dhcp(f.BOOTREPLY, 1, mac, [(f.OPT_MESSAGE_TYPE, bytes((f.DHCP_OFFER,)))])))
+    before = len(servicer.onu_packets)
+    assert [type(o) for o in dataplane.from_nni_untagged(offer)] == [PacketIn]
+    olt_clock_turns = 0
+    while len(servicer.onu_packets) == before and olt_clock_turns < 20:
+        adapter.clock.advance(0.1)
+        olt_clock_turns += 1
+    assert [tags_of(frame) for frame in servicer.onu_packets[before:]] == [[(444, 7)]]
+    stop(olt, adapter)
+
+
 def test_att_hsia_flows_take_any_p_bit_and_keep_it_on_the_s_tag():
     """ATT: the HSIA flows classify any p-bit (255, as VOLTHA sends them: the recorded workload's), so an RG frame
     the ONU tagged with p-bit 0 and a downstream frame of p-bit 6 both pass, the S-tag copying the C-tag's."""
@@ -265,7 +294,8 @@ def _shape(message) -> set:
 @pytest.mark.skipif(not os.path.exists(WORKLOAD), reason="the recorded ATT workload is not on this machine")
 def test_att_flows_have_the_shape_of_voltha_s():
     """The built-in adapter's ATT flows set the same classifier and action fields as real VOLTHA's in the recorded
-    workload (EAPOL trap, DHCP trap, HSIA up and down), ids and GEM-to-AES keys aside."""
+    workload (EAPOL trap, DHCP trap, HSIA up and down, the NNI's DHCP trap), ids, ports and GEM-to-AES keys
+    aside."""
     recorded = {}
     with gzip.open(WORKLOAD, "rt") as lines:
         for line in lines:
@@ -274,19 +304,20 @@ def test_att_flows_have_the_shape_of_voltha_s():
                 continue
             flow = openolt_pb2.Flow()
             flow.ParseFromString(base64.b64decode(entry["req"]))
-            if flow.onu_id < 0:
-                continue
-            kind = (flow.flow_type, flow.classifier.eth_type, flow.action.cmd.trap_to_host)
+            if flow.onu_id < 0 and flow.classifier.eth_type != f.ETH_IPV4:
+                continue                                   # the LLDP trap: the built-in adapter has none
+            kind = (flow.flow_type, flow.classifier.eth_type, flow.action.cmd.trap_to_host, flow.onu_id < 0)
             recorded.setdefault(kind, flow)
-            if len(recorded) == 4:
+            if len(recorded) == 5:
                 break
     olt, dataplane, servicer, adapter = rig("att", bound_unis=((0, 0),))
     # the bound UNI has no supplicant here: say EAP succeeded, as the pipeline would on seeing it
     onu = adapter.onus[olt.onus[0].serial]
     adapter._dhcp_flows(onu, olt.onus[0].unis[0])
-    ours = {(fl.flow_type, fl.classifier.eth_type, fl.action.cmd.trap_to_host): fl for fl in servicer.flows
-            if fl.onu_id >= 0}
-    ignore = {"gemport_to_aes", "flow_id", "cookie", "uni_id", "access_intf_id"}
+    ours = {(fl.flow_type, fl.classifier.eth_type, fl.action.cmd.trap_to_host, fl.onu_id < 0): fl
+            for fl in servicer.flows}
+    ignore = {"gemport_to_aes", "flow_id", "cookie", "uni_id", "access_intf_id", "alloc_id", "onu_id", "gemport_id",
+              "network_intf_id", "port_no"}
     for kind, theirs in recorded.items():
         assert kind in ours, kind
         assert _shape(ours[kind]) - ignore == _shape(theirs) - ignore, kind
