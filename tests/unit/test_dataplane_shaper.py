@@ -694,3 +694,38 @@ def test_what_the_pon_has_left_goes_by_the_schedulers_priority_then_weight(first
     sent = run_streams(shaper, [(a, 100e6), (b, 100e6)], seconds=5)
     for key, want in zip((a, b), expect):
         assert 0.9 * want <= sent[key] * 8 / 5 <= 1.1 * want, (sent[key] * 8 / 5, want)
+
+
+def test_an_over_booked_pon_cuts_the_fixed_rates_in_proportion():
+    """GIRs adding up to more than the PON's rate (a real OLT refuses such a provisioning) are cut in proportion:
+    60 and 20 Mbit/s of fixed rate on a 40 Mbit/s PON leave at 30 and 10, within the rate."""
+    onu_a, onu_b = two_onus()
+    shaper = Shaper(rate_up=40_000_000)
+    make_tcont(onu_a, 1024, HYBRID, {1100: (0, 0)}, gir=60_000, pir=60_000)
+    make_tcont(onu_b, 1025, HYBRID, {1110: (0, 0)}, gir=20_000, pir=20_000)
+    a, b = (UP, onu_a, 1024, 1100), (UP, onu_b, 1025, 1110)
+    sent = run_streams(shaper, [(a, 80e6), (b, 80e6)], seconds=5)
+    assert 0.9 * 30e6 <= sent[a] * 8 / 5 <= 1.1 * 30e6 and 0.9 * 10e6 <= sent[b] * 8 / 5 <= 1.1 * 10e6
+    assert sum(sent.values()) * 8 / 5 <= 1.02 * 40e6
+
+
+def test_super_frames_larger_than_a_round_still_leave_by_weight():
+    """GSO super-frames of 64 KiB (more than a round's quantum) on two WRR GEM ports of weights 1:3 leave, shared by
+    weight within 10 %, none stuck."""
+    onu, shaper = FakeOnu(), Shaper()
+    make_tcont(onu, 1024, WRR, {1100: (0, 1), 1101: (0, 3)}, pir=80_000, pbs=0)
+    a, b = (UP, onu, 1024, 1100), (UP, onu, 1024, 1101)
+    sent = run_streams(shaper, [(a, 100e6), (b, 100e6)], seconds=10, size=65536)
+    assert 0.9 * 20e6 <= sent[a] * 8 / 10 <= 1.1 * 20e6 and 0.9 * 60e6 <= sent[b] * 8 / 10 <= 1.1 * 60e6
+
+
+def test_forgotten_tconts_keep_their_bytes_in_the_pons_counts():
+    """Past `max_queues` the idle T-CONTs are forgotten, but their PON still counts what they were offered and
+    carried, and no longer shares its rate with them."""
+    onu, shaper = FakeOnu(), Shaper(max_queues=4, rate_up=1_000_000_000)
+    for alloc in range(1024, 1034):
+        onu.create(UPSTREAM, alloc, pir=900_000)
+        assert shaper.offer((UP, onu, alloc, GEM), alloc, FRAME, 0.0) == SEND
+    pon = shaper.pon_counters()[0]
+    assert pon["offered_bytes"] == pon["carried_bytes"] == 10 * FRAME
+    assert pon["shaped"] == len(shaper.counters()) <= 4
