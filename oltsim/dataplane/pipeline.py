@@ -218,6 +218,19 @@ def _count_gso(counter, extra: tuple, delta: int) -> None:
         counter.tx_bytes += extra[1] + extra[0] * delta
 
 
+def _gso_kinds(kinds: list, counted: int, extra: tuple, header: bytes, delta: int = 0) -> None:
+    """A GSO super-frame counted by kind as one frame of `counted` octets (its tags `delta` octets more than when its
+    `header` was read; `extra` from `_gso`), counted as its segments on the wire instead: the full ones (their
+    headers and `gso_size` octets of payload) and the last, each in its size bucket."""
+    segments = extra[0] + 1
+    headers = extra[1] // extra[0] + delta if extra[0] else 0
+    full = headers + vnet.parse(header).gso_size
+    last = counted + extra[1] + extra[0] * delta - extra[0] * full
+    kinds[_SIZE_SLOT[counted] if counted < _SLOTS else KIND_LONGER] -= 1
+    kinds[_SIZE_SLOT[full] if full < _SLOTS else KIND_LONGER] += segments - 1
+    kinds[_SIZE_SLOT[last] if 0 <= last < _SLOTS else KIND_LONGER] += 1
+
+
 def _whole(header: bytes, frame: bytes, delta: int) -> bytes | None:
     """`frame` (its tags `delta` octets more than when its header was read) with the checksum its header left to
     finish finished, for a destination that takes no header (the adapter); None for a GSO super-frame."""
@@ -488,6 +501,8 @@ class DataPlane:
             if type(gso) is str:
                 counter.drop(gso)
                 return [Dropped(bound.where, gso)]
+            if gso[0]:
+                _gso_kinds(kinds, n, gso, header)
         elif size > self._max_plain:
             counter.drop("oversize")
             return [Dropped(bound.where, "oversize")]
@@ -857,6 +872,8 @@ class DataPlane:
                 header = vnet.shifted(header, delta)
                 if gso is not None:
                     _count_gso(bcounter, gso, delta)
+                    if gso[0]:
+                        _gso_kinds(kinds, octets, gso, header, delta)
             return [ToUni(bound.serial, bound.uni.id, out, (_DOWN, bound.onu, bound.uni.id, flow.alloc_id,
                                                                  flow.gemport_id), header)]
         if verdict == _DROP:

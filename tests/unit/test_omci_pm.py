@@ -426,3 +426,25 @@ def test_an_onu_keeps_a_bounded_number_of_pm_mes(lab, sub):
     assert results == [codec.SUCCESS] * MAX_PM_MES + [codec.PROCESSING_ERROR]
     assert lab.omci(onu, codec.DELETE, CTP_PM, 1)[0] == codec.SUCCESS
     assert create_pm(lab, onu, CTP_PM, MAX_PM_MES + 1) == codec.SUCCESS
+
+
+def test_a_super_frame_counts_as_its_segments_in_their_buckets(lab, sub):
+    """A GSO super-frame (the kernel's TSO) counts as the segments it is on the wire: upstream a 64000-octet TCP
+    payload in 1448-octet segments is 44 full 1514-octet frames (1024-1518) and a last one of 354 (256-511);
+    downstream, a 20000-octet one is 14 frames of the 1024-1518 bucket at the UNI, its tags popped."""
+    from test_dataplane_offload import TSO_HEADER, tcp_frame
+    from oltsim.dataplane import vnet
+    onu = sub
+    me_id = lab.ids(UNI)["uni_port"]
+    create_pm(lab, onu, UP, me_id)
+    create_pm(lab, onu, DOWN, me_id)
+    lab.dp.from_uni(onu.serial, UNI, tcp_frame(64000), TSO_HEADER)
+    service = onu.unis[UNI].services[0]
+    down = tcp_frame(20000, tags=(service.s_tag, service.c_tag), dst=RG_MAC, src=SERVER_MAC)
+    (out,) = lab.dp.from_nni(down, vnet.shifted(TSO_HEADER, 8))
+    assert isinstance(out, ToUni)
+    buckets = range(11, 17)
+    assert pm_now(lab, onu, UP, me_id, (5,)) == {5: 45}
+    assert pm_now(lab, onu, UP, me_id, buckets) == {11: 0, 12: 0, 13: 0, 14: 1, 15: 0, 16: 44}
+    assert pm_now(lab, onu, DOWN, me_id, (5,)) == {5: 14}
+    assert pm_now(lab, onu, DOWN, me_id, buckets) == {11: 0, 12: 0, 13: 0, 14: 0, 15: 0, 16: 14}
