@@ -309,7 +309,7 @@ class OmciResponder(OmciHandler):
 
     def _mib_reset(self, onu, st, frame):
         st.admin_lock = 0
-        self._forget_pm(st)
+        self._forget_pm(st, onu)
         onu.mib_data_sync = 0
         pon, serial = onu.pon, onu.serial
         for gem in [g for g, sn in pon.gem_ports.items() if sn == serial]:
@@ -548,9 +548,15 @@ class OmciResponder(OmciHandler):
             st.pm = OnuPm(onu.hub.clock.seconds())
         return st.pm
 
-    def _forget_pm(self, st) -> None:
+    def _forget_pm(self, st, onu=None) -> None:
+        """Drop the ONU's PM MEs and cancel their interval timer (through `onu`, when given, which then forgets it;
+        an ONU that went down has cancelled its timers itself)."""
         pms, st.pm = st.pm, None
-        if pms is not None and pms.timer is not None and pms.timer.active():
+        if pms is None or pms.timer is None:
+            return
+        if onu is not None:
+            onu.cancel_call(pms.timer)
+        elif pms.timer.active():
             pms.timer.cancel()
 
     def _arm_pm(self, onu, pms: OnuPm) -> None:
