@@ -166,11 +166,12 @@ def test_tt_each_services_tags_and_p_bits_on_the_trunk_and_its_gem_port(lab, dae
     assert dataplane(process)["nni"]["dropped"].get("no-flow", 0) >= before + FRAMES
 
 
-def test_tt_voip_client_gets_its_lease_through_the_dhcp_relay_under_its_services_tags(lab, daemon):
+@pytest.mark.parametrize("server", ["trunk", "untagged"])
+def test_tt_voip_client_gets_its_lease_through_the_dhcp_relay_under_its_services_tags(lab, daemon, server):
     """TT, one bound UNI: a dhclient behind the RG's VoIP VLAN 65, sending from the VoIP service's MAC, gets a lease
-    from dnsmasq at the BNG behind the trunk's 333/444 (vlanport.py both sides): its DHCP is trapped (VoIP's trap
-    flow, p-bit 7) and relayed with the S-tag, the answer trapped on the NNI and sent back to the UNI, and the VoIP
-    service shows the DHCP ack."""
+    from dnsmasq at the BNG behind the trunk's 333/444 (vlanport.py both sides), or behind the untagged NNI: its
+    DHCP is trapped (VoIP's trap flow, p-bit 7) and relayed with the S-tag, the answer trapped on the NNI and sent
+    back to the UNI, and the VoIP service shows the DHCP ack."""
     p = lab.prefix
     serial, uni_ns = "BBSM000a0001", f"{p}u0-1-0"
     process = daemon(*dataplane_options(lab, "--olt-id", "10", "--pon", "1", "--onu", "1", "--uni", "1",
@@ -178,11 +179,14 @@ def test_tt_voip_client_gets_its_lease_through_the_dhcp_relay_under_its_services
     process.wait_serving()
     wait_for("the VoIP DHCP trap flow", lambda: any(fl["classifier"].get("src_port") == 68 and
                                                     fl["classifier"].get("o_vid") == 444 for fl in flows(process)))
-    bng = lab.netns(f"{p}bng")
-    lab.wait_link(f"{p}nni")
-    lab.move(f"{p}nni", bng)
-    vlanport.start(lab, bng, f"{p}nni", f"{p}bg", "333:7,444:7", address="10.210.0.1/16")
-    lab.dnsmasq(bng, f"{p}bg", "10.210.1.1", "10.210.1.254")
+    if server == "trunk":
+        bng = lab.netns(f"{p}bng")
+        lab.wait_link(f"{p}nni")
+        lab.move(f"{p}nni", bng)
+        vlanport.start(lab, bng, f"{p}nni", f"{p}bg", "333:7,444:7", address="10.210.0.1/16")
+        lab.dnsmasq(bng, f"{p}bg", "10.210.1.1", "10.210.1.254")
+    else:
+        serve_dhcp(lab, 210)
     voip = next(s for s in process.rest_get(f"/v1/olt/onus/{serial}")[1]["unis"][0]["services"] if s["Name"] == "voip")
     lab.wait_link(uni_ns, uni_ns)
     run("ip", "-n", uni_ns, "link", "set", "dev", uni_ns, "up")
