@@ -343,3 +343,25 @@ def test_tt_on_four_unis_uses_the_mibs_eight_tconts_and_says_so_for_the_rest():
     assert warned == [(2, 66)]
     assert all(s.dhcp_state == "dhcp_ack_received" for u in olt.onus[0].unis for s in u.services if s.spec.needs_dhcp)
     stop(olt, adapter)
+
+
+def test_the_workflows_rules_and_pbit_maps():
+    """ATT's untagged rule is the one the built-in adapter always wrote (push the C-tag, priority 0); DT's leaves a
+    single-tagged frame of any VID and priority as it is; TT VoIP's replaces VID 65 by 444 with priority 7; the
+    profiles' p-bit maps are the tech profiles' strings."""
+    att = wf.Service(0, "hsia", 64, 0, 900, 900, None, None, None, True, True, False, False)
+    assert wf.evtocd_rule(att) == builtin.evtocd_untagged_rule(900)
+    dt = wf.Service(0, "hsia", 64, 4096, 4096, 900, None, None, None, False, False, False, False)
+    words = [int.from_bytes(wf.evtocd_rule(dt)[i:i + 4], "big") for i in (0, 4, 8, 12)]
+    assert (words[1] >> 28, (words[1] >> 15) & 0x1FFF, words[2] >> 30, (words[2] >> 16) & 0xF,
+            (words[3] >> 16) & 0xF) == (8, 4096, 0, 15, 15)
+    voip = wf.Service(1, "voip", 65, 65, 444, 333, 7, 7, 7, False, True, False, False)
+    words = [int.from_bytes(wf.evtocd_rule(voip)[i:i + 4], "big") for i in (0, 4, 8, 12)]
+    assert ((words[1] >> 15) & 0x1FFF, words[2] >> 30, (words[3] >> 16) & 0xF, (words[3] >> 3) & 0x1FFF) == (
+        65, 1, 7, 444)
+    mc = wf.Service(3, "MC", 66, 0, 55, 550, None, None, 5, False, False, False, True)
+    assert wf.evtocd_rule(mc) is None and wf.forwarding_flows(mc, 0, 1, 0, 16, 5, 1024, 1024) == []
+    assert [wf.pbit_map(wf.pbits(group)) for group in ([att], [voip], [voip, mc], [mc])] == [
+        "0b11111111", "0b10000000", "0b10000000", "0b11111111"]
+    assert wf.filter_vids([att], authenticated=False) == [4091] and wf.filter_vids([att]) == [4091, 900]
+    assert wf.filter_vids([dt]) is None and wf.filter_vids([voip, mc]) == [444]
