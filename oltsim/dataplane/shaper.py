@@ -332,16 +332,20 @@ class Shaper:
             if len(t.gems) == 1:
                 g = t.levels[0][0]
                 fifo = g.fifo
+                full = burst - _EPSILON
+                sent = frames = 0
                 while fifo:
                     item, size = fifo[0]
-                    if tokens < size - _EPSILON and tokens < burst - _EPSILON:
+                    if tokens < size - _EPSILON and tokens < full:
                         break
                     fifo.popleft()
                     tokens -= size
-                    g.depth -= size
-                    g.sent_frames += 1
-                    g.sent_bytes += size
+                    sent += size
+                    frames += 1
                     out.append(item)
+                g.depth -= sent
+                g.sent_frames += frames
+                g.sent_bytes += sent
                 head = fifo[0][1] if fifo else 0
                 t.depth = g.depth
             else:
@@ -365,23 +369,10 @@ class Shaper:
     def _serve(self, t: _Tcont, tokens: float, burst: float, out: list) -> tuple[float, int]:
         """Send from `t`'s GEM ports while `tokens` last: the highest priority first, each level's queues by deficit
         round robin; (tokens left, the size of the frame that waits next, 0 when none waits)."""
+        full = burst - _EPSILON          # a full bucket sends a frame larger than itself
+        append = out.append
         for level in t.levels:
             count = len(level)
-            if count == 1:
-                g = level[0]
-                fifo = g.fifo
-                while fifo:
-                    item, size = fifo[0]
-                    if tokens < size - _EPSILON and tokens < burst - _EPSILON:
-                        return tokens, size
-                    fifo.popleft()
-                    tokens -= size
-                    g.depth -= size
-                    t.depth -= size
-                    g.sent_frames += 1
-                    g.sent_bytes += size
-                    out.append(item)
-                continue
             idle = 0
             while idle < count:
                 g = level[0]
@@ -389,30 +380,43 @@ class Shaper:
                 if not fifo:
                     g.deficit = 0.0
                     g.turn = False
-                    level.append(level.pop(0))
+                    if count > 1:
+                        level.append(level.pop(0))
                     idle += 1
                     continue
                 idle = 0
-                if not g.turn:
-                    g.deficit += g.quantum
+                if count == 1:
+                    deficit = _NEVER            # alone in its priority: no round to keep
+                else:
+                    deficit = g.deficit if g.turn else g.deficit + g.quantum
                     g.turn = True
+                sent = frames = 0
+                waiting = 0
                 while fifo:
                     item, size = fifo[0]
-                    if size > g.deficit:
+                    if size > deficit:
                         break
-                    if tokens < size - _EPSILON and tokens < burst - _EPSILON:
-                        return tokens, size
+                    if tokens < size - _EPSILON and tokens < full:
+                        waiting = size
+                        break
                     fifo.popleft()
                     tokens -= size
-                    g.deficit -= size
-                    g.depth -= size
-                    t.depth -= size
-                    g.sent_frames += 1
-                    g.sent_bytes += size
-                    out.append(item)
+                    deficit -= size
+                    sent += size
+                    frames += 1
+                    append(item)
+                g.depth -= sent
+                t.depth -= sent
+                g.sent_frames += frames
+                g.sent_bytes += sent
+                if waiting:
+                    if count > 1:
+                        g.deficit = deficit      # its turn goes on at the next wake-up
+                    return tokens, waiting
+                if count == 1:
+                    break                       # empty: the next priority
                 g.turn = False
-                if not fifo:
-                    g.deficit = 0.0
+                g.deficit = deficit if fifo else 0.0
                 level.append(level.pop(0))
         return tokens, 0
 
