@@ -111,6 +111,7 @@ def relay(trunk: str, access: str, tags: list[tuple[int, int]], native: bool) ->
     pushed = b"".join(struct.pack("!HH", TPID, (pcp & 7) << 13 | (vid & 0xFFF)) for vid, pcp in tags)
     vids = [vid for vid, _ in tags]
     t, a = open_port(trunk), open_port(access)
+    print(f"relaying {access} <-> {trunk} with {tags}", flush=True)    # start() waits for this line
     while True:
         ready, _, _ = select.select([t, a], [], [])
         for s in ready:
@@ -152,8 +153,15 @@ def start(lab, netns: str, trunk: str, name: str, tags: str, address: str | None
         run("ip", "-n", netns, "addr", "add", address, "dev", name)
     run("ip", "netns", "exec", netns, "sysctl", "-q", "-w", "net.ipv6.conf.all.disable_ipv6=1",
         "net.ipv4.conf.all.rp_filter=0", f"net.ipv4.conf.{name}.rp_filter=0")
-    return lab.start(netns, sys.executable, __file__, trunk, peer, tags, *(["--native"] if native else []),
-                     "--tx-checksum-off", name, log=f"{netns}.{name}.relay.log")
+    log = f"{netns}.{name}.relay.log"
+    process = lab.start(netns, sys.executable, __file__, trunk, peer, tags, *(["--native"] if native else []),
+                        "--tx-checksum-off", name, log=log)
+    deadline = time.monotonic() + 30
+    while "relaying" not in lab.log(log):        # its sockets open: what the stack sends from now on is relayed
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"the VLAN relay in {netns} did not start: {lab.log(log)[-2000:]}")
+        time.sleep(0.05)
+    return process
 
 
 def main(argv: list[str]) -> int:
@@ -169,7 +177,6 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(__doc__)
         return 2
     trunk, access, tags = args
-    print(f"relaying {access} <-> {trunk} with {tags}", flush=True)
     relay(trunk, access, parse_tags(tags), native)
     return 0
 
