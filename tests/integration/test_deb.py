@@ -164,24 +164,32 @@ class Identity:
     device_id: str
 
 
+def _setpriv_caps(names: str) -> str:
+    """A unit's capability list (`CAP_NET_ADMIN CAP_X`) as setpriv's (`+net_admin,+x`)."""
+    return ",".join(f"+{name.lower().removeprefix('cap_')}" for name in names.split())
+
+
 class InstalledDaemon(DaemonProcess):
     """The installed oltsim started as its systemd unit starts it: the unit's ExecStart as its User in its
-    WorkingDirectory with an empty environment, no new privileges and its capability bounding set (empty), plus
-    loopback listeners on free ports and `options`."""
+    WorkingDirectory with an empty environment (but `environment`), no new privileges, its capability bounding set
+    and ambient capabilities, plus loopback listeners on free ports and `options`. `drop_in`: a drop-in's [Service]
+    settings over the unit's (its capabilities are mirrored; its device settings cannot be without systemd)."""
 
     name = "the installed oltsim"
     poll_interval = 0.1
 
-    def __init__(self, log_path: Path, *options: str):
-        service = unit_service_section(UNIT_FILE)
+    def __init__(self, log_path: Path, *options: str, drop_in: Path | None = None, environment: tuple = ()):
+        service = unit_service_section(UNIT_FILE) | (unit_service_section(drop_in) if drop_in else {})
         names = listener_options()
         self.ports = dict(zip(names, free_ports(len(names))))
         listen = [arg for name, port in self.ports.items() for arg in (f"--{name}", f"tcp:{port}:interface=127.0.0.1")]
-        bounding = service.get("CapabilityBoundingSet", "").split()
-        assert bounding == [], f"the test mirrors an empty CapabilityBoundingSet only, not {bounding}"
+        bounding = _setpriv_caps(service.get("CapabilityBoundingSet", ""))
+        ambient = _setpriv_caps(service.get("AmbientCapabilities", ""))
+        caps = [f"--inh-caps={ambient}", f"--ambient-caps={ambient}"] if ambient else []
         command = ["setpriv", f"--reuid={service['User']}", f"--regid={service.get('Group', service['User'])}",
-                   "--init-groups", "--no-new-privs", "--bounding-set=-all", "env", "-i",
-                   "PATH=/usr/sbin:/usr/bin:/sbin:/bin", *shlex.split(service["ExecStart"]), *listen, *options]
+                   "--init-groups", "--no-new-privs", f"--bounding-set=-all{',' + bounding if bounding else ''}",
+                   *caps, "env", "-i", "PATH=/usr/sbin:/usr/bin:/sbin:/bin", *environment,
+                   *shlex.split(service["ExecStart"]), *listen, *options]
         self.log_path = log_path
         self._log = open(log_path, "w")
         # setpriv and env exec the daemon, so this pid is twistd's own.
@@ -271,8 +279,8 @@ def machine(tmp_path):
     fail (the skip conditions made sure the package and user were not there before)."""
     daemons: list[InstalledDaemon] = []
 
-    def start(*options: str) -> InstalledDaemon:
-        daemon = InstalledDaemon(tmp_path / f"oltsim-{len(daemons)}.log", *options)
+    def start(*options: str, **how) -> InstalledDaemon:
+        daemon = InstalledDaemon(tmp_path / f"oltsim-{len(daemons)}.log", *options, **how)
         daemons.append(daemon)
         return daemon
 
@@ -513,3 +521,37 @@ def test_the_packaged_unit_runs_the_data_plane_over_vxlan_without_privilege(pack
     events = [json.loads(line) for line in daemon.log.splitlines() if line.strip()]
     started = [e for e in events if e.get("log_format", "").startswith("dataplane-started")]
     assert [(e["kind"], e["unis"]) for e in started] == [("vxlan", 1)], daemon.log
+
+
+@pytest.mark.deb
+@pytest.mark.skipif(SKIP_REASON is not None, reason=str(SKIP_REASON))
+def test_tap_interfaces_need_the_drop_in_which_gives_the_unit_net_admin_only(packages, machine):
+    """Under the unit as shipped (systemd's INVOCATION_ID set), TAP interfaces are refused in one line naming the
+    drop-in, exit status 2; with the drop-in's capabilities (ambient and bounding CAP_NET_ADMIN, nothing else) the
+    installed daemon, as the unit's user, makes the UNI's and the NNI's TAP interfaces and removes them at its
+    stop."""
+    import random
+    import time
+
+    run("dpkg", "--install", packages["first"], timeout=DPKG_TIMEOUT)
+    prefix = f"e{random.randrange(0x1000):03x}"
+    tap = ("--uni-interfaces", "1", "--interface-prefix", prefix, "--nni-interface", f"{prefix}nni")
+    refused = machine(*tap, environment=("INVOCATION_ID=0123456789abcdef0123456789abcdef",))
+    assert refused.process.wait(START_TIMEOUT) == 2, refused.log
+    lines = [line for line in refused.log.splitlines() if line.startswith("oltsim: ")]
+    assert lines == ["oltsim: making TAP interfaces needs CAP_NET_ADMIN, which the systemd unit withholds (the "
+                     "packaged oltsim.service: add its drop-in /usr/share/doc/oltsim/examples/tap.conf), or use "
+                     "attachment: vxlan (no privilege)"], refused.log
+    drop_in = Path("/usr/share/doc/oltsim/examples/tap.conf")
+    daemon = machine(*tap, drop_in=drop_in)
+    daemon.wait_serving()
+    fields = status_fields(daemon.process.pid)
+    assert fields["Uid"].split()[0] == str(pwd.getpwnam(USER).pw_uid)
+    assert int(fields["CapEff"], 16) == int(fields["CapBnd"], 16) == 1 << 12     # CAP_NET_ADMIN alone
+    made = [f"{prefix}u0-1-0", f"{prefix}nni"]
+    assert all(Path("/sys/class/net", name).exists() for name in made), daemon.log
+    assert daemon.stop() == 0, daemon.log
+    deadline = time.monotonic() + STOP_TIMEOUT
+    while any(Path("/sys/class/net", name).exists() for name in made) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(Path("/sys/class/net", name).exists() for name in made)
