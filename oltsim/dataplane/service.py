@@ -3,8 +3,9 @@
 Start (`privilegedStartService` under twistd, as root before any privilege is dropped; else `startService`): the
 host is checked first (CAP_NET_ADMIN, /dev/net/tun, no interface of the names already there, a UNI's namespace
 without that interface), then each interface is made (TAP), given its UNI's first service MAC, moved into its
-namespace (made if absent) and set up, and the UNI is bound (`DataPlane.bind_uni`: its simulated protocols step
-aside). When any step fails, everything made so far is removed again (interfaces closed, namespaces this start
+namespace (made if absent and marked as this run's; one a killed run left, by its mark, taken over) and set up, and
+the UNI is bound (`DataPlane.bind_uni`: its simulated protocols step aside); the front (`front.DataPlaneFront`) gets
+the pipeline, which the stop takes back. When any step fails, everything made so far is removed again (interfaces closed, namespaces this start
 made deleted) and the failure is one line: `DataPlaneError`, or with `exit_on_failure` (the daemon) ``oltsim: ...``
 on stderr and exit status 2.
 
