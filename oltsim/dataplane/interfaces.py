@@ -402,13 +402,10 @@ class TapPort(TuntapPort):
         super()._bindSocket()
 
     def write_with_header(self, header: bytes, frame: bytes) -> None:
-        """Write `frame` after its virtio-net header `header`, in one write; OSError as the kernel refuses."""
-        while True:
-            try:
-                self.io.writev(self._fileno, (header, frame))
-                return
-            except InterruptedError:
-                continue
+        """Write `frame` after its virtio-net header `header`, in one write (os.writev: the 64 KiB of a super-frame
+        are not copied to join them; an interrupted call is retried by Python itself); OSError as the kernel
+        refuses."""
+        self.io.writev(self._fileno, (header, frame))
 
     def close(self) -> None:
         """Stop reading and close the descriptor now (the kernel removes the interface), whatever state it is in."""

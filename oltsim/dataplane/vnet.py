@@ -6,7 +6,8 @@ With offloads on (``TUNSETOFFLOAD``), the kernel hands the reader a TCP stream's
 frame written with such a header is segmented (or delivered whole to a local stack) and checksummed by the kernel.
 
 The header (``struct virtio_net_hdr``, 10 octets, `SIZE`; the data plane sets TUNSETVNETHDRSZ to it and
-TUNSETVNETLE, so its fields are little-endian whatever the host): flags (1), gso_type (1), hdr_len (2), gso_size
+TUNSETVNETLE, so its fields are little-endian whatever the host; without it a TAP uses the host's order, the
+legacy virtio header's, which is the same on x86 and arm64): flags (1), gso_type (1), hdr_len (2), gso_size
 (2), csum_start (2), csum_offset (2). ``csum_start`` and ``hdr_len`` count from the frame's first octet, its
 Ethernet header and VLAN tags included: a tag pushed moves them 4 octets on, a tag popped 4 back (`shifted`).
 
