@@ -25,7 +25,8 @@ from oltsim.model.errors import InvalidArgument, NotFound
 #: The SADIS API versions; v1 serves the configuration, OLT entries and bandwidth profiles only.
 VERSIONS = ("v1", "v2")
 
-#: The profiles every subscriber entry names (BBSim's fixed choice).
+#: The profiles a subscriber entry names when its services file names none (BBSim's fixed choice); a service's
+#: `upstream_bandwidth_profile` / `downstream_bandwidth_profile` name others (oltsim.settings.services).
 UPSTREAM_PROFILE = "User_Bandwidth1"
 DOWNSTREAM_PROFILE = "User_Bandwidth2"
 
@@ -99,8 +100,8 @@ def uni_tag(service) -> dict:
         ("ponCTag", service.c_tag),
         ("ponSTag", service.s_tag),
         ("technologyProfileId", spec.tp_id),
-        ("upstreamBandwidthProfile", UPSTREAM_PROFILE),
-        ("downstreamBandwidthProfile", DOWNSTREAM_PROFILE),
+        ("upstreamBandwidthProfile", service.upstream_profile),
+        ("downstreamBandwidthProfile", service.downstream_profile),
         ("isDhcpRequired", spec.needs_dhcp),
         ("isIgmpRequired", spec.needs_igmp),
         ("isPppoeRequired", spec.needs_pppoe),

@@ -80,6 +80,7 @@ def build_olt(settings, clock, random, *, omci=None, frames=None) -> Olt:
                                                on_running_changed=lambda image: _run_firmware(olt, image))
     tags = TagAllocator(settings.services)
     specs = list(settings.services)
+    eth_index = 0                   # the OLT's Ethernet UNIs in build order: which profiles a UNI's services take
     for pon_id in range(settings.pon):
         ranges = range_for(settings, pon_id)
         pon = PonPort(olt, pon_id, ranges.technology, ranges)
@@ -91,8 +92,9 @@ def build_olt(settings, clock, random, *, omci=None, frames=None) -> Olt:
                 for k, spec in enumerate(specs):
                     c_tag, s_tag = tags.next(spec)
                     mac = service_mac(settings.olt_id, pon_id, index, uni_id, k)
-                    uni.services.append(Service(uni, k, spec, mac, c_tag, s_tag))
+                    uni.services.append(Service(uni, k, spec, mac, c_tag, s_tag, spec.bandwidth_profiles(eth_index)))
                 onu.unis.append(uni)
+                eth_index += 1
             for uni_id in range(settings.uni, settings.uni + settings.pots):
                 onu.unis.append(Uni(onu, uni_id, "POTS"))
             olt.add_onu(onu)

@@ -99,10 +99,13 @@ class Service(StateHolder):
 
     MACHINE = SERVICE_MACHINE
     __slots__ = ("uni", "index", "spec", "name", "mac", "c_tag", "s_tag", "state", "eapol_state",
-                 "dhcp_state", "igmp_state", "gem_port", "igmp_groups")
+                 "dhcp_state", "igmp_state", "gem_port", "igmp_groups", "upstream_profile", "downstream_profile")
 
-    def __init__(self, uni: "Uni", index: int, spec, mac: str, c_tag: int, s_tag: int):
+    def __init__(self, uni: "Uni", index: int, spec, mac: str, c_tag: int, s_tag: int,
+                 profiles: tuple[str, str] = ("User_Bandwidth1", "User_Bandwidth2")):
         self.uni = uni
+        #: the SADIS bandwidth profiles (upstream, downstream) its uniTagList entry names
+        self.upstream_profile, self.downstream_profile = profiles
         self.index = index
         self.spec = spec
         self.name = spec.name

@@ -19,6 +19,12 @@ BUILTIN_SERVICES = ("att", "dt", "dt-fttb", "tt")
 # Tags are 12-bit VLAN ids; 4096 is the "any" wildcard used by DT's uni_tag_match and c_tag.
 MAX_TAG = 4096
 MAX_PRIORITY = 7
+#: The bandwidth profiles oltsim's SADIS serves (BBSim's, in either --bp-format), which a service may name, and
+#: the ones a service names when it names none (BBSim's fixed choice for every uniTagList entry).
+BANDWIDTH_PROFILES = ("User_Bandwidth1", "User_Bandwidth2", "User_Bandwidth3", "Default")
+DEFAULT_UPSTREAM_PROFILE = "User_Bandwidth1"
+DEFAULT_DOWNSTREAM_PROFILE = "User_Bandwidth2"
+_PROFILE_FIELDS = ("upstream_bandwidth_profile", "downstream_bandwidth_profile")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -26,6 +32,10 @@ class ServiceSpec:
     """One entry of a services file: a service instantiated on every UNI (BBSim's ``ServiceYaml``).
 
     Keyword-only; ``name`` and both tag allocations (``shared`` or ``unique``) are required, as in BBSim.
+    Beyond BBSim's schema, ``upstream_bandwidth_profile`` and ``downstream_bandwidth_profile`` name the SADIS
+    profiles of the service's uniTagList entry (SADIS's ``upstreamBandwidthProfile`` and
+    ``downstreamBandwidthProfile``): one name for every UNI, or a list that the UNIs take in turn (see
+    :meth:`bandwidth_profiles`); none gives BBSim's ``User_Bandwidth1`` up and ``User_Bandwidth2`` down.
     """
 
     name: str
@@ -45,6 +55,15 @@ class ServiceSpec:
     us_pon_s_tag_priority: int = 0
     ds_pon_c_tag_priority: int = 0
     ds_pon_s_tag_priority: int = 0
+    upstream_bandwidth_profile: tuple[str, ...] = ()
+    downstream_bandwidth_profile: tuple[str, ...] = ()
+
+    def bandwidth_profiles(self, uni_index: int) -> tuple[str, str]:
+        """(upstream, downstream) profile names of the service on the OLT's `uni_index`-th Ethernet UNI (from 0, in
+        PON, ONU, UNI order, as unique tags are given): entry `uni_index` modulo the list's length of each list."""
+        up = self.upstream_bandwidth_profile or (DEFAULT_UPSTREAM_PROFILE,)
+        down = self.downstream_bandwidth_profile or (DEFAULT_DOWNSTREAM_PROFILE,)
+        return up[uni_index % len(up)], down[uni_index % len(down)]
 
 
 @dataclass(frozen=True)
@@ -133,6 +152,8 @@ def _parse_service(entry: object, index: int, where: str, path: str = "") -> tup
         if key not in _SERVICE_FIELD_KINDS:
             warnings.append(ConfigWarning(where, path, "config-key-unknown", f"service {name!r}: {key}",
                                           nearest(str(key), _SERVICE_FIELD_KINDS)))
+        elif key in _PROFILE_FIELDS and raw is not None:
+            kwargs[key] = _profile_names(raw, f"service {name!r}: {key}", where)
         elif raw is not None:
             kwargs[key] = coerce(_SERVICE_FIELD_KINDS[key], raw, f"service {name!r}: {key}", where)
     spec = ServiceSpec(**kwargs)
@@ -141,6 +162,15 @@ def _parse_service(entry: object, index: int, where: str, path: str = "") -> tup
     except ConfigError as error:
         raise ConfigError(f"{where}: {error.message}", "services") from None
     return spec, warnings
+
+
+def _profile_names(raw: object, label: str, where: str) -> tuple[str, ...]:
+    """A profile name or a non-empty list of them, as a tuple of strings; ConfigError otherwise."""
+    names = raw if isinstance(raw, list) else [raw]
+    if not names or not all(isinstance(n, str) and n for n in names):
+        raise ConfigError(f"{where}: {label} must be a bandwidth profile name or a list of them (got {raw!r})",
+                          "services")
+    return tuple(names)
 
 
 def validate_service(spec: ServiceSpec) -> None:
@@ -157,6 +187,13 @@ def validate_service(spec: ServiceSpec) -> None:
     for key in _SERVICE_PRIORITY_FIELDS:
         between(f"{where}: {key}", getattr(spec, key), 0, MAX_PRIORITY, "services")
     between(f"{where}: tp_id", spec.tp_id, 0, 65535, "services")
+    for key in _PROFILE_FIELDS:
+        for name in getattr(spec, key):
+            if name not in BANDWIDTH_PROFILES:
+                hint = nearest(name, BANDWIDTH_PROFILES)
+                raise ConfigError(f"{where}: {key}: unknown bandwidth profile {name!r} (SADIS serves "
+                                  f"{', '.join(BANDWIDTH_PROFILES)}){f'; did you mean {hint}?' if hint else ''}",
+                                  "services")
 
 
 def validate_services(services: tuple[ServiceSpec, ...] | list[ServiceSpec]) -> None:

@@ -103,12 +103,18 @@ def mef_shaping(profile: dict) -> tech_profile_pb2.TrafficShapingInfo:
         cir=profile["cir"], cbs=profile["cbs"], gir=profile.get("air", 0))
 
 
-#: The bandwidth profiles every subscriber of oltsim's SADIS names (oltsim.api.sadis UPSTREAM_PROFILE and
-#: DOWNSTREAM_PROFILE, MEF format: the southbound does not import the API, tests/unit/test_builtin_adapter.py checks
-#: they are the same): the built-in adapter's traffic schedulers shape by them, as VOLTHA's would.
-UPSTREAM_BANDWIDTH = {"id": "User_Bandwidth1", "cbs": 10000, "cir": 30000, "air": 100000, "ebs": 1000, "eir": 100000}
-DOWNSTREAM_BANDWIDTH = {"id": "User_Bandwidth2", "cbs": 5000, "cir": 100000, "air": 100000, "ebs": 5000,
-                        "eir": 100000}
+#: The bandwidth profiles oltsim's SADIS serves, MEF format (oltsim.api.sadis BANDWIDTH_PROFILES["mef"]: the
+#: southbound does not import the API, tests/unit/test_builtin_adapter.py checks they are the same), by id: the
+#: built-in adapter's traffic schedulers shape by the ones a service's uniTagList entry names, as VOLTHA's would.
+MEF_PROFILES = {p["id"]: p for p in (
+    {"id": "User_Bandwidth1", "cbs": 10000, "cir": 30000, "air": 100000, "ebs": 1000, "eir": 100000},
+    {"id": "User_Bandwidth2", "cbs": 5000, "cir": 100000, "air": 100000, "ebs": 5000, "eir": 100000},
+    {"id": "User_Bandwidth3", "cbs": 5000, "cir": 1000000, "air": 100000, "ebs": 5000, "eir": 1000000},
+    {"id": "Default", "cbs": 30, "cir": 600, "air": 100000, "ebs": 30, "eir": 400},
+)}
+#: The ones a subscriber names when its services file names none (BBSim's fixed choice).
+UPSTREAM_BANDWIDTH = MEF_PROFILES["User_Bandwidth1"]
+DOWNSTREAM_BANDWIDTH = MEF_PROFILES["User_Bandwidth2"]
 EAPOL_VID = 4091
 ANY_PBITS = 255
 #: The first T-CONT ME id; UNI i uses T-CONT 0x8001 + i.
@@ -837,7 +843,9 @@ class BuiltinAdapter(service.Service):
                 self.by_mac[f.mac_bytes(svc.mac)] = (onu, uni_id, index)
             services = wf.profiles(wf.services_of(uni))
             for tp, alloc_id in ids.allocs.items():
-                self._rpc("CreateTrafficSchedulers", self._schedulers(onu, uni_id, port_no, alloc_id, tp), onu)
+                # a profile's T-CONT is its services': shaped by what its first one's uniTagList entry names
+                first = next((svc for svc in uni.services if (svc.spec.tp_id or wf.DEFAULT_TP) == tp), None)
+                self._rpc("CreateTrafficSchedulers", self._schedulers(onu, uni_id, port_no, alloc_id, tp, first), onu)
                 self._rpc("CreateTrafficQueues", self._queues(onu, uni_id, port_no, ids.tp_gems[tp], tp,
                                                               wf.pbits(services.get(tp, ()))), onu)
             eapol = [index for index, svc in enumerate(uni.services) if svc.spec.needs_eapol]
@@ -857,9 +865,14 @@ class BuiltinAdapter(service.Service):
         onu.step = "authenticating"
         self._check_ready(onu)
 
-    def _schedulers(self, onu, uni_id, port_no, alloc_id, tp=TECH_PROFILE) -> tech_profile_pb2.TrafficSchedulers:
-        """One technology profile's upstream (its T-CONT) and downstream scheduler, shaped by SADIS's bandwidth
-        profiles."""
+    def _schedulers(self, onu, uni_id, port_no, alloc_id, tp=TECH_PROFILE, service=None
+                    ) -> tech_profile_pb2.TrafficSchedulers:
+        """One technology profile's upstream (its T-CONT) and downstream scheduler, shaped by the SADIS bandwidth
+        profiles `service` names (BBSim's fixed pair without one)."""
+        up, down = UPSTREAM_BANDWIDTH, DOWNSTREAM_BANDWIDTH
+        if service is not None:
+            up = MEF_PROFILES.get(service.upstream_profile, up)
+            down = MEF_PROFILES.get(service.downstream_profile, down)
         return tech_profile_pb2.TrafficSchedulers(
             intf_id=onu.pon, onu_id=onu.onu_id, uni_id=uni_id, port_no=port_no,
             traffic_scheds=[tech_profile_pb2.TrafficScheduler(
@@ -869,8 +882,7 @@ class BuiltinAdapter(service.Service):
                                                            priority=0, weight=0,
                                                            sched_policy=tech_profile_pb2.Hybrid),
                 traffic_shaping_info=mef_shaping(profile), tech_profile_id=tp)
-                for direction, profile in ((tech_profile_pb2.UPSTREAM, UPSTREAM_BANDWIDTH),
-                                           (tech_profile_pb2.DOWNSTREAM, DOWNSTREAM_BANDWIDTH))])
+                for direction, profile in ((tech_profile_pb2.UPSTREAM, up), (tech_profile_pb2.DOWNSTREAM, down))])
 
     def _queues(self, onu, uni_id, port_no, gem, tp=TECH_PROFILE, bits=tuple(range(8))
                 ) -> tech_profile_pb2.TrafficQueues:
