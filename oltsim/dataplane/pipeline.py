@@ -55,7 +55,8 @@ _SIZE_SLOT = bytes(KIND_SIZES + sum(n > edge for edge in _SIZE_EDGES) for n in r
 _SLOTS = len(_SIZE_SLOT)
 _BROADCAST = b"\xff" * 6
 
-__all__ = ["DataPlane", "Dropped", "Output", "PacketIn", "ToNni", "ToNniUntagged", "ToUni"]
+__all__ = ["DataPlane", "Dropped", "Output", "PacketIn", "ToNni", "ToNniUntagged", "ToNniUntaggedWithHeader",
+           "ToNniWithHeader", "ToUni", "ToUniWithHeader"]
 
 
 # ---- outputs --------------------------------------------------------------------------------------------------
@@ -75,15 +76,14 @@ class ToUni:
     uni_id: int
     frame: bytes
     queue: tuple | None = field(default=None, compare=False)
-    vnet: bytes | None = field(default=None, compare=False)
+    #: the frame's virtio-net header: none (`ToUniWithHeader` has one)
+    vnet = None
 
-    def __init__(self, serial: str, uni_id: int, frame: bytes, queue: tuple | None = None,
-                 vnet: bytes | None = None):
+    def __init__(self, serial: str, uni_id: int, frame: bytes, queue: tuple | None = None):
         _set(self, "serial", serial)
         _set(self, "uni_id", uni_id)
         _set(self, "frame", frame)
         _set(self, "queue", queue)
-        _set(self, "vnet", vnet)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -93,12 +93,12 @@ class ToNni:
     (an UplinkPacketOut); not compared."""
     frame: bytes
     queue: tuple | None = field(default=None, compare=False)
-    vnet: bytes | None = field(default=None, compare=False)
+    #: the frame's virtio-net header: none (the `...WithHeader` output has one)
+    vnet = None
 
-    def __init__(self, frame: bytes, queue: tuple | None = None, vnet: bytes | None = None):
+    def __init__(self, frame: bytes, queue: tuple | None = None):
         _set(self, "frame", frame)
         _set(self, "queue", queue)
-        _set(self, "vnet", vnet)
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -107,9 +107,43 @@ class ToNniUntagged:
     `queue` as `ToNni`'s."""
     frame: bytes
     queue: tuple | None = field(default=None, compare=False)
-    vnet: bytes | None = field(default=None, compare=False)
+    #: the frame's virtio-net header: none (the `...WithHeader` output has one)
+    vnet = None
 
-    def __init__(self, frame: bytes, queue: tuple | None = None, vnet: bytes | None = None):
+    def __init__(self, frame: bytes, queue: tuple | None = None):
+        _set(self, "frame", frame)
+        _set(self, "queue", queue)
+
+
+class ToUniWithHeader(ToUni):
+    """A `ToUni` whose frame goes with its virtio-net header `vnet` (`oltsim.dataplane.vnet`: a checksum to finish,
+    a GSO super-frame), moved to the tags it leaves with. A subclass, so that a plain frame's output sets no third
+    slot."""
+    __slots__ = ("vnet",)
+
+    def __init__(self, serial: str, uni_id: int, frame: bytes, queue: tuple | None, vnet: bytes):
+        _set(self, "serial", serial)
+        _set(self, "uni_id", uni_id)
+        _set(self, "frame", frame)
+        _set(self, "queue", queue)
+        _set(self, "vnet", vnet)
+
+
+class ToNniWithHeader(ToNni):
+    """A `ToNni` whose frame goes with its virtio-net header `vnet` (as `ToUniWithHeader`)."""
+    __slots__ = ("vnet",)
+
+    def __init__(self, frame: bytes, queue: tuple | None, vnet: bytes):
+        _set(self, "frame", frame)
+        _set(self, "queue", queue)
+        _set(self, "vnet", vnet)
+
+
+class ToNniUntaggedWithHeader(ToNniUntagged):
+    """A `ToNniUntagged` whose frame goes with its virtio-net header `vnet` (as `ToUniWithHeader`)."""
+    __slots__ = ("vnet",)
+
+    def __init__(self, frame: bytes, queue: tuple | None, vnet: bytes):
         _set(self, "frame", frame)
         _set(self, "queue", queue)
         _set(self, "vnet", vnet)
@@ -598,7 +632,7 @@ class DataPlane:
                 out.append(ToNni(tagged, queue))
             else:
                 delta = len(out_tags) - len(old_tags)
-                out.append(ToNni(tagged, queue, vnet.shifted(header, delta)))
+                out.append(ToNniWithHeader(tagged, queue, vnet.shifted(header, delta)))
                 if gso is not None:
                     _count_gso(nni, gso, delta)
         if self.nni_untagged:
@@ -615,7 +649,7 @@ class DataPlane:
             if header is None:
                 out.append(ToNniUntagged(plain, queue))
             else:
-                out.append(ToNniUntagged(plain, queue, vnet.shifted(header, -len(old_tags))))
+                out.append(ToNniUntaggedWithHeader(plain, queue, vnet.shifted(header, -len(old_tags))))
                 if gso is not None:
                     _count_gso(nni, gso, -len(old_tags))
         if src != bound.last_src:
@@ -874,8 +908,9 @@ class DataPlane:
                     _count_gso(bcounter, gso, delta)
                     if gso[0]:
                         _gso_kinds(kinds, octets, gso, header, delta)
-            return [ToUni(bound.serial, bound.uni.id, out, (_DOWN, bound.onu, bound.uni.id, flow.alloc_id,
-                                                                 flow.gemport_id), header)]
+            made = ToUni(bound.serial, bound.uni.id, out, (_DOWN, bound.onu, bound.uni.id, flow.alloc_id,
+                                                           flow.gemport_id))
+            return [made] if header is None else [ToUniWithHeader(made.serial, made.uni_id, out, made.queue, header)]
         if verdict == _DROP:
             _, reason, bound = decision
             if bound is not None:

@@ -33,7 +33,8 @@ from twisted.application import service
 from oltsim.dataplane import vnet
 from oltsim.dataplane.interfaces import NNI_QUEUE_BYTES, QUEUE_BYTES, InterfacePlan, Pump, TapPort
 from oltsim.dataplane.netns import Host, HostError
-from oltsim.dataplane.pipeline import PacketIn, ToNni, ToNniUntagged, ToUni
+from oltsim.dataplane.pipeline import (PacketIn, ToNni, ToNniUntagged, ToNniUntaggedWithHeader, ToNniWithHeader, ToUni,
+                                       ToUniWithHeader)
 from oltsim.dataplane.shaper import QUEUED, SEND
 from oltsim.dataplane.vxlan import VxlanError, VxlanPort, vni_of
 from oltsim.logs import logger
@@ -46,6 +47,10 @@ log = logger("oltsim.dataplane")
 
 NNI = "nni"
 NNI_UNTAGGED = "nni-untagged"
+#: an output's kind -> the port it leaves by: its UNI's (None), the NNI's or the untagged NNI's, with a virtio-net
+#: header or not
+_LEAVES_BY = {ToUni: None, ToUniWithHeader: None, ToNni: NNI, ToNniWithHeader: NNI, ToNniUntagged: NNI_UNTAGGED,
+              ToNniUntaggedWithHeader: NNI_UNTAGGED}
 
 
 class DataPlaneError(Exception):
@@ -391,15 +396,12 @@ class DataPlaneService(service.Service):
 
     def _send(self, outputs) -> None:
         ports = self.ports
+        leaves_by = _LEAVES_BY
         for out in outputs:
-            kind = type(out)
-            if kind is ToUni:
-                port = ports.get((out.serial, out.uni_id))
-            elif kind is ToNni:
-                port = ports.get(NNI)
-            elif kind is ToNniUntagged:
-                port = ports.get(NNI_UNTAGGED)
-            elif kind is PacketIn:
+            key = leaves_by.get(type(out), False)
+            if key is not False:
+                port = ports.get((out.serial, out.uni_id) if key is None else key)
+            elif type(out) is PacketIn:
                 self.packet_ins += 1
                 continue
             else:  # Dropped: counted by the DataPlane

@@ -15,7 +15,8 @@ from dataplane_lab import SERVER_MAC, Lab
 from oltsim.dataplane import interfaces as itf
 from oltsim.dataplane import vnet
 from oltsim.dataplane.interfaces import Pump, TapPort
-from oltsim.dataplane.pipeline import Dropped, PacketIn, ToNni, ToNniUntagged, ToUni
+from oltsim.dataplane.pipeline import (Dropped, PacketIn, ToNni, ToNniUntagged, ToNniUntaggedWithHeader,
+                                       ToNniWithHeader, ToUniWithHeader)
 from oltsim.packets import frames as f
 
 PON = 1
@@ -149,7 +150,7 @@ def test_an_rgs_super_frame_leaves_the_nni_tagged_with_its_header_moved(lab, rg)
     onu, service = rg
     frame = tcp_frame(64000)
     out = lab.dp.from_uni(onu.serial, 2, frame, TSO_HEADER)
-    assert [type(o) for o in out] == [ToNni, ToNniUntagged]
+    assert [type(o) for o in out] == [ToNniWithHeader, ToNniUntaggedWithHeader]
     tagged, plain = out
     assert [t.vid for t in f.parse_ethernet(tagged.frame).tags] == [service.s_tag, service.c_tag]
     assert tagged.frame[20:] == frame[12:] and plain.frame == frame
@@ -172,7 +173,7 @@ def test_a_servers_super_frame_reaches_the_uni_with_its_tags_popped_from_its_hea
     down = tcp_frame(20000, tags=(service.s_tag, service.c_tag), dst=RG_MAC, src=SERVER_MAC)
     header = vnet.shifted(TSO_HEADER, 8)
     (out,) = lab.dp.from_nni(down, header)
-    assert type(out) is ToUni and out.frame[12:] == down[20:]
+    assert type(out) is ToUniWithHeader and out.frame[12:] == down[20:]
     assert vnet.parse(out.vnet).csum_start == 34 and vnet.parse(out.vnet).hdr_len == 66
     too_big = vnet.build(vnet.VnetHeader(1, vnet.GSO_TCPV4, 74, 1500, 42, 16))
     assert [(o.where, o.reason) for o in lab.dp.from_nni(down, too_big)] == [("nni", "oversize")]
@@ -196,10 +197,10 @@ def test_a_trapped_frame_reaches_the_adapter_with_its_checksum_finished(lab, rg)
 
 
 def test_plain_frames_carry_no_header(lab, rg):
-    """Without a header (offloads off, or nothing to offload) the outputs carry none."""
+    """Without a header (offloads off, or nothing to offload) the outputs are the plain ones and carry none."""
     onu, _ = rg
     out = lab.dp.from_uni(onu.serial, 2, tcp_frame(1000))
-    assert [o.vnet for o in out] == [None, None]
+    assert [type(o) for o in out] == [ToNni, ToNniUntagged] and [o.vnet for o in out] == [None, None]
 
 
 # ---- the TAP port ----------------------------------------------------------------------------------------------
@@ -381,7 +382,7 @@ def test_the_service_hands_the_header_on_and_writes_it_out():
     frame = tcp_frame(64000)
     pushed = vnet.shifted(TSO_HEADER, 8)
     svc, dataplane, reactor = service_of(OffloadingKernel(), lambda key, data: [
-        ToNni(data, None, pushed if len(data) > 100 else None), ToNniUntagged(data)])
+        ToNniWithHeader(data, None, pushed) if len(data) > 100 else ToNni(data), ToNniUntagged(data)])
     uni, nni, nniu = (svc.ports[key] for key in ((svc.plan.unis[0].serial, 0), "nni", "nni-untagged"))
     assert uni.vnet_header and nni.vnet_header
     tunnel = svc.system.getTunnel(uni)
@@ -400,8 +401,8 @@ def test_without_the_header_a_super_frame_is_refused_and_a_checksum_finished():
     it finished."""
     udp, udp_header = udp_partial(b"x" * 301)
     svc, dataplane, reactor = service_of(
-        memory_kernel(), lambda key, data: [ToNni(tcp_frame(64000), None, TSO_HEADER), ToNniUntagged(udp, None,
-                                                                                                   udp_header)])
+        memory_kernel(), lambda key, data: [ToNniWithHeader(tcp_frame(64000), None, TSO_HEADER),
+                                            ToNniUntaggedWithHeader(udp, None, udp_header)])
     uni, nni, nniu = (svc.ports[key] for key in ((svc.plan.unis[0].serial, 0), "nni", "nni-untagged"))
     assert not uni.vnet_header and uni.offload_refused
     svc.system.getTunnel(uni).readBuffer.append(b"B" * 60)
