@@ -4,6 +4,9 @@ at 1.10x the limit), 10 s each way, as voltha-system-tests' "Data plane verifica
 each run within 90-105 % of its profile's cir + eir + air upstream, at least 90 % downstream (and at most 105 %).
 And the PON's capacity: two bound UNIs on two ONUs of one PON whose upstream rate (--pon-rate-up) is below their
 T-CONTs' peaks, iperf3 TCP from both at once: each gets at least its GIR + CIR, both together at most 105 % of it.
+And profiles per UNI: two bound UNIs whose services name different SADIS profiles (the services file's
+upstream_bandwidth_profile / downstream_bandwidth_profile lists), the same runs on each, each within 90-105 % of its
+own profile's limit.
 
 Needs root, /dev/net/tun, `ip netns` and Debian's dnsmasq, dhclient, iperf3 (installed only with
 OLTSIM_TEST_INSTALL=1, else skipped with the reason; tests/integration/netlab.py)."""
@@ -129,3 +132,57 @@ def test_two_tconts_over_the_pon_rate_each_get_gir_and_cir_and_the_total_holds(l
     assert pon["offered_bytes"] >= pon["carried_bytes"] > 2 * ASSURED_UP / 8 * SECONDS
     tconts = [row for row in counted["shapers"] if row["direction"] == "up" and row["limit"] is not None]
     assert len(tconts) == 2 and sum(row["rate_bps"] for row in tconts) <= PON_RATE_UP * 1.001
+
+
+#: the second pair of profiles the per-UNI test gives the second UNI: SADIS's `Default` each way (cir 600 + eir 400 +
+#: air 100000 kbit/s: PIR 101 Mbit/s), slower than the first pair so that a loaded VM's CPU is not the limit
+TWO_PAIRS_SERVICES = NO_EAPOL_SERVICES + """\
+    upstream_bandwidth_profile: [User_Bandwidth1, Default]
+    downstream_bandwidth_profile: [User_Bandwidth2, Default]
+"""
+DEFAULT_LIMIT = (600 + 400 + 100_000) * 1000
+
+
+def test_two_unis_with_different_profiles_each_get_their_own_profiles_rate(lab, daemon, tmp_path):
+    """Two bound UNIs on two ONUs, the services file naming User_Bandwidth1 up / User_Bandwidth2 down for the first
+    UNI and Default / Default for the second (upstream_bandwidth_profile / downstream_bandwidth_profile lists, taken
+    in turn): SADIS names each UNI's pair in its uniTagList; iperf3 TCP and UDP (1470 octets at 1.10x the limit), 10
+    s each way, one UNI at a time: every run within 90-105 % of cir + eir + air of that UNI's own profile."""
+    services = tmp_path / "services.yaml"
+    services.write_text(TWO_PAIRS_SERVICES)
+    process = daemon(*dataplane_options(lab, "--olt-id", "10", "--pon", "1", "--onu", "2", "--uni", "1",
+                                        "--uni-interfaces", "all", "--services", str(services)))
+    process.wait_serving()
+    server, server_ip = serve_dhcp(lab, 211)
+    lab.start(server, "iperf3", "-s", log="iperf3.log")
+    unis = {"BBSM000a0001": (f"{lab.prefix}u0-1-0", UP_LIMIT, DOWN_LIMIT),
+            "BBSM000a0002": (f"{lab.prefix}u0-2-0", DEFAULT_LIMIT, DEFAULT_LIMIT)}
+    named = {}
+    for serial in unis:
+        status, entry = process.rest_get(f"/v2/subscribers/{serial}-1", surface="sadis")
+        assert status == 200, entry
+        named[serial] = (entry["uniTagList"][0]["upstreamBandwidthProfile"],
+                         entry["uniTagList"][0]["downstreamBandwidthProfile"])
+    assert named == {"BBSM000a0001": ("User_Bandwidth1", "User_Bandwidth2"), "BBSM000a0002": ("Default", "Default")}
+    wait_for("both ONUs' forwarding flows", lambda: {
+        f["onu_id"] for f in process.rest_get("/v1/olt/flows")[1]["flows"]
+        if f["flow_type"] == "downstream" and f.get("onu_id", -1) > 0} >= {1, 2})
+    for uni, _, _ in unis.values():
+        lab.dhclient(uni, uni)
+    for uni, _, _ in unis.values():
+        lab.wait_address(uni, uni, timeout=120)
+    shares = {}
+    for serial, (uni, up, down) in unis.items():
+        rates = {
+            "tcp up": (iperf(uni, server_ip), up),
+            "tcp down": (iperf(uni, server_ip, "-R"), down),
+            "udp up": (iperf(uni, server_ip, "-u", "-l", "1470", "-b", str(int(up * 1.1))), up),
+            "udp down": (iperf(uni, server_ip, "-R", "-u", "-l", "1470", "-b", str(int(down * 1.1))), down),
+        }
+        shares[serial] = {run: round(rate / limit * 100, 1) for run, (rate, limit) in rates.items()}
+    print(f"shaped rates per UNI, % of its own profile's limit: {shares}")
+    assert all(90 <= share <= 105 for runs in shares.values() for share in runs.values()), shares
+    limits = {(row["serial"], row["direction"]): row["limit"]["pir"] for row in dataplane(process)["shapers"]
+              if row["limit"] is not None}
+    assert limits == {("BBSM000a0001", "up"): UP_LIMIT // 1000, ("BBSM000a0001", "down"): DOWN_LIMIT // 1000,
+                      ("BBSM000a0002", "up"): DEFAULT_LIMIT // 1000, ("BBSM000a0002", "down"): DEFAULT_LIMIT // 1000}
