@@ -6,11 +6,12 @@ of index 1 on it, UNI 0), at most 15 characters (Linux's limit); the NNI's are g
 of ``SERIAL/UNI``.
 
 Frames: each interface is a `TapPort` (Twisted's `TuntapPort`, so the unit tests run it on
-`twisted.pair.testing.MemoryIOSystem`): the port reads, at most `burst` frames per reactor turn, and its protocol (a
-`FrameQueue`) queues them, bounded in bytes (what does not fit is dropped and counted as ``queue-full``); a full
-queue stops the port reading, at once, so that the kernel's own TAP queue holds the rest. One `Pump` hands the
-queued frames on, round-robin over the ports, at most `budget` frames per reactor turn: a flood on one UNI costs its
-own queues and its share of a turn, and the control plane runs between turns.
+`twisted.pair.testing.MemoryIOSystem`): the port reads, at most `burst` frames (and about BURST_BYTES) per reactor
+turn, and its protocol (a `FrameQueue`) queues them, bounded in bytes (what does not fit is dropped and counted as
+``queue-full``); a full queue stops the port reading, at once, so that the kernel's own TAP queue holds the rest.
+One `Pump` hands the queued frames on, round-robin over the ports, at most `budget` frames (and about
+`budget_bytes`) per reactor turn: a flood on one UNI costs its own queues and its share of a turn, and the control
+plane runs between turns.
 
 Offloads (`offload=True`, as QEMU opens a guest's TAP): the TAP is opened with IFF_VNET_HDR, a virtio-net header
 (`oltsim.dataplane.vnet`) in front of every frame read and written, and TUNSETOFFLOAD tells the kernel the reader
