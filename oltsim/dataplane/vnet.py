@@ -95,15 +95,15 @@ def is_gso(octets: bytes) -> bool:
 def shifted(octets: bytes, delta: int) -> bytes:
     """The header of the same frame once `delta` octets of VLAN tags were put in (positive) or taken out (negative)
     after its Ethernet addresses: csum_start moves with it (when there is a checksum to finish), hdr_len too (when
-    given: it counts the Ethernet header). The same octets when `delta` is 0."""
+    given: it counts the Ethernet header). The same octets when `delta` is 0. Never raises: a csum_start the tags
+    taken out would move before the frame (a header no stack makes) stops at 0, and the kernel refuses the frame
+    written with it (counted as its interface's ``write-einval``)."""
     if not delta:
         return octets
     flags, _, hdr_len, _, csum_start, _ = _FORMAT.unpack_from(octets)
     step = 0
     if flags & F_NEEDS_CSUM:
-        if csum_start + delta < 14:
-            raise VnetError(f"csum_start {csum_start} cannot lose {-delta} octets of tags")
-        step += delta * _CSUM_START_ONE
+        step += (delta if csum_start + delta > 0 else -csum_start) * _CSUM_START_ONE
     if hdr_len:
         step += (delta if hdr_len + delta > 0 else -hdr_len) * _HDR_LEN_ONE
     return (int.from_bytes(octets[:SIZE], "little") + step).to_bytes(SIZE, "little")
