@@ -420,3 +420,17 @@ def memory_kernel():
     kernel = MemoryIOSystem()
     kernel.registerSpecialDevice(Tunnel._DEVICE_NAME, Tunnel)
     return kernel
+
+
+def test_a_kernel_refusing_offloads_is_said_once_for_all_its_taps():
+    """Three TAPs on a kernel that refuses the header: one warning line naming the first and why, then plain
+    frames; with --dataplane-offload off nothing is said."""
+    from twisted.logger import capturedLogs, formatEvent
+    with capturedLogs() as logged:
+        svc, _, _ = service_of(memory_kernel(), lambda key, data: [])
+        svc.stopService()
+        quiet, _, _ = service_of(memory_kernel(), lambda key, data: [], offload=False)
+        quiet.stopService()
+    lines = [formatEvent(e) for e in logged if "offload" in (e.get("log_format") or "")]
+    assert len(lines) == 1 and lines[0].startswith("dataplane-offload-refused interface=xu0-1-0 why=")
+    assert len(svc.plan.names()) == 3
