@@ -289,7 +289,7 @@ class Shaper:
             g.sent_bytes += size
             return SEND
         t.tokens = tokens
-        if g.depth + size > limit.queue:
+        if g.depth and g.depth + size > limit.queue:   # an empty queue takes one frame of any size (a super-frame)
             g.dropped_frames += 1
             g.dropped_bytes += size
             return DROPPED

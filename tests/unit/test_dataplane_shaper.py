@@ -113,6 +113,23 @@ def test_the_queue_is_bounded_in_bytes_and_counts_tail_drops():
     assert row["dropped_bytes"] == row["dropped"]["shaper"] * FRAME
 
 
+def test_an_empty_queue_takes_a_super_frame_larger_than_its_bound():
+    """A 64 KiB TCP super-frame from an offloading TAP is larger than a slow profile's queue: with the bucket spent,
+    an empty queue still takes it (and leaves it at the rate), so that TCP through a slow profile is never starved;
+    a second one behind it is dropped."""
+    onu, shaper = FakeOnu(), Shaper()
+    onu.create(UPSTREAM, 1024, pir=1_000, pbs=0)     # 1 Mbit/s: queue at its minimum
+    key = (UP, onu, 1024, GEM)
+    while shaper.offer(key, "burst", FRAME, 0.0) == SEND:
+        pass
+    while shaper.due(10.0)[0]:
+        pass
+    super_frame = MIN_QUEUE_BYTES + 1500
+    shaper.offer(key, "spend", FRAME, 10.0)
+    assert shaper.offer(key, "big", super_frame, 10.0) == QUEUED
+    assert shaper.offer(key, "next", super_frame, 10.0) == DROPPED
+
+
 def test_queued_frames_leave_in_order_at_the_rate():
     """Queued frames come back from `due` in their order, each when the bucket has its bytes; `due` names the next
     wake-up."""
