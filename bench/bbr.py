@@ -115,8 +115,10 @@ class BBSimProcess:
             if self.process.poll() is not None:
                 raise RuntimeError(f"bbsim exited with {self.process.returncode}")
             try:
-                socket.create_connection(("127.0.0.1", self.ports["api"]), timeout=1).close()
-                time.sleep(0.5)     # its OpenOLT server starts with the API one; give it a moment
+                # its OpenOLT server starts after the API one, a moment later or (on a loaded machine) seconds later
+                for port in (self.ports["api"], self.ports["openolt"]):
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                time.sleep(0.5)
                 return self
             except OSError:
                 time.sleep(0.05)
