@@ -178,7 +178,8 @@ REASONS = (
     "vlan-filter",        # the bridge port's VLAN tagging filter data discards the tag
     "no-gem",             # the 802.1p mapper / bridge gives the frame no GEM port
     "no-flow",            # no flow of the OLT matches the frame's ONU, UNI, GEM port and tags
-    "no-subscriber",      # untagged NNI: the destination MAC was never learned and is not broadcast
+    "no-subscriber",      # untagged NNI: the destination MAC was never learned, or a broadcast no bound UNI takes
+    "no-nni",             # forwarded upstream, but there is no NNI interface to leave by (only UNIs have one)
     "no-member",          # multicast: no bound UNI joined the group (IGMP) a multicast flow carries
     "mac-spoof",          # from a UNI, with a source MAC another UNI's subscriber holds (its lease, its EAP success)
     "link-local",         # to a link-local group address (01:80:c2:00:00:00-0f: 802.1X, pause, LLDP...), which no
