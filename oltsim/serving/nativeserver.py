@@ -745,10 +745,7 @@ class _StreamOut:
                 data = backlog.popleft()
                 self.backlog_bytes -= len(data)
             try:
-                # A blocking send lets go of the GIL and waits for the stream's room; the I/O thread makes room
-                # for several messages at once (the client's window), so the next ones usually fit without it.
-                state = front.stream_try_send(call_id, data)
-                sent = state != _STREAM_CLOSED and (state != _STREAM_FULL or front.stream_send(call_id, data))
+                sent = front.stream_send(call_id, data)
             except Exception:
                 sent = False
             if not sent:  # the client is gone
