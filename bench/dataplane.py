@@ -19,18 +19,30 @@ The whole once per `--offload` mode (both by default: `--dataplane-offload auto`
 and 300 Mbit/s) are removed before the runs (RemoveTrafficSchedulers on the OpenOLT port, as an adapter would), so
 that the data plane's own rate is measured; `--shaped` keeps them.
 
-Targets: one stream each way and 8 streams in total >= 2500 Mbit/s with offloads (>= 300 without); control-plane
-round trips during traffic within 2x of idle; RSS flat (<= 10 MiB growth over the runs). The numbers are printed
-against them whatever they are; exit 0 (a report, not a test), 1 if the bench could not run (not root, a tool
-missing: the reason is printed).
+`--attachment vxlan` runs the same with VXLAN attachments instead of TAPs (`--attachment vxlan`, RFC 7348 over
+oltsim's one UDP port), in tests/integration/test_dataplane_vxlan_kernel.py's recipe: oltsim in a namespace of its
+own (the bench enters it with `nsenter --net`, so that its loopback listeners are the bench's), each UNI's RG a
+namespace joined to it by a veth pair (MTU 1550, so that the RG's kernel VXLAN device on the UNI's VNI, with the
+UNI's MAC, has 1500), the untagged NNI's VNI on the server's kernel VXLAN device in a namespace of its own with
+dnsmasq and the iperf3 servers. A segment carries plain frames only (no super-frames), so `--offload` does not apply.
+`--attachment both` runs the TAPs first, then VXLAN, and compares against the plain-frame TAP figures the same run
+measured (with `--offload off` or `both`); otherwise against docs/performance-history.md's figure (150 Mbit/s, the
+low end of its TAP plain-frame medians). The default, `tap`, is the bench as before.
 
-    sudo .venv/bin/python bench/dataplane.py [--seconds 10] [--offload both|auto|off] [--shaped] [--repo PATH]
+Targets: one stream each way and 8 streams in total >= 2500 Mbit/s with offloads (>= 300 without; with VXLAN
+attachments >= the TAP plain-frame figure); control-plane round trips during traffic within 2x of idle; RSS flat
+(<= 10 MiB growth over the runs). The numbers are printed against them whatever they are; exit 0 (a report, not a
+test), 1 if the bench could not run (not root, a tool missing: the reason is printed).
+
+    sudo .venv/bin/python bench/dataplane.py [--seconds 10] [--offload both|auto|off] [--attachment tap|vxlan|both]
+        [--shaped] [--repo PATH]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import random
 import re
 import statistics
 import subprocess
@@ -48,6 +60,7 @@ import grpc  # noqa: E402
 from voltha_protos import openolt_pb2, openolt_pb2_grpc, tech_profile_pb2  # noqa: E402
 
 from netlab import Lab, LabUnavailable, require, run  # noqa: E402
+from test_dataplane_vxlan_kernel import kernel_vxlan, quiet_netns, veth, vxlan_probe  # noqa: E402
 from tests.support.daemon import Daemon, rss_bytes  # noqa: E402
 
 UNIS = 8
@@ -63,7 +76,7 @@ services:
     needs_dhcp: true
     tp_id: 64
 """
-TARGET_MBITS = {"auto": 2500.0, "off": 300.0}
+TARGET_MBITS = {"auto": 2500.0, "off": 300.0, "vxlan": 150.0}
 TARGET_RATIO = 2.0
 TARGET_RSS_MIB = 10.0
 
@@ -179,37 +192,93 @@ def veth_baseline(lab: Lab) -> float:
     return ping_rtt(a, "192.168.251.2")
 
 
-def bench(args, workdir: Path, offload: str) -> dict | None:
-    """One daemon with `--dataplane-offload offload`, its lab, the runs printed; {run: Mbit/s}, None if it failed."""
-    lab = Lab(workdir)
+def wait_flows(daemon: Daemon) -> None:
+    """Until the ONUs' VLAN operations and flows are in (a downstream flow per UNI), before the clients start."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        flows = rest_json(daemon, "/v1/olt/flows")
+        if sum(1 for f in flows["flows"] if f["flow_type"] == "downstream" and f["onu_id"] > 0) == UNIS:
+            return
+        time.sleep(0.2)
+
+
+def tap_lab(lab: Lab, daemon: Daemon, args) -> list[tuple[str, str]]:
+    """The untagged NNI's TAP moved into the server namespace, dnsmasq and the iperf3 servers on it; the UNIs'
+    (namespace, interface): each TAP in a namespace of its own name (`--uni-netns`)."""
     p = lab.prefix
+    server = lab.netns(f"{p}srv")
+    lab.wait_link(f"{p}nniu")
+    lab.move(f"{p}nniu", server, "10.203.0.1/16")
+    servers(lab, server, f"{p}nniu")
+    return [(f"{p}u0-{onu}-0", f"{p}u0-{onu}-0") for onu in range(1, UNIS + 1)]
+
+
+def vxlan_lab(lab: Lab, daemon: Daemon, args) -> list[tuple[str, str]]:
+    """Inside oltsim's namespace (`--in-netns`): the server's and each RG's namespace joined to it by a veth pair, a
+    kernel VXLAN device on the untagged NNI's VNI with dnsmasq and the iperf3 servers, one on each UNI's VNI with its
+    MAC; the UNIs' (namespace, interface)."""
+    p, olt = lab.prefix, args.in_netns
+    entries = rest_json(daemon, "/v1/dataplane")["interfaces"]
+
+    def joined(index: int, name: str) -> str:
+        netns = quiet_netns(lab, f"{p}{name}")
+        veth(olt, f"{p}o{index}", f"10.77.{index}.1/24", netns, f"{p}r{index}", f"10.77.{index}.2/24")
+        for ns, interface in ((olt, f"{p}o{index}"), (netns, f"{p}r{index}")):
+            run("ip", "-n", ns, "link", "set", "dev", interface, "mtu", "1550")
+        return netns
+
+    server = joined(100, "srv")
+    kernel_vxlan(server, f"{p}vx", entries[f"{p}nniu"]["vni"], "10.77.100.1", args.vxlan_port, "10.203.0.1/16")
+    run("ip", "-n", server, "link", "set", "dev", f"{p}vx", "mtu", "1500")
+    servers(lab, server, f"{p}vx")
+    run("ip", "netns", "exec", server, "ping", "-b", "-c", "1", "-W", "1", "10.203.255.255", check=False)
+    unis = []
+    for onu in range(1, UNIS + 1):
+        entry = entries[f"{p}u0-{onu}-0"]
+        netns = joined(onu, f"r{onu}")
+        kernel_vxlan(netns, f"{p}vx", entry["vni"], f"10.77.{onu}.1", args.vxlan_port, mac=entry["mac"])
+        run("ip", "-n", netns, "link", "set", "dev", f"{p}vx", "mtu", "1500")
+        unis.append((netns, f"{p}vx"))
+    return unis
+
+
+def servers(lab: Lab, netns: str, interface: str) -> None:
+    """dnsmasq on the NNI side's `interface` and an iperf3 server per UNI."""
+    lab.dnsmasq(netns, interface, "10.203.1.1", "10.203.1.254")
+    for index in range(UNIS):
+        lab.start(netns, "iperf3", "-s", "-p", str(5201 + index), log=f"iperf3-{index}.log")
+
+
+def bench(args, workdir: Path, attachment: str, offload: str) -> dict | None:
+    """One daemon with `--attachment attachment` (a TAP's `--dataplane-offload offload`), its lab, the runs printed;
+    {run: Mbit/s}, None if it failed."""
+    lab = Lab(workdir, prefix=args.prefix)
+    p = lab.prefix
+    if attachment == "tap":
+        setup, options = tap_lab, ("--uni-netns", "--dataplane-offload", offload)
+        title = f"--dataplane-offload {offload}"
+    else:
+        setup, options = vxlan_lab, ("--attachment", "vxlan", "--vxlan-port", str(args.vxlan_port))
+        title = "--attachment vxlan (plain frames)"
     daemon = Daemon("--adapter", "builtin", "--onu", str(UNIS), "--uni", "1", "--services",
-                    str(workdir / "services.yaml"), "--uni-interfaces", "all", "--uni-netns", "--interface-prefix", p,
-                    "--nni-untagged-interface", f"{p}nniu", "--dataplane-offload", offload, repo=args.repo)
+                    str(workdir / "services.yaml"), "--uni-interfaces", "all", "--interface-prefix", p,
+                    "--nni-untagged-interface", f"{p}nniu", *options, repo=args.repo)
     try:
         daemon.start()
-        server = lab.netns(f"{p}srv")
-        lab.wait_link(f"{p}nniu")
-        lab.move(f"{p}nniu", server, "10.203.0.1/16")
-        lab.dnsmasq(server, f"{p}nniu", "10.203.1.1", "10.203.1.254")
-        for index in range(UNIS):
-            lab.start(server, "iperf3", "-s", "-p", str(5201 + index), log=f"iperf3-{index}.log")
-        unis = [f"{p}u0-{onu}-0" for onu in range(1, UNIS + 1)]
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:   # the ONUs' VLAN operations and flows are in before the clients start
-            flows = rest_json(daemon, "/v1/olt/flows")
-            if sum(1 for f in flows["flows"] if f["flow_type"] == "downstream" and f["onu_id"] > 0) == UNIS:
-                break
-            time.sleep(0.2)
-        for name in unis:
-            lab.dhclient(name, name)
-        for name in unis:
-            lab.wait_address(name, name, timeout=120)
+        unis = setup(lab, daemon, args)
+        wait_flows(daemon)
+        for netns, interface in unis:
+            lab.dhclient(netns, interface)
+        for netns, interface in unis:
+            lab.wait_address(netns, interface, timeout=120)
+        unis = [netns for netns, _ in unis]
         shaped = "the adapter's bandwidth profiles" if args.shaped else f"unshaped ({unshape(daemon)} ONUs' " \
             "schedulers removed)"
         time.sleep(1.0)
-        offloads = {entry.get("offloads", 0) for entry in rest_json(daemon, "/v1/dataplane")["interfaces"].values()}
-        print(f"\n== --dataplane-offload {offload}: TUN offload flags {sorted(hex(o) for o in offloads)}, {shaped}")
+        if attachment == "tap":
+            offloads = {e.get("offloads", 0) for e in rest_json(daemon, "/v1/dataplane")["interfaces"].values()}
+            title += f": TUN offload flags {sorted(hex(o) for o in offloads)}"
+        print(f"\n== {title}, {shaped}")
         pid = daemon.process.pid
         rss = [rss_bytes(pid)]
         serial = "BBSM00000001"
@@ -246,13 +315,18 @@ def bench(args, workdir: Path, offload: str) -> dict | None:
                   f"{control['rest_ms'] / idle['rest_ms']:6.2f} {rss[-1] / 2**20:8.1f} {load_average()}"
                   + (f"  ({control['failures']} control calls failed)" if control["failures"] else ""))
         growth = (max(rss) - rss[0]) / 2**20
-        target = TARGET_MBITS[offload]
         one = min(results["1 stream up"], results["1 stream down"])
         many = min(results["8 streams/8 UNIs up"], results["8 streams/8 UNIs down"])
-        print(f"target one stream each way >= {target:.0f} Mbit/s: {one:.1f} -> "
-              f"{'PASS' if one >= target else 'MISS'}")
-        print(f"target 8 streams in total each way >= {target:.0f} Mbit/s: {many:.1f} -> "
-              f"{'PASS' if many >= target else 'MISS'}")
+        if attachment == "tap":
+            targets, against = (TARGET_MBITS[offload],) * 2, ""
+        elif args.reference:
+            targets, against = args.reference, " (the TAP plain-frame figure of this run)"
+        else:
+            targets, against = (TARGET_MBITS["vxlan"],) * 2, " (the TAP plain-frame figure, performance-history.md)"
+        print(f"target one stream each way >= {targets[0]:.0f} Mbit/s{against}: {one:.1f} -> "
+              f"{'PASS' if one >= targets[0] else 'MISS'}")
+        print(f"target 8 streams in total each way >= {targets[1]:.0f} Mbit/s{against}: {many:.1f} -> "
+              f"{'PASS' if many >= targets[1] else 'MISS'}")
         print(f"target RSS flat (<= {TARGET_RSS_MIB:.0f} MiB growth): {growth:.1f} MiB -> "
               f"{'PASS' if growth <= TARGET_RSS_MIB else 'MISS'}")
         worst = max(ratios)
@@ -270,27 +344,68 @@ def bench(args, workdir: Path, offload: str) -> dict | None:
         daemon.stop()
 
 
+def vxlan_in_netns(args, workdir: Path, reference: tuple[float, float] | None) -> int:
+    """The VXLAN bench in a child process inside a namespace made for oltsim (`nsenter --net`: the mounts, hence
+    `ip netns`' names, stay the host's), removed after; the child's exit status."""
+    lab = Lab(workdir)
+    try:
+        vxlan_probe(lab)
+        olt = quiet_netns(lab, f"{lab.prefix}olt")
+        prefix = lab.prefix
+        while prefix == lab.prefix:   # the child's lab removes what starts with its prefix: never this namespace
+            prefix = f"d{random.randrange(0x1000):03x}"
+        command = ["nsenter", f"--net=/run/netns/{olt}", sys.executable, __file__, "--attachment", "vxlan",
+                   "--in-netns", olt, "--prefix", prefix, "--seconds", str(args.seconds), "--repo", str(args.repo),
+                   *(["--shaped"] if args.shaped else []),
+                   *(["--reference", ",".join(f"{v:.1f}" for v in reference)] if reference else [])]
+        sys.stdout.flush()
+        return subprocess.run(command, check=False).returncode
+    except LabUnavailable as exc:
+        print(f"bench/dataplane.py cannot run with VXLAN attachments: {exc}")
+        return 1
+    finally:
+        lab.close()
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="each iperf3 run (default 10)")
     parser.add_argument("--offload", choices=("both", "auto", "off"), default="both",
                         help="--dataplane-offload of the daemon: both (auto, then off; the default), auto or off")
+    parser.add_argument("--attachment", choices=("tap", "vxlan", "both"), default="tap",
+                        help="TAP interfaces (the default), VXLAN attachments, or both (TAP first)")
     parser.add_argument("--shaped", action="store_true", help="keep the built-in adapter's bandwidth profiles")
     parser.add_argument("--repo", type=Path, default=REPO, help="the checkout the daemon runs from")
+    parser.add_argument("--vxlan-port", type=int, default=random.randrange(20000, 30000), help=argparse.SUPPRESS)
+    parser.add_argument("--in-netns", help=argparse.SUPPRESS)        # the child: oltsim's namespace, entered
+    parser.add_argument("--prefix", help=argparse.SUPPRESS)          # the child's lab prefix
+    parser.add_argument("--reference", type=lambda text: tuple(float(v) for v in text.split(",")),
+                        help=argparse.SUPPRESS)                       # the TAP plain-frame figures: one, 8 streams
     args = parser.parse_args(argv)
     try:
-        require("dnsmasq", "dhclient", "iperf3", "ping")
+        require("dnsmasq", "dhclient", "iperf3", "ping", *(("nsenter",) if args.attachment != "tap" else ()))
     except LabUnavailable as exc:
         print(f"bench/dataplane.py cannot run: {exc}")
         return 1
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"oltsim-dataplane-bench-{os.getpid()}"
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "services.yaml").write_text(SERVICES)
-    print(f"{os.cpu_count()} CPUs, load average {load_average()} at the start")
+    if not args.in_netns:
+        print(f"{os.cpu_count()} CPUs, load average {load_average()} at the start")
     try:
-        for offload in (("auto", "off") if args.offload == "both" else (args.offload,)):
-            if bench(args, workdir, offload) is None:
-                return 1
+        if args.in_netns:
+            return 0 if bench(args, workdir, "vxlan", "off") is not None else 1
+        reference = None
+        if args.attachment != "vxlan":
+            for offload in (("auto", "off") if args.offload == "both" else (args.offload,)):
+                results = bench(args, workdir, "tap", offload)
+                if results is None:
+                    return 1
+                if offload == "off":
+                    reference = (min(results["1 stream up"], results["1 stream down"]),
+                                 min(results["8 streams/8 UNIs up"], results["8 streams/8 UNIs down"]))
+        if args.attachment != "tap":
+            return vxlan_in_netns(args, workdir, reference)
         return 0
     finally:
         subprocess.run(["rm", "-rf", str(workdir)], check=False)
