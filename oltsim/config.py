@@ -15,7 +15,6 @@ This module is pure: it reads files and builds frozen values, nothing else (no r
 """
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -23,10 +22,10 @@ from dataclasses import dataclass, field
 # records the capture ring keeps: its default and bound are the capture_size row's (one source)
 from oltsim.capture.sizes import DEFAULT_SIZE as DEFAULT_CAPTURE_SIZE, FLOOR_MAX as CAPTURE_FLOOR_MAX, \
     MAX_SIZE as MAX_CAPTURE_SIZE
-from oltsim.dataplane.vxlan import MAX_VNI, UNI_VNI_BASE
-from oltsim.kafkaaddress import parse_address
+from oltsim.dataplane.vxlan import MAX_VNI
 from oltsim.model.olt import FLOWS_PER_UNI, MAX_FLOWS, MAX_FLOWS_PER_ONU, default_max_flows
-from oltsim.settings.checks import AtLeast, Between, NotEmpty, OneOf, Positive, check_interfaces, check_listeners
+from oltsim.settings.checks import AtLeast, Between, NotEmpty, OneOf, Positive, check_events, check_interfaces, \
+    check_listeners, check_vxlan
 from oltsim.settings.errors import ConfigError, ConfigWarning, strict_error
 from oltsim.settings.loading import Table, load
 from oltsim.settings.ponranges import MAX_PONS, DerivedRanges, PonRange, PonRangesFile, check_ranges_cover, \
@@ -36,7 +35,7 @@ from oltsim.settings.row import FILE_KINDS as _FILE_KINDS, KIND_TYPES as _KIND_T
 from oltsim.settings.services import ATT_SERVICES, BUILTIN_SERVICES, ServiceSpec, ServicesFile, load_services, \
     validate_service, validate_services
 from oltsim.settings.token import check_api_token
-from oltsim.settings.values import endpoint_from_address
+from oltsim.settings.values import DerivedCount as _DerivedCount, endpoint_from_address
 
 __all__ = ["ATT_SERVICES", "BUILTIN_SERVICES", "SETTINGS", "SETTING_OF", "LISTENER_FIELDS", "OPTION_OF", "AtLeast",
            "Between", "ConfigError", "ConfigWarning", "NotEmpty", "OneOf", "PonRange", "PonRangesFile", "Positive",
@@ -75,11 +74,6 @@ MIN_REQUEST_BODY = 1024
 MAX_PON_RATE = 100 * 10**9
 
 
-class _DerivedCount(int):
-    """Marks a default derived from the OLT's size (max_flows; the row's default is the smallest it takes) so that
-    Settings derive it from their sizes, again when copied with others; a value given is a plain int and stays."""
-
-
 # ---------------------------------------------------------------------------------------------------------------
 # The table of settings
 #
@@ -90,18 +84,10 @@ class _DerivedCount(int):
 # table of docs/options.md (tools/gen_options_doc.py prints it; tests/unit/test_settings_table.py fails when the two
 # differ).
 #
-# To add a setting:
-#   1. add one row, e.g.
-#        Setting("frame_budget", "int", 512, "bytes kept of each captured frame (default {default})",
-#                option="frame-budget", yaml="bbsim.frame_budget", check=Between(64, 65535)),
-#      (``kind`` says how a value is read: int, float, bool, str, endpoint, secret or path; ``{default}`` in the help
-#      is replaced by the default, so the help never types it again; a bool row with an option is a twistd flag);
-#   2. declare its field in Settings, at the same place in the table's order, with the row's default:
-#        frame_budget: int = 512
-#      (tests/unit/test_settings_table.py fails when the fields and the rows differ in name, order or default);
-#   3. use ``settings.frame_budget`` where the daemon is wired (oltsim.tap);
-#   4. run ``python tools/gen_options_doc.py > docs/options.md``.
-# A check that involves two settings (uni + pots, a broker only with events on) goes in validate() by hand.
+# To add a setting: one row here (``kind``: int, float, bool, rate, str, endpoint, secret or path; ``{default}`` in
+# the help is replaced by the default; a bool row with an option is a twistd flag), its field in Settings at the same
+# place with the row's default (tests/unit/test_settings_table.py compares them), its use in oltsim.tap, then
+# docs/options.md again (docs/development.md shows one). A check of two settings goes in validate() by hand.
 
 
 # The rows, grouped as `twistd oltsim --help` and docs/options.md show them. Checks that name two settings are in
@@ -483,38 +469,13 @@ def validate(settings: Settings) -> None:
     if s.uni + s.pots > MAX_UNI_AND_POTS:
         raise ConfigError(
             f"uni + pots must be at most {MAX_UNI_AND_POTS} (got {s.uni} + {s.pots})", "uni")
-    if s.enable_events and not s.kafka_address.strip():
-        raise ConfigError("kafka_address must name a broker (host:port) when events are enabled", "kafka_address")
-    if s.enable_events:
-        try:
-            parse_address(s.kafka_address)
-        except ValueError as exc:
-            raise ConfigError(f"kafka_address: {exc}", "kafka_address") from None
+    check_events(s)
     check_api_token(s)
     check_interfaces(s)
-    _check_vxlan(s)
+    check_vxlan(s)
     check_listeners(s, LISTENER_FIELDS)
     validate_services(s.services)
     check_ranges_cover(s)
-
-
-def _check_vxlan(s: Settings) -> None:
-    """VXLAN attachments: addresses that are addresses, no namespaces (nothing is made on the host), and every VNI
-    within 24 bits."""
-    for field_name, value in (("vxlan_listen", s.vxlan_listen), ("vxlan_remote", s.vxlan_remote)):
-        if value.strip():
-            try:
-                ipaddress.ip_address(value.strip())
-            except ValueError:
-                raise ConfigError(f"{field_name} {value!r} is not an IPv4 or IPv6 address", field_name) from None
-    if s.attachment.lower() != "vxlan":
-        return
-    if s.uni_netns:
-        raise ConfigError("uni_netns needs TAP interfaces: VXLAN attachments make nothing on the host", "uni_netns")
-    highest = s.vxlan_vni_base + UNI_VNI_BASE + max(s.pon * s.onu * s.uni - 1, 1)
-    if highest > MAX_VNI:
-        raise ConfigError(f"vxlan_vni_base {s.vxlan_vni_base}: the last UNI's VNI would be {highest}, above "
-                          f"{MAX_VNI} (VNIs have 24 bits)", "vxlan_vni_base")
 
 
 #: the rows validate() checks one by one, in the table's order

@@ -2,12 +2,15 @@
 several settings: the listeners and the data plane's interface names. Each raises ConfigError naming the setting."""
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from oltsim.dataplane.names import MAX_NAME, NAME, UniSpecError, uni_interface_name, uni_picks
+from oltsim.dataplane.vxlan import MAX_VNI, UNI_VNI_BASE
+from oltsim.kafkaaddress import parse_address
 from oltsim.settings.errors import ConfigError
 
 
@@ -145,3 +148,34 @@ def check_interfaces(s: Any) -> None:
                               f"{MAX_NAME} in an interface name", field_name)
     if s.nni_interface and s.nni_interface == s.nni_untagged_interface:
         raise ConfigError("nni_untagged_interface must differ from nni_interface", "nni_untagged_interface")
+
+
+def check_events(s: Any) -> None:
+    """Events on: kafka_address names one broker (host:port)."""
+    if not s.enable_events:
+        return
+    if not s.kafka_address.strip():
+        raise ConfigError("kafka_address must name a broker (host:port) when events are enabled", "kafka_address")
+    try:
+        parse_address(s.kafka_address)
+    except ValueError as exc:
+        raise ConfigError(f"kafka_address: {exc}", "kafka_address") from None
+
+
+def check_vxlan(s: Any) -> None:
+    """VXLAN attachments: addresses that are addresses, no namespaces (nothing is made on the host), and every VNI
+    within 24 bits."""
+    for field_name, value in (("vxlan_listen", s.vxlan_listen), ("vxlan_remote", s.vxlan_remote)):
+        if value.strip():
+            try:
+                ipaddress.ip_address(value.strip())
+            except ValueError:
+                raise ConfigError(f"{field_name} {value!r} is not an IPv4 or IPv6 address", field_name) from None
+    if s.attachment.lower() != "vxlan":
+        return
+    if s.uni_netns:
+        raise ConfigError("uni_netns needs TAP interfaces: VXLAN attachments make nothing on the host", "uni_netns")
+    highest = s.vxlan_vni_base + UNI_VNI_BASE + max(s.pon * s.onu * s.uni - 1, 1)
+    if highest > MAX_VNI:
+        raise ConfigError(f"vxlan_vni_base {s.vxlan_vni_base}: the last UNI's VNI would be {highest}, above "
+                          f"{MAX_VNI} (VNIs have 24 bits)", "vxlan_vni_base")

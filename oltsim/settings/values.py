@@ -115,3 +115,8 @@ def coerce(kind: str, raw: object, label: str, where: str = "") -> Any:
         return raw
     # YAML reads unquoted 1.0 as a float and 10:10:10 as a base-60 integer: refuse rather than guess.
     raise ConfigError(f"{prefix}{label} must be a string (got {raw!r}; quote it in YAML)", label)
+
+
+class DerivedCount(int):
+    """Marks a default derived from the OLT's size (max_flows; the row's default is the smallest it takes) so that
+    Settings derive it from their sizes, again when copied with others; a value given is a plain int and stays."""
