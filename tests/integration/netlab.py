@@ -23,7 +23,8 @@ from headless import _apt, install_allowed, INSTALL_VARIABLE, APT_TIMEOUT
 #: program -> the Debian package that has it
 #: (dnsmasq-base: the program without the system service, which would take port 53 on a machine with systemd)
 TOOLS = {"dnsmasq": "dnsmasq-base", "dhclient": "isc-dhcp-client", "wpa_supplicant": "wpasupplicant",
-         "tshark": "tshark", "iperf3": "iperf3", "ping": "iputils-ping"}
+         "tshark": "tshark", "iperf3": "iperf3", "ping": "iputils-ping", "ethtool": "ethtool",
+         "mausezahn": "netsniff-ng", "tcpdump": "tcpdump", "iperf": "iperf", "nsenter": "util-linux"}
 STOP_TIMEOUT = 5.0
 
 
@@ -65,6 +66,23 @@ def require(*programs: str) -> None:
     still = [p for p in programs if _which(p) is None]
     if still:
         raise LabUnavailable(f"apt-get installed the packages, yet {', '.join(still)} is not on PATH")
+
+
+def lab_for(tmp_path, *programs: str):
+    """The body of a test module's `lab` fixture: a Lab in `tmp_path` once `require(*programs)` holds (the test
+    skips with the reason otherwise), closed after the test. Tests ask for it before `daemon`, so that oltsim stops
+    (removing what it made) before the lab is taken down."""
+    import pytest
+
+    try:
+        require(*programs)
+    except LabUnavailable as exc:
+        pytest.skip(str(exc))
+    made = Lab(tmp_path)
+    try:
+        yield made
+    finally:
+        made.close()
 
 
 def run(*args: str, timeout: float = 10.0, check: bool = True) -> subprocess.CompletedProcess:

@@ -21,7 +21,7 @@ import pytest
 from google.protobuf import json_format
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
-from netlab import Lab, LabUnavailable, require, run
+from netlab import Lab, lab_for, run
 from test_daemon import daemon  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.dataplane
@@ -47,15 +47,7 @@ services:
 def lab(tmp_path):
     """A Lab (netlab.Lab) with dnsmasq, dhclient, wpa_supplicant, tshark and ping; skips when it cannot be had. Tests
     ask for it before `daemon`, so that oltsim stops (removing what it made) before the lab is taken down."""
-    try:
-        require("dnsmasq", "dhclient", "wpa_supplicant", "tshark", "ping")
-    except LabUnavailable as exc:
-        pytest.skip(str(exc))
-    made = Lab(tmp_path)
-    try:
-        yield made
-    finally:
-        made.close()
+    yield from lab_for(tmp_path, "dnsmasq", "dhclient", "wpa_supplicant", "tshark", "ping")
 
 
 def dataplane_options(lab: Lab, *more: str) -> list[str]:

@@ -7,13 +7,12 @@ Needs root, /dev/net/tun and `ip netns` (tests/integration/netlab.py), and nsent
 with the reason. Every name starts with the lab's random prefix; the lab removes what is left, on failure too."""
 from __future__ import annotations
 
-import shutil
 import signal
 import subprocess
 
 import pytest
 
-from netlab import Lab, LabUnavailable, require, run
+from netlab import Lab, lab_for, run
 from scripted_adapter import free_ports
 from test_daemon import LISTENERS, STOP_TIMEOUT, TWISTD, Daemon, environment
 from test_dataplane_vxlan_kernel import NetnsDaemon
@@ -23,17 +22,7 @@ pytestmark = pytest.mark.dataplane
 
 @pytest.fixture
 def lab(tmp_path):
-    try:
-        require()
-    except LabUnavailable as exc:
-        pytest.skip(str(exc))
-    if shutil.which("nsenter") is None:
-        pytest.skip("nsenter (util-linux) is not installed")
-    made = Lab(tmp_path)
-    try:
-        yield made
-    finally:
-        made.close()
+    yield from lab_for(tmp_path, "nsenter")
 
 
 def options(lab: Lab) -> list[str]:

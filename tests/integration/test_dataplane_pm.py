@@ -19,7 +19,7 @@ import grpc
 import pytest
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
-from netlab import Lab, LabUnavailable, require, run
+from netlab import Lab, lab_for, run
 from test_daemon import daemon  # noqa: F401 - the fixture
 from test_dataplane import NO_EAPOL_SERVICES, dataplane, dataplane_options, serve_dhcp, service_of, wait_for
 from oltsim.omci import codec
@@ -40,15 +40,7 @@ FIRST_TID = 0x9000
 @pytest.fixture
 def lab(tmp_path):
     """A Lab (netlab.Lab) with dnsmasq, dhclient and ping; skips when it cannot be had."""
-    try:
-        require("dnsmasq", "dhclient", "ping")
-    except LabUnavailable as exc:
-        pytest.skip(str(exc))
-    made = Lab(tmp_path)
-    try:
-        yield made
-    finally:
-        made.close()
+    yield from lab_for(tmp_path, "dnsmasq", "dhclient", "ping")
 
 
 def subscriber(lab: Lab, daemon, tmp_path, subnet: int):

@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from netlab import Lab, LabUnavailable, require, run
+from netlab import lab_for, run
 from test_daemon import daemon  # noqa: F401 - the fixture
 from test_dataplane import NO_EAPOL_SERVICES, dataplane, dataplane_options, serve_dhcp, wait_for
 
@@ -32,15 +32,7 @@ DOWN_LIMIT = (100_000 + 100_000 + 100_000) * 1000
 @pytest.fixture
 def lab(tmp_path):
     """A Lab with dnsmasq, dhclient and iperf3; skips when it cannot be had."""
-    try:
-        require("dnsmasq", "dhclient", "iperf3")
-    except LabUnavailable as exc:
-        pytest.skip(str(exc))
-    made = Lab(tmp_path)
-    try:
-        yield made
-    finally:
-        made.close()
+    yield from lab_for(tmp_path, "dnsmasq", "dhclient", "iperf3")
 
 
 def iperf(netns: str, server_ip: str, *more: str) -> float:

@@ -29,10 +29,10 @@ from importlib import resources
 
 import pytest
 
-from netlab import Lab, LabUnavailable, _which, require, run
+from netlab import lab_for, run, _which
 from test_daemon import daemon  # noqa: F401 - the fixture
 from test_dataplane import dataplane, dataplane_options, serve_dhcp, wait_for
-from test_dataplane_workflows import require_more, tcpdump
+from test_dataplane_workflows import tcpdump
 
 pytestmark = pytest.mark.dataplane
 
@@ -61,16 +61,7 @@ PON_RATE_UP = 150_000_000
 @pytest.fixture
 def lab(tmp_path):
     """A Lab with dnsmasq, dhclient, mausezahn and tcpdump; skips when they cannot be had."""
-    try:
-        require("dnsmasq", "dhclient")
-        require_more("mausezahn", "tcpdump")
-    except LabUnavailable as exc:
-        pytest.skip(str(exc))
-    made = Lab(tmp_path)
-    try:
-        yield made
-    finally:
-        made.close()
+    yield from lab_for(tmp_path, "dnsmasq", "dhclient", "mausezahn", "tcpdump")
 
 
 def counter(netns: str, interface: str, name: str) -> int:

@@ -29,46 +29,20 @@ import pytest
 from voltha_protos import openolt_pb2, openolt_pb2_grpc
 
 import vlanport
-from headless import _apt, install_allowed, INSTALL_VARIABLE, APT_TIMEOUT
-from netlab import Lab, LabUnavailable, _which, require, run
+from netlab import Lab, lab_for, run, _which
 from test_daemon import daemon  # noqa: F401 - the fixture
 from test_dataplane import dataplane, dataplane_options, serve_dhcp, wait_for
 
 pytestmark = pytest.mark.dataplane
 
-#: program -> Debian package, beyond netlab's
-MORE_TOOLS = {"mausezahn": "netsniff-ng", "tcpdump": "tcpdump", "iperf": "iperf"}
 GROUP = "232.1.2.3"
 FRAMES = 20
-
-
-def require_more(*programs: str) -> None:
-    """netlab.require's check for `programs` of MORE_TOOLS, installing them with apt-get when allowed."""
-    missing = [MORE_TOOLS[p] for p in programs if _which(p) is None]
-    if not missing:
-        return
-    if not install_allowed():
-        raise LabUnavailable(f"{', '.join(missing)} not installed (apt-get install {' '.join(missing)}, or set "
-                             f"{INSTALL_VARIABLE}=1 to let the tests install them as root)")
-    install = ["install", "-y", "--no-install-recommends", *missing]
-    failure = _apt(install, APT_TIMEOUT) and (_apt(["update"], APT_TIMEOUT) or _apt(install, APT_TIMEOUT))
-    if failure:
-        raise LabUnavailable(f"cannot install {', '.join(missing)}: {failure}")
 
 
 @pytest.fixture
 def lab(tmp_path):
     """A Lab with dnsmasq, dhclient, ping, mausezahn, tcpdump and iperf 2; skips when it cannot be had."""
-    try:
-        require("dnsmasq", "dhclient", "ping")
-        require_more("mausezahn", "tcpdump", "iperf")
-    except LabUnavailable as exc:
-        pytest.skip(str(exc))
-    made = Lab(tmp_path)
-    try:
-        yield made
-    finally:
-        made.close()
+    yield from lab_for(tmp_path, "dnsmasq", "dhclient", "ping", "mausezahn", "tcpdump", "iperf")
 
 
 def flows(process) -> list[dict]:
@@ -257,7 +231,9 @@ def test_tt_multicast_reaches_the_uni_that_joined_only_and_none_after_the_leave(
     before = (uni_tx(process, first[0]), uni_tx(process, second[0]))
     send_stream(lab, bng, 2)
     counters = dataplane(process)
-    assert (uni_tx(process, first[0]), uni_tx(process, second[0])) == before
+    after = (uni_tx(process, first[0]), uni_tx(process, second[0]))
+    # none of the stream's 250 datagrams (the first UNI may get a frame of the kernels' own meanwhile: an ARP)
+    assert after[0] - before[0] <= 2 and after[1] == before[1], (before, after)
     assert counters["nni"]["dropped"].get("no-member", 0) >= dropped_before + 200, counters["nni"]
 
 
