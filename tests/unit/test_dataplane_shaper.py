@@ -70,6 +70,21 @@ def run(shaper, key, clock, *, rate_bps, seconds, size=FRAME):
     return sent, dropped
 
 
+class SentPort:
+    """An interface the data plane service sends through: keeps what it was given."""
+
+    def __init__(self):
+        self.sent = []
+        self.model_port = type("P", (), {"packet_count": 0})()
+
+    def send(self, frame):
+        self.sent.append(frame)
+        return True
+
+    def close(self):
+        pass
+
+
 def test_a_stream_at_twice_pir_leaves_at_pir():
     """Offered at 2x PIR for 10 simulated seconds, the stream leaves at PIR within 5 %, the rest tail-dropped."""
     clock, onu, shaper = task.Clock(), FakeOnu(), Shaper()
@@ -262,22 +277,10 @@ def test_the_service_shapes_with_one_delayed_call_and_leaves_none_after_stop():
     from oltsim.dataplane.pipeline import ToNni, ToNniUntagged
     from oltsim.dataplane.service import DataPlaneService
 
-    class Port:
-        def __init__(self):
-            self.sent = []
-            self.model_port = type("P", (), {"packet_count": 0})()
-
-        def send(self, frame):
-            self.sent.append(frame)
-            return True
-
-        def close(self):
-            pass
-
     clock, onu, shaper = task.Clock(), FakeOnu(), Shaper()
     onu.create(UPSTREAM, 1024, pir=8_000, pbs=0)          # 1 Mbyte/s
     service = DataPlaneService(None, None, InterfacePlan(), clock, shaper=shaper)
-    nni, untagged = Port(), Port()
+    nni, untagged = SentPort(), SentPort()
     service.ports.update({"nni": nni, "nni-untagged": untagged})
     key = (UP, onu, 1024, GEM)
     for i in range(30):
@@ -635,15 +638,6 @@ def test_a_failing_shaper_wake_is_logged_drops_its_queue_and_leaves_no_frame_stu
     from oltsim.dataplane.pipeline import ToNni
     from oltsim.dataplane.service import DataPlaneService
 
-    class Port:
-        def __init__(self):
-            self.sent = []
-            self.model_port = type("P", (), {"packet_count": 0})()
-
-        def send(self, frame):
-            self.sent.append(frame)
-            return True
-
     class Failing(Shaper):
         fail = True
 
@@ -659,7 +653,7 @@ def test_a_failing_shaper_wake_is_logged_drops_its_queue_and_leaves_no_frame_stu
         clock, onu, shaper = task.Clock(), FakeOnu(), Failing()
         onu.create(UPSTREAM, 1024, pir=1_000, pbs=0)
         service = DataPlaneService(None, None, InterfacePlan(), clock, shaper=shaper)
-        nni = Port()
+        nni = SentPort()
         service.ports["nni"] = nni
         key = (UP, onu, 1024, GEM)
         for _ in range(10):
