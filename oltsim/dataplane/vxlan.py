@@ -4,7 +4,8 @@ With ``--attachment vxlan`` every interface the data plane would make (the UNIs 
 of ``--nni-interface`` and ``--nni-untagged-interface``, whose names label the attachments) is a VXLAN segment
 instead of a TAP: nothing is made on the host and nothing needs a privilege. One `VxlanSegments` (a
 DatagramProtocol on ``--vxlan-port``, 4789 by default, at ``--vxlan-listen``, all addresses by default, IPv6 and
-IPv4 on one dual-stack socket) reads every datagram, checks its VXLAN header and hands the inner frame to the
+IPv4 on one dual-stack socket, read by the reactor as a reader of its own: up to `READ_BATCH` datagrams a turn,
+each source's plain address worked out once, each remote's socket address once) reads every datagram, checks its VXLAN header and hands the inner frame to the
 attachment of its VNI, a `VxlanPort`, which looks to the data plane's service as a `TapPort` does (key, name,
 send, counters, its `FrameQueue` and the service's `Pump`).
 
@@ -33,8 +34,6 @@ import ipaddress
 import socket
 import struct
 
-from twisted.internet.protocol import DatagramProtocol
-
 from oltsim.dataplane.interfaces import BURST, QUEUE_BYTES, FrameQueue
 from oltsim.logs import logger
 
@@ -54,6 +53,11 @@ MIN_FRAME = 14
 FLAG_I = 0x08
 #: the largest datagram read: an inner frame of MAX_FRAME and the VXLAN header
 MAX_DATAGRAM = 16384 + HEADER
+#: the most datagrams read in one reactor turn (then the reactor serves the others, and reads again)
+READ_BATCH = 64
+#: the most source addresses whose plain form is kept (then the table starts again)
+SOURCES_KEPT = 4096
+_HEAD = struct.Struct("!II")
 
 
 class VxlanError(Exception):
@@ -77,9 +81,14 @@ def vni_of(olt, key, base: int = 0) -> int:
     return uni_vni(olt, key[0], key[1], base)
 
 
+def vxlan_header(vni: int) -> bytes:
+    """The VXLAN header of `vni`: the I flag, the VNI, reserved bits zero."""
+    return _HEAD.pack(FLAG_I << 24, vni << 8)
+
+
 def encapsulate(vni: int, frame: bytes) -> bytes:
-    """`frame` behind a VXLAN header: the I flag, `vni`, reserved bits zero."""
-    return struct.pack("!II", FLAG_I << 24, vni << 8) + frame
+    """`frame` behind `vni`'s VXLAN header."""
+    return vxlan_header(vni) + frame
 
 
 def _plain(host: str) -> str:
@@ -114,10 +123,22 @@ class VxlanPort:
         self.vni = vni
         self.carrier = None
         self.connected = False
-        self.remote: str | None = segments.remote
+        self.header = vxlan_header(vni)
         self.learned = False
         self.last_heard: float | None = None
         self.protocol = FrameQueue(pump, queue_bytes, burst)
+        self._destination = None
+        self.remote = segments.remote
+
+    @property
+    def remote(self) -> str | None:
+        """The remote's plain address (fixed or learned; None: none yet); setting it works out where frames go."""
+        return self._remote
+
+    @remote.setter
+    def remote(self, address: str | None) -> None:
+        self._remote = address
+        self._destination = None if address is None else self.segments.destination(address)
 
     @property
     def queue(self):
@@ -158,17 +179,17 @@ class VxlanPort:
     def received(self, source: str, frame: bytes, now: float) -> None:
         """A frame of this VNI from `source` (a plain address): learned or checked against the remote, then queued."""
         frames = self.protocol
-        if self.remote is None or (self.learned and self.remote != source
-                                   and now - self.last_heard > self.segments.hold):
-            if self.remote is not None:
+        remote = self._remote
+        if remote is None or (self.learned and remote != source and now - self.last_heard > self.segments.hold):
+            if remote is not None:
                 log.info("vxlan-remote-replaced vni={vni} attachment={name} from={old} to={new}", vni=self.vni,
-                         name=self.name, old=self.remote, new=source)
+                         name=self.name, old=remote, new=source)
             else:
                 log.info("vxlan-remote-learned vni={vni} attachment={name} remote={remote}", vni=self.vni,
                          name=self.name, remote=source)
             self.remote = source
             self.learned = True
-        elif source != self.remote:
+        elif source != remote:
             self.segments.count("vxlan-foreign-source")
             frames._drop("vxlan-foreign-source")
             return
@@ -182,10 +203,11 @@ class VxlanPort:
         if not self.connected:
             frames._drop("interface-closed")
             return False
-        if self.remote is None:
+        destination = self._destination
+        if destination is None:
             frames._drop("vxlan-no-remote")
             return False
-        why = self.segments.send(self.vni, frame, self.remote)
+        why = self.segments.send_to(self.header + frame, destination)
         if why is not None:
             frames._drop(why)
             return False
@@ -200,15 +222,14 @@ class VxlanPort:
                 "remote_learned": self.learned, **mac, "carrier": None, **self.protocol.counters()}
 
 
-class VxlanSegments(DatagramProtocol):
+class VxlanSegments:
     """The one UDP port every VXLAN attachment's datagrams cross (`open` binds it, `close` closes it).
 
-    `reactor` adopts the socket (IReactorSocket) and tells the time; `port` and `listen` (an address; "" all of
-    them: IPv6 and IPv4 on one dual-stack socket) where it listens; `remote` a fixed remote address for every VNI
-    (None: learned); `hold` the seconds a learned remote is held after its last datagram; `vni_base` what every
-    attachment's VNI is offset by (`vni_of`)."""
-
-    noisy = False
+    `reactor` reads the socket (IReactorFDSet: this object is the reader) and tells the time; `port` and `listen`
+    (an address; "" all of them: IPv6 and IPv4 on one dual-stack socket) where it listens; `remote` a fixed remote
+    address for every VNI (None: learned); `hold` the seconds a learned remote is held after its last datagram;
+    `vni_base` what every attachment's VNI is offset by (`vni_of`). `sendto(datagram, address)` writes a datagram
+    (the socket's, once open)."""
 
     def __init__(self, reactor, *, port: int = VXLAN_PORT, listen: str = "", remote: str | None = None,
                  hold: float = 300.0, vni_base: int = 0):
@@ -219,15 +240,22 @@ class VxlanSegments(DatagramProtocol):
         self.remote = _plain(remote) if remote else None
         self.hold = hold
         self.by_vni: dict[int, VxlanPort] = {}
-        self.listening = None
+        self.socket: socket.socket | None = None
+        self.sendto = None
         self._v6 = False
+        self._sources: dict[str, str] = {}
         self.rx_datagrams = self.tx_datagrams = 0
         self.dropped: dict[str, int] = {}
+
+    @property
+    def listening(self) -> bool:
+        """Whether the port is bound and read."""
+        return self.socket is not None
 
     # ---- the socket ----------------------------------------------------------------------------------------
 
     def open(self) -> None:
-        """Bind the UDP port; VxlanError (one line) when the host refuses."""
+        """Bind the UDP port and read it; VxlanError (one line) when the host refuses."""
         family, address = self._family()
         try:
             sock = socket.socket(family, socket.SOCK_DGRAM)
@@ -242,12 +270,14 @@ class VxlanSegments(DatagramProtocol):
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0 if address == "::" else 1)
             sock.bind((address, self.port))
             sock.setblocking(False)
-            self.listening = self.reactor.adoptDatagramPort(sock.fileno(), family, self, maxPacketSize=MAX_DATAGRAM)
         except OSError as exc:
+            sock.close()
             raise VxlanError(f"VXLAN port {self.port} at {address} cannot be bound: {exc.strerror or exc}") from None
-        finally:
-            sock.close()     # the reactor holds its own duplicate
+        self.port = self.port or sock.getsockname()[1]
+        self.socket = sock
+        self.sendto = sock.sendto
         self._v6 = family == socket.AF_INET6
+        self.reactor.addReader(self)
         log.info("vxlan-listening port={port} address={address}", port=self.port, address=address)
 
     def _family(self):
@@ -260,10 +290,51 @@ class VxlanSegments(DatagramProtocol):
         return (socket.AF_INET6 if address.version == 6 else socket.AF_INET), str(address)
 
     def close(self) -> None:
-        """Close the port (its attachments are closed by their owner)."""
-        listening, self.listening = self.listening, None
-        if listening is not None:
-            listening.stopListening()
+        """Stop reading and close the port (its attachments are closed by their owner)."""
+        sock, self.socket = self.socket, None
+        if sock is not None:
+            self.reactor.removeReader(self)
+            sock.close()
+        self.sendto = None
+
+    # the reactor's reader (IReadDescriptor)
+    def fileno(self) -> int:
+        return self.socket.fileno() if self.socket is not None else -1
+
+    def logPrefix(self) -> str:
+        return "vxlan"
+
+    def connectionLost(self, reason) -> None:
+        """The reactor gave the socket up (it should not: `doRead` never raises): said, and closed."""
+        log.error("vxlan-port-lost port={port} why={why}", port=self.port, why=reason)
+        sock, self.socket = self.socket, None
+        self.sendto = None
+        if sock is not None:
+            sock.close()
+
+    def doRead(self) -> None:
+        """Up to READ_BATCH datagrams, each handed to `datagramReceived`; a datagram whose handling fails is logged
+        (the first, then counted) and the next read."""
+        sock = self.socket
+        if sock is None:
+            return
+        recvfrom = sock.recvfrom
+        handle = self.datagramReceived
+        for _ in range(READ_BATCH):
+            try:
+                datagram, addr = recvfrom(MAX_DATAGRAM)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:       # an ICMP error of an earlier send (ECONNREFUSED, EHOSTUNREACH)
+                self.count(f"read-{errno.errorcode.get(exc.errno, exc.errno)}".lower())
+                continue
+            try:
+                handle(datagram, addr)
+            except Exception:
+                self.count("vxlan-handler-failed")
+                if self.dropped["vxlan-handler-failed"] == 1:
+                    log.failure("vxlan-datagram-failed source={source} (later failures are only counted)",
+                                source=addr[0])
 
     # ---- attachments ---------------------------------------------------------------------------------------
 
@@ -282,11 +353,13 @@ class VxlanSegments(DatagramProtocol):
     # ---- datagrams -----------------------------------------------------------------------------------------
 
     def datagramReceived(self, datagram: bytes, addr) -> None:
+        """One datagram from `addr` (the socket's address tuple): checked, then its frame handed to its VNI's
+        attachment."""
         self.rx_datagrams += 1
         if len(datagram) < HEADER:
             self.count("vxlan-bad-header")
             return
-        flags, word = struct.unpack_from("!II", datagram)
+        flags, word = _HEAD.unpack_from(datagram)
         if flags != FLAG_I << 24 or word & 0xFF:
             self.count("vxlan-bad-header")
             return
@@ -298,22 +371,40 @@ class VxlanSegments(DatagramProtocol):
             self.count("vxlan-runt")
             port.protocol._drop("vxlan-runt")
             return
-        port.received(_plain(addr[0]), datagram[HEADER:], self.reactor.seconds())
+        host = addr[0]
+        source = self._sources.get(host)
+        if source is None:
+            if len(self._sources) >= SOURCES_KEPT:
+                self._sources.clear()
+            source = self._sources[host] = _plain(host)
+        port.received(source, datagram[HEADER:], self.reactor.seconds())
+
+    def destination(self, remote: str):
+        """The socket address a plain `remote` address is sent to: at the VXLAN port, an IPv4 one IPv4-mapped on
+        the dual-stack socket."""
+        if self._v6 and ":" not in remote:
+            return ("::ffff:" + remote, self.port)     # an IPv4 remote through the dual-stack socket
+        return (remote, self.port)
 
     def send(self, vni: int, frame: bytes, remote: str) -> str | None:
         """One frame to `remote` (a plain address) at the VXLAN port; None when sent, else the drop's reason."""
-        transport = self.transport
-        if transport is None:
+        return self.send_to(encapsulate(vni, frame), self.destination(remote))
+
+    def send_to(self, datagram: bytes, destination) -> str | None:
+        """One datagram (a VXLAN header and its frame) to `destination` (`destination`'s); None when sent, else the
+        drop's reason."""
+        sendto = self.sendto
+        if sendto is None:
             return "interface-closed"
-        host = remote
-        if self._v6 and ":" not in host:
-            host = "::ffff:" + host      # an IPv4 remote through the dual-stack socket
         try:
-            transport.write(encapsulate(vni, frame), (host, self.port))
+            sendto(datagram, destination)
+        except InterruptedError:
+            try:
+                sendto(datagram, destination)
+            except OSError as exc:
+                return f"write-{errno.errorcode.get(exc.errno, exc.errno)}".lower()
         except OSError as exc:
             return f"write-{errno.errorcode.get(exc.errno, exc.errno)}".lower()
-        except Exception as exc:      # Twisted's MessageLengthError, InvalidAddressError
-            return f"write-{type(exc).__name__}".lower()
         self.tx_datagrams += 1
         return None
 

@@ -24,12 +24,12 @@ OTHER = "127.0.0.6"
 
 
 class RecordingTransport:
-    """What the segments' protocol writes to, as Twisted's UDP port: `write(datagram, (host, port))`."""
+    """What the segments write datagrams with, as the socket's `sendto(datagram, (host, port))`."""
 
     def __init__(self):
         self.sent = []
 
-    def write(self, datagram, addr):
+    def sendto(self, datagram, addr):
         self.sent.append((datagram, addr))
 
 
@@ -48,7 +48,7 @@ def running(remote=None, hold=300.0, spec="all", nni_untagged="nniu", answer=Non
                            host=host, vxlan=segments)
     svc.startService()
     transport = RecordingTransport()
-    segments.makeConnection(transport)   # the reactor's port (a MemoryReactor's records only the adoption)
+    segments.sendto = transport.sendto   # the socket is bound and its reader added (a MemoryReactor never reads it)
     return svc, segments, dataplane, transport, reactor, host
 
 
@@ -70,7 +70,7 @@ def test_start_checks_and_makes_nothing_on_the_host_and_stop_leaves_nothing():
     """VXLAN attachments need no privilege and no `ip`: the start binds the port and opens one attachment a UNI and
     NNI; the UNIs are bound; the stop closes the port and leaves no delayed call."""
     svc, segments, dataplane, _, reactor, host = running()
-    assert host.commands == [] and len(reactor.adoptedPorts) == 1
+    assert host.commands == [] and reactor.getReaders() == [segments]
     assert sorted(segments.by_vni) == [2, 1000, 1001, 1002, 1003]
     assert len(dataplane.bound) == 4
     interfaces = svc.counters()["interfaces"]
@@ -78,7 +78,8 @@ def test_start_checks_and_makes_nothing_on_the_host_and_stop_leaves_nothing():
     assert interfaces["u0-1-0"]["carrier"] is None and interfaces["nniu"]["vni"] == 2
     port = svc.ports["nni-untagged"]
     svc.stopService()
-    assert segments.listening is None and segments.by_vni == {} and not dataplane.bound and svc.ports == {}
+    assert not segments.listening and segments.by_vni == {} and not dataplane.bound and svc.ports == {}
+    assert reactor.getReaders() == []
     assert port.protocol.transport is None and not port.send(frame(1)) and port.dropped == {"interface-closed": 1}
     assert reactor.getDelayedCalls() == []
 
@@ -100,6 +101,40 @@ def test_a_good_datagram_reaches_the_pipeline_and_teaches_the_remote():
     assert transport.sent == [(encapsulate(1000, frame(1)[::-1]), (RG, segments.port))]
     assert svc.counters()["interfaces"]["nniu"]["dropped"] == {"vxlan-no-remote": 1}
     svc.stopService()
+
+
+def test_datagrams_on_the_socket_are_read_in_batches_and_a_failing_one_does_not_stop_the_rest():
+    """Datagrams sent to the bound port are read by the reactor's reader, at most READ_BATCH a turn (the rest on the
+    next), each checked and handed on; one whose handling raises is counted and the next is still read."""
+    import socket
+    from oltsim.dataplane.vxlan import READ_BATCH
+    olt = olt_of()
+    serial = olt.onus[0].serial
+    svc, segments, dataplane, _, reactor, _ = running()
+    client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    client.bind(("127.0.0.1", 0))
+    try:
+        to = ("127.0.0.1", segments.port)
+        for n in range(READ_BATCH + 3):
+            client.sendto(encapsulate(1000, frame(n)), to)
+        client.sendto(b"\x08\x00", to)
+        segments.doRead()
+        assert segments.rx_datagrams == READ_BATCH
+        segments.doRead()
+        assert segments.rx_datagrams == READ_BATCH + 4 and segments.dropped == {"vxlan-bad-header": 1}
+        reactor.advance(0)
+        assert [f[0] for _, f in dataplane.seen] == list(range(READ_BATCH + 3))
+        assert svc.counters()["interfaces"]["u0-1-0"]["remote"] == "127.0.0.1"
+        broken = svc.ports[(serial, 0)]
+        broken.received = None        # its handling raises from now on
+        client.sendto(encapsulate(1000, frame(1)), to)
+        client.sendto(encapsulate(2, frame(2)), to)
+        segments.doRead()
+        reactor.advance(0)
+        assert segments.dropped["vxlan-handler-failed"] == 1 and dataplane.seen[-1] == ("nni-untagged", frame(2))
+    finally:
+        client.close()
+        svc.stopService()
 
 
 @pytest.mark.parametrize("datagram, reason", [
@@ -172,9 +207,9 @@ def test_dual_stack_addresses_are_shown_plain_and_ipv4_is_sent_mapped():
     segments = VxlanSegments(reactor, port=0)
     segments.open()
     transport = RecordingTransport()
-    segments.makeConnection(transport)
+    segments.sendto = transport.sendto
     assert segments.send(5, frame(1), "10.0.0.1") is None and segments.send(5, frame(1), "fd00::1") is None
-    assert [addr for _, addr in transport.sent] == [("::ffff:10.0.0.1", 0), ("fd00::1", 0)]
+    assert [addr for _, addr in transport.sent] == [("::ffff:10.0.0.1", segments.port), ("fd00::1", segments.port)]
     segments.close()
 
 
