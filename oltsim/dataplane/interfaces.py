@@ -451,13 +451,15 @@ class TapPort(TuntapPort):
 class Pump:
     """Hands queued frames to `handle(port, frame)`, round-robin over the ports that have some, at most `budget`
     frames and about `budget_bytes` per reactor turn (then again on the next turn, `clock.callLater(0)`),
-    `per_round` from one port at a time. A handler that raises is logged (the first time, then counted) and the pump
+    `per_round` from one port at a time; `after_turn()` (when given) once each turn has handed its frames on (a VXLAN
+    port's batched datagrams go out then). A handler that raises is logged (the first time, then counted) and the pump
     goes on."""
 
     def __init__(self, clock, handle, *, budget: int = BUDGET, per_round: int = PER_ROUND,
-                 budget_bytes: int = BUDGET_BYTES):
+                 budget_bytes: int = BUDGET_BYTES, after_turn=None):
         self.clock = clock
         self.handle = handle
+        self.after_turn = after_turn
         self.budget = budget
         self.budget_bytes = budget_bytes
         self.per_round = per_round
@@ -505,6 +507,12 @@ class Pump:
                 ready.append(port)
             else:
                 self.waiting.discard(port)
+        if self.after_turn is not None:
+            try:
+                self.after_turn()
+            except Exception:
+                self.failures += 1
+                log.failure("dataplane-turn-end-failed")
         if ready and not self._stopped:
             self._call = self.clock.callLater(0, self._drain)
 

@@ -57,6 +57,16 @@ MAX_DATAGRAM = 16384 + HEADER
 READ_BATCH = 64
 #: the most source addresses whose plain form is kept (then the table starts again)
 SOURCES_KEPT = 4096
+#: UDP_SEGMENT (linux/udp.h): a send's cmsg giving the size its buffer is cut into, one datagram each (UDP GSO)
+UDP_SEGMENT = 103
+#: the most datagrams and bytes one UDP GSO send carries (the kernel's UDP_MAX_SEGMENTS of older kernels; an IP
+#: datagram's payload)
+GSO_SEGMENTS = 64
+GSO_BYTES = 65000
+#: the errors of a UDP GSO send the kernel does not take for this run (a datagram above the route's MTU, a route
+#: through IPsec): its datagrams are sent one by one; and those that say it takes none (then single sends from now on)
+_NOT_THIS_RUN = {errno.EINVAL, errno.EMSGSIZE, errno.EIO}
+_NO_GSO = {errno.ENOPROTOOPT, errno.EOPNOTSUPP}
 _HEAD = struct.Struct("!II")
 
 
@@ -89,6 +99,11 @@ def vxlan_header(vni: int) -> bytes:
 def encapsulate(vni: int, frame: bytes) -> bytes:
     """`frame` behind `vni`'s VXLAN header."""
     return vxlan_header(vni) + frame
+
+
+def _reason(exc: OSError) -> str:
+    """A refused write's drop reason: its errno's name."""
+    return f"write-{errno.errorcode.get(exc.errno, exc.errno)}".lower()
 
 
 def _plain(host: str) -> str:
@@ -197,23 +212,16 @@ class VxlanPort:
         frames.datagramReceived(frame)
 
     def send(self, frame: bytes) -> bool:
-        """Send one frame to the remote; False (counted) when there is none yet, the attachment is closed or the
-        kernel refuses the datagram."""
-        frames = self.protocol
+        """Hand one frame to the segments for the remote (sent with the turn's others, counted then); False
+        (counted) when there is no remote yet or the attachment is closed."""
         if not self.connected:
-            frames._drop("interface-closed")
+            self.protocol._drop("interface-closed")
             return False
         destination = self._destination
         if destination is None:
-            frames._drop("vxlan-no-remote")
+            self.protocol._drop("vxlan-no-remote")
             return False
-        why = self.segments.send_to(self.header + frame, destination)
-        if why is not None:
-            frames._drop(why)
-            return False
-        frames.tx_frames += 1
-        frames.tx_bytes += len(frame)
-        return True
+        return self.segments.queue_datagram(self, self.header + frame, destination)
 
     def counters(self) -> dict:
         """This attachment's kind, VNI, remote (and whether learned or set), frames and bytes, drops by reason."""
@@ -241,7 +249,11 @@ class VxlanSegments:
         self.hold = hold
         self.by_vni: dict[int, VxlanPort] = {}
         self.socket: socket.socket | None = None
-        self.sendto = None
+        self.sendto = self.sendmsg = None
+        #: whether a run of datagrams to one remote goes out in one UDP GSO send (off once the kernel refuses one)
+        self.gso = True
+        self.pending: list[tuple[VxlanPort, bytes, tuple]] = []
+        self._flush_call = None
         self._v6 = False
         self._sources: dict[str, str] = {}
         self.rx_datagrams = self.tx_datagrams = 0
@@ -275,7 +287,12 @@ class VxlanSegments:
             raise VxlanError(f"VXLAN port {self.port} at {address} cannot be bound: {exc.strerror or exc}") from None
         self.port = self.port or sock.getsockname()[1]
         self.socket = sock
-        self.sendto = sock.sendto
+        self.sendto, self.sendmsg = sock.sendto, sock.sendmsg
+        try:
+            sock.getsockopt(socket.SOL_UDP, UDP_SEGMENT)    # a kernel before 4.18 knows no UDP GSO
+        except OSError:
+            self.gso = False
+            log.info("vxlan-gso-unavailable: one send per datagram")
         self._v6 = family == socket.AF_INET6
         self.reactor.addReader(self)
         log.info("vxlan-listening port={port} address={address}", port=self.port, address=address)
@@ -290,12 +307,13 @@ class VxlanSegments:
         return (socket.AF_INET6 if address.version == 6 else socket.AF_INET), str(address)
 
     def close(self) -> None:
-        """Stop reading and close the port (its attachments are closed by their owner)."""
+        """Send what is pending, stop reading and close the port (its attachments are closed by their owner)."""
+        self.flush()
         sock, self.socket = self.socket, None
         if sock is not None:
             self.reactor.removeReader(self)
             sock.close()
-        self.sendto = None
+        self.sendto = self.sendmsg = None
 
     # the reactor's reader (IReadDescriptor)
     def fileno(self) -> int:
@@ -308,7 +326,7 @@ class VxlanSegments:
         """The reactor gave the socket up (it should not: `doRead` never raises): said, and closed."""
         log.error("vxlan-port-lost port={port} why={why}", port=self.port, why=reason)
         sock, self.socket = self.socket, None
-        self.sendto = None
+        self.sendto = self.sendmsg = None
         if sock is not None:
             sock.close()
 
@@ -387,26 +405,107 @@ class VxlanSegments:
         return (remote, self.port)
 
     def send(self, vni: int, frame: bytes, remote: str) -> str | None:
-        """One frame to `remote` (a plain address) at the VXLAN port; None when sent, else the drop's reason."""
+        """One frame to `remote` (a plain address) at the VXLAN port, now; None when sent, else the drop's reason."""
         return self.send_to(encapsulate(vni, frame), self.destination(remote))
 
     def send_to(self, datagram: bytes, destination) -> str | None:
-        """One datagram (a VXLAN header and its frame) to `destination` (`destination`'s); None when sent, else the
-        drop's reason."""
+        """One datagram (a VXLAN header and its frame) to `destination` (`destination`'s), now; None when sent, else
+        the drop's reason."""
         sendto = self.sendto
         if sendto is None:
             return "interface-closed"
         try:
-            sendto(datagram, destination)
-        except InterruptedError:
             try:
                 sendto(datagram, destination)
-            except OSError as exc:
-                return f"write-{errno.errorcode.get(exc.errno, exc.errno)}".lower()
+            except InterruptedError:
+                sendto(datagram, destination)
         except OSError as exc:
-            return f"write-{errno.errorcode.get(exc.errno, exc.errno)}".lower()
+            return _reason(exc)
         self.tx_datagrams += 1
         return None
+
+    def queue_datagram(self, port: VxlanPort, datagram: bytes, destination) -> bool:
+        """`port`'s datagram for `destination`, sent at the next `flush` (the pump's turn's end, or the next reactor
+        turn's start for one sent outside a pump turn); False (counted) when the socket is closed."""
+        if self.sendto is None:
+            port.protocol._drop("interface-closed")
+            return False
+        self.pending.append((port, datagram, destination))
+        if self._flush_call is None:
+            self._flush_call = self.reactor.callLater(0, self.flush)
+        return True
+
+    def flush(self) -> None:
+        """Send every pending datagram: each run of datagrams to one destination, of one size but the last, in one
+        UDP GSO send (while the kernel takes them), any other alone; each counted on its attachment as sent or
+        dropped by the kernel's reason."""
+        call, self._flush_call = self._flush_call, None
+        if call is not None and call.active():
+            call.cancel()
+        pending, self.pending = self.pending, []
+        count = len(pending)
+        i = 0
+        while i < count:
+            port, datagram, destination = pending[i]
+            size = len(datagram)
+            end = i + 1
+            if self.gso:
+                total = size
+                while (end < count and end - i < GSO_SEGMENTS and pending[end][2] == destination
+                       and total + len(pending[end][1]) <= GSO_BYTES):
+                    length = len(pending[end][1])
+                    if length > size:
+                        break
+                    total += length
+                    end += 1
+                    if length < size:       # a shorter datagram ends a run
+                        break
+            if end - i > 1:
+                why = self._send_run(pending, i, end, size, destination)
+            else:
+                why = self.send_to(datagram, destination)
+            if why == "gso-refused":
+                for n in range(i, end):
+                    self._counted(pending[n][0], pending[n][1], self.send_to(pending[n][1], destination))
+            else:
+                for n in range(i, end):
+                    self._counted(pending[n][0], pending[n][1], why)
+            i = end
+
+    def _send_run(self, pending, start: int, end: int, size: int, destination) -> str | None:
+        """pending[start:end] to `destination` in one UDP GSO send cut at `size`: None when sent, "gso-refused"
+        when the kernel does not take it (then they go one by one; a kernel that takes no GSO send at all is said
+        once and single sends are made from now on), else the drop's reason."""
+        sendmsg = self.sendmsg
+        if sendmsg is None:
+            return "interface-closed"
+        buffer = b"".join([entry[1] for entry in pending[start:end]])
+        ancillary = [(socket.SOL_UDP, UDP_SEGMENT, struct.pack("=H", size))]
+        try:
+            try:
+                sendmsg([buffer], ancillary, 0, destination)
+            except InterruptedError:
+                sendmsg([buffer], ancillary, 0, destination)
+        except OSError as exc:
+            if exc.errno in _NO_GSO:
+                self.gso = False
+                log.info("vxlan-gso-refused why={why}: one send per datagram from now on",
+                         why=exc.strerror or exc)
+                return "gso-refused"
+            if exc.errno in _NOT_THIS_RUN:
+                return "gso-refused"
+            return _reason(exc)
+        self.tx_datagrams += end - start
+        return None
+
+    @staticmethod
+    def _counted(port: VxlanPort, datagram: bytes, why: str | None) -> None:
+        frames = port.protocol
+        if why is None:
+            frames.tx_frames += 1
+            frames.tx_bytes += len(datagram) - HEADER
+        else:
+            frames._drop(why)
 
     def counters(self) -> dict:
         """The port, the address it listens at, datagrams read and sent, every drop by reason."""

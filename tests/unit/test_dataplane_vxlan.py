@@ -137,6 +137,45 @@ def test_datagrams_on_the_socket_are_read_in_batches_and_a_failing_one_does_not_
         svc.stopService()
 
 
+def test_a_turns_frames_to_one_remote_leave_in_one_gso_send_and_arrive_as_datagrams():
+    """Frames to one remote in one pump turn (here two attachments', with a fixed remote) leave in UDP GSO sends, each
+    a run of one size with at most one shorter datagram last, and reach the remote's socket as one datagram each, in
+    order, byte for byte; every frame is counted on its attachment."""
+    import socket
+    olt = olt_of()
+    serial = olt.onus[0].serial
+    sizes = [1514] * 20 + [600] + [1514] * 3 + [60, 1514]
+    outputs = [ToUni(serial, 0, frame(n, size)) for n, size in enumerate(sizes)] + [ToNniUntagged(frame(99))]
+    reactor = MemoryReactorClock()
+    segments = VxlanSegments(reactor, port=0, listen="127.0.0.1", remote="127.0.0.7")
+    svc = DataPlaneService(olt, FakeDataPlane(lambda key, f: outputs),
+                           plan_interfaces(olt, "all", nni_untagged="nniu"), reactor, host=FakeHost(), vxlan=segments)
+    svc.startService()
+    remote = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    remote.bind(("127.0.0.7", segments.port))
+    remote.settimeout(2)
+    sends = []
+    real = segments.sendmsg
+    segments.sendmsg = lambda *args: sends.append(len(args[0][0])) or real(*args)
+    try:
+        client = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        client.bind(("127.0.0.7", 0))
+        client.sendto(encapsulate(1000, frame(1)), ("127.0.0.1", segments.port))
+        client.close()
+        segments.doRead()
+        reactor.advance(0)                 # one pump turn: the frame in, its outputs out
+        got = [remote.recv(65536) for _ in range(len(outputs))]
+    finally:
+        remote.close()
+    assert got == [encapsulate(1000, out.frame) for out in outputs[:-1]] + [encapsulate(2, frame(99))]
+    if segments.gso:
+        assert sends == [20 * 1522 + 608, 3 * 1522 + 68, 1522 + 68]
+    counters = svc.counters()["interfaces"]
+    assert counters["u0-1-0"]["tx_frames"] == len(sizes) and counters["u0-1-0"]["tx_bytes"] == sum(sizes)
+    assert counters["nniu"]["tx_frames"] == 1 and segments.counters()["tx_datagrams"] == len(outputs)
+    svc.stopService()
+
+
 @pytest.mark.parametrize("datagram, reason", [
     (b"\x08\x00\x00", "vxlan-bad-header"),
     (struct.pack("!II", 0, 1000 << 8) + frame(2), "vxlan-bad-header"),                # the I flag clear
@@ -188,6 +227,8 @@ def test_a_fixed_remote_is_the_only_source_and_destination():
     foreign."""
     svc, segments, dataplane, transport, reactor, _ = running(remote=RG)
     svc.deliver([ToNniUntagged(frame(7))])
+    assert transport.sent == []          # sent outside a pump's turn: at the start of the reactor's next
+    reactor.advance(0)
     assert transport.sent == [(encapsulate(2, frame(7)), (RG, segments.port))]
     segments.datagramReceived(encapsulate(2, frame(8)), (OTHER, 4789))
     segments.datagramReceived(encapsulate(2, frame(9)), (RG, 4789))
