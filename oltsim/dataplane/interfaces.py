@@ -452,14 +452,18 @@ class Pump:
     """Hands queued frames to `handle(port, frame)`, round-robin over the ports that have some, at most `budget`
     frames and about `budget_bytes` per reactor turn (then again on the next turn, `clock.callLater(0)`),
     `per_round` from one port at a time; `after_turn()` (when given) once each turn has handed its frames on (a VXLAN
-    port's batched datagrams go out then). A handler that raises is logged (the first time, then counted) and the pump
-    goes on."""
+    port's batched datagrams go out then). With `first_now`, a frame that finds the pump idle (no turn due) is handed
+    on at once, in the read that brought it, and the turn for what follows it is set: a lone frame (a ping, a DHCP
+    exchange) waits for no reactor turn, a burst is still taken a budget a turn. A handler that raises is logged (the
+    first time, then counted) and the pump goes on."""
 
     def __init__(self, clock, handle, *, budget: int = BUDGET, per_round: int = PER_ROUND,
-                 budget_bytes: int = BUDGET_BYTES, after_turn=None):
+                 budget_bytes: int = BUDGET_BYTES, after_turn=None, first_now: bool = False):
         self.clock = clock
         self.handle = handle
         self.after_turn = after_turn
+        self.first_now = first_now
+        self._draining = False
         self.budget = budget
         self.budget_bytes = budget_bytes
         self.per_round = per_round
@@ -476,10 +480,24 @@ class Pump:
         self.waiting.add(port)
         self.ready.append(port)
         if self._call is None:
-            self._call = self.clock.callLater(0, self._drain)
+            if self.first_now and not self._draining:
+                self._drain()
+                if self._call is None and not self._stopped:
+                    self._call = self.clock.callLater(0, self._drain)    # what this read brings next: next turn
+            else:
+                self._call = self.clock.callLater(0, self._drain)
 
     def _drain(self) -> None:
         self._call = None
+        self._draining = True
+        try:
+            self._turn()
+        finally:
+            self._draining = False
+        if self.ready and not self._stopped:
+            self._call = self.clock.callLater(0, self._drain)
+
+    def _turn(self) -> None:
         budget = self.budget
         left = self.budget_bytes
         ready = self.ready
@@ -513,8 +531,6 @@ class Pump:
             except Exception:
                 self.failures += 1
                 log.failure("dataplane-turn-end-failed")
-        if ready and not self._stopped:
-            self._call = self.clock.callLater(0, self._drain)
 
     def stop(self) -> None:
         """Cancel the next turn and forget the queued work."""

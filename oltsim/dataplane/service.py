@@ -193,7 +193,8 @@ class DataPlaneService(service.Service):
     def _make(self) -> None:
         plan = self.plan
         self._check()
-        self.pump = Pump(self.clock, self._frame_in, after_turn=None if self.vxlan is None else self.vxlan.flush)
+        self.pump = Pump(self.clock, self._frame_in, first_now=True,
+                         after_turn=None if self.vxlan is None else self.vxlan.flush)
         host = self.host
         if self.vxlan is not None:
             self._make_vxlan()

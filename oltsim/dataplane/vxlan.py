@@ -436,50 +436,57 @@ class VxlanSegments:
         return True
 
     def flush(self) -> None:
-        """Send every pending datagram: each run of datagrams to one destination, of one size but the last, in one
-        UDP GSO send (while the kernel takes them), any other alone; each counted on its attachment as sent or
-        dropped by the kernel's reason."""
+        """Send every pending datagram, each destination's in the order they came: a run of datagrams to one
+        destination, of one size but the last, in one UDP GSO send (while the kernel takes them), any other alone;
+        each counted on its attachment as sent or dropped by the kernel's reason."""
         call, self._flush_call = self._flush_call, None
         if call is not None and call.active():
             call.cancel()
         pending, self.pending = self.pending, []
-        count = len(pending)
+        if len(pending) == 1 or not self.gso:
+            for port, datagram, destination in pending:
+                self._counted(port, datagram, self.send_to(datagram, destination))
+            return
+        by_destination: dict[tuple, list] = {}
+        for entry in pending:
+            by_destination.setdefault(entry[2], []).append(entry)
+        for destination, entries in by_destination.items():
+            self._flush_to(destination, entries)
+
+    def _flush_to(self, destination, entries: list) -> None:
+        """`entries` (attachment, datagram, destination), all to `destination`, in runs."""
+        count = len(entries)
         i = 0
         while i < count:
-            port, datagram, destination = pending[i]
-            size = len(datagram)
+            size = len(entries[i][1])
             end = i + 1
-            if self.gso:
-                total = size
-                while (end < count and end - i < GSO_SEGMENTS and pending[end][2] == destination
-                       and total + len(pending[end][1]) <= GSO_BYTES):
-                    length = len(pending[end][1])
-                    if length > size:
-                        break
-                    total += length
-                    end += 1
-                    if length < size:       # a shorter datagram ends a run
-                        break
-            if end - i > 1:
-                why = self._send_run(pending, i, end, size, destination)
-            else:
-                why = self.send_to(datagram, destination)
+            total = size
+            while end < count and end - i < GSO_SEGMENTS:
+                length = len(entries[end][1])
+                if length > size or total + length > GSO_BYTES:
+                    break
+                total += length
+                end += 1
+                if length < size:       # a shorter datagram ends a run
+                    break
+            why = self._send_run(entries, i, end, size, destination) if end - i > 1 else \
+                self.send_to(entries[i][1], destination)
             if why == "gso-refused":
                 for n in range(i, end):
-                    self._counted(pending[n][0], pending[n][1], self.send_to(pending[n][1], destination))
+                    self._counted(entries[n][0], entries[n][1], self.send_to(entries[n][1], destination))
             else:
                 for n in range(i, end):
-                    self._counted(pending[n][0], pending[n][1], why)
+                    self._counted(entries[n][0], entries[n][1], why)
             i = end
 
-    def _send_run(self, pending, start: int, end: int, size: int, destination) -> str | None:
-        """pending[start:end] to `destination` in one UDP GSO send cut at `size`: None when sent, "gso-refused"
+    def _send_run(self, entries, start: int, end: int, size: int, destination) -> str | None:
+        """entries[start:end] to `destination` in one UDP GSO send cut at `size`: None when sent, "gso-refused"
         when the kernel does not take it (then they go one by one; a kernel that takes no GSO send at all is said
         once and single sends are made from now on), else the drop's reason."""
         sendmsg = self.sendmsg
         if sendmsg is None:
             return "interface-closed"
-        buffer = b"".join([entry[1] for entry in pending[start:end]])
+        buffer = b"".join([entry[1] for entry in entries[start:end]])
         ancillary = [(socket.SOL_UDP, UDP_SEGMENT, struct.pack("=H", size))]
         try:
             try:

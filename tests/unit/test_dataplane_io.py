@@ -227,6 +227,34 @@ def test_each_readable_event_reads_a_whole_burst():
     port.close()
 
 
+def test_a_frame_that_finds_the_pump_idle_is_handed_on_in_its_read_and_a_burst_waits_its_turns():
+    """With `first_now` (the service's pump) the first frame a read brings to an idle pump is handed on in that read
+    (a ping or DHCP frame waits for no reactor turn); the frames after it in the same read wait for the next turn, a
+    budget a turn; once the pump is idle again the next lone frame is handed on at once."""
+    system, reactor = memory_system(), MemoryReactorClock()
+    handled = []
+    pump = Pump(reactor, lambda port, data: handled.append(data), budget=4, per_round=4, first_now=True)
+    port = TapPort("u0-1-0", ("A", 0), pump, queue_bytes=64 * 64, burst=64, reactor=reactor, system=system)
+    port.open()
+    buffer = tunnel(system, port).readBuffer
+    buffer.append(frame(0))
+    port.doRead()
+    assert handled == [frame(0)]
+    buffer.extend(frame(n) for n in range(1, 11))
+    one_turn(reactor)               # the turn set after the lone frame: nothing queued yet
+    port.doRead()
+    assert handled == [frame(0), frame(1)] and len(port.queue) == 9
+    one_turn(reactor)
+    assert len(handled) == 6
+    one_turn(reactor)
+    one_turn(reactor)
+    assert handled == [frame(n) for n in range(11)] and not reactor.getDelayedCalls()
+    buffer.append(frame(11))
+    port.doRead()
+    assert handled[-1] == frame(11)
+    port.close()
+
+
 def test_flooded_port_does_not_starve_the_others():
     """One UNI flooding fills only its own queue (the rest of its flood stays in the kernel's); another UNI's frames
     are handed on in the same reactor turn, and a turn hands on at most the pump's budget (the rest waits for the

@@ -176,6 +176,44 @@ def test_a_turns_frames_to_one_remote_leave_in_one_gso_send_and_arrive_as_datagr
     svc.stopService()
 
 
+def test_interleaved_remotes_each_get_their_frames_in_order_in_one_send():
+    """Frames of one turn for two remotes, interleaved, leave as one GSO send per remote, each remote's in the order
+    they came."""
+    import socket
+    from oltsim.dataplane.interfaces import Pump
+    from oltsim.dataplane.vxlan import VxlanPort
+    reactor = MemoryReactorClock()
+    segments = VxlanSegments(reactor, port=0, listen="127.0.0.1")
+    segments.open()
+    receivers = []
+    for host in ("127.0.0.8", "127.0.0.9"):
+        receiver = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        receiver.bind((host, segments.port))
+        receiver.settimeout(2)
+        receivers.append(receiver)
+    pump = Pump(reactor, lambda port, data: None)
+    ports = [VxlanPort(segments, f"u{n}", ("S", n), 1000 + n, pump) for n in range(2)]
+    sends = []
+    real = segments.sendmsg
+    segments.sendmsg = lambda *args: sends.append((args[3][0], len(args[0][0]))) or real(*args)
+    try:
+        for port, host in zip(ports, ("127.0.0.8", "127.0.0.9")):
+            port.open()
+            port.remote = host
+        for n in range(20):
+            assert ports[n % 2].send(frame(n, 1514))
+        segments.flush()
+        got = [[receiver.recv(65536) for _ in range(10)] for receiver in receivers]
+    finally:
+        for receiver in receivers:
+            receiver.close()
+        segments.close()
+    assert got == [[encapsulate(1000 + n % 2, frame(n, 1514)) for n in range(side, 20, 2)] for side in (0, 1)]
+    if segments.gso:
+        assert sends == [("127.0.0.8", 10 * 1522), ("127.0.0.9", 10 * 1522)]
+    assert [port.protocol.tx_frames for port in ports] == [10, 10]
+
+
 @pytest.mark.parametrize("datagram, reason", [
     (b"\x08\x00\x00", "vxlan-bad-header"),
     (struct.pack("!II", 0, 1000 << 8) + frame(2), "vxlan-bad-header"),                # the I flag clear
