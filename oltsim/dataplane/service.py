@@ -194,7 +194,7 @@ class DataPlaneService(service.Service):
         plan = self.plan
         self._check()
         self.pump = Pump(self.clock, self._frame_in, first_now=True,
-                         after_turn=None if self.vxlan is None else self.vxlan.flush)
+                         after_turn=None if self.vxlan is None else self.vxlan.turn_done)
         host = self.host
         if self.vxlan is not None:
             self._make_vxlan()

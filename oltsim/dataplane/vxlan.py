@@ -63,6 +63,9 @@ UDP_SEGMENT = 103
 #: datagram's payload)
 GSO_SEGMENTS = 64
 GSO_BYTES = 65000
+#: datagrams pending that are sent at a pump turn's end though more turns follow (below it, they wait for the pump to
+#: be idle: longer runs per remote when several UNIs' frames interleave)
+FLUSH_AT = 48
 #: the errors of a UDP GSO send the kernel does not take for this run (a datagram above the route's MTU, a route
 #: through IPsec): its datagrams are sent one by one; and those that say it takes none (then single sends from now on)
 _NOT_THIS_RUN = {errno.EINVAL, errno.EMSGSIZE, errno.EIO}
@@ -425,8 +428,9 @@ class VxlanSegments:
         return None
 
     def queue_datagram(self, port: VxlanPort, datagram: bytes, destination) -> bool:
-        """`port`'s datagram for `destination`, sent at the next `flush` (the pump's turn's end, or the next reactor
-        turn's start for one sent outside a pump turn); False (counted) when the socket is closed."""
+        """`port`'s datagram for `destination`, sent at the next `flush` (the end of the pump's turn that leaves it
+        idle, or of one that finds FLUSH_AT waiting; or the next reactor turn's start for one sent outside a pump
+        turn); False (counted) when the socket is closed."""
         if self.sendto is None:
             port.protocol._drop("interface-closed")
             return False
@@ -434,6 +438,16 @@ class VxlanSegments:
         if self._flush_call is None:
             self._flush_call = self.reactor.callLater(0, self.flush)
         return True
+
+    def turn_done(self, idle: bool) -> None:
+        """A pump turn ended (`idle`: no frames left to hand on): what is pending is sent when the pump is idle or
+        FLUSH_AT datagrams wait; otherwise the pump's next turn (there is one) ends with them."""
+        if idle or len(self.pending) >= FLUSH_AT:
+            self.flush()
+        else:
+            call, self._flush_call = self._flush_call, None
+            if call is not None and call.active():
+                call.cancel()
 
     def flush(self) -> None:
         """Send every pending datagram, each destination's in the order they came: a run of datagrams to one

@@ -32,6 +32,12 @@ class RecordingTransport:
     def sendto(self, datagram, addr):
         self.sent.append((datagram, addr))
 
+    def sendmsg(self, buffers, ancillary, flags, addr):
+        """A UDP GSO send: the buffer cut at the cmsg's size, one datagram each, as the kernel sends it."""
+        (buffer,), ((_, _, size),) = buffers, ancillary
+        size = struct.unpack("=H", size)[0]
+        self.sent.extend((buffer[at:at + size], addr) for at in range(0, len(buffer), size))
+
 
 def frame(n: int, size: int = 60) -> bytes:
     return bytes([n & 0xFF]) * size
@@ -48,7 +54,8 @@ def running(remote=None, hold=300.0, spec="all", nni_untagged="nniu", answer=Non
                            host=host, vxlan=segments)
     svc.startService()
     transport = RecordingTransport()
-    segments.sendto = transport.sendto   # the socket is bound and its reader added (a MemoryReactor never reads it)
+    # the socket is bound and its reader added (a MemoryReactor never reads it); what it sends is recorded
+    segments.sendto, segments.sendmsg = transport.sendto, transport.sendmsg
     return svc, segments, dataplane, transport, reactor, host
 
 
@@ -173,6 +180,25 @@ def test_a_turns_frames_to_one_remote_leave_in_one_gso_send_and_arrive_as_datagr
     counters = svc.counters()["interfaces"]
     assert counters["u0-1-0"]["tx_frames"] == len(sizes) and counters["u0-1-0"]["tx_bytes"] == sum(sizes)
     assert counters["nniu"]["tx_frames"] == 1 and segments.counters()["tx_datagrams"] == len(outputs)
+    svc.stopService()
+
+
+def test_datagrams_wait_for_the_pump_to_be_idle_or_for_a_full_batch():
+    """A busy pump's turn leaves its datagrams pending (the next turn, which comes, sends them with its own) until
+    FLUSH_AT wait; the turn that leaves the pump idle sends them all."""
+    from oltsim.dataplane.vxlan import FLUSH_AT
+    svc, segments, dataplane, transport, reactor, _ = running(remote=RG)
+    port = svc.ports["nni-untagged"]
+    for n in range(3):
+        port.send(frame(n))
+    segments.turn_done(False)
+    assert transport.sent == [] and len(segments.pending) == 3 and reactor.getDelayedCalls() == []
+    segments.turn_done(True)
+    assert [d for d, _ in transport.sent] == [encapsulate(2, frame(n)) for n in range(3)] and not segments.pending
+    for n in range(FLUSH_AT):
+        port.send(frame(n))
+    segments.turn_done(False)
+    assert len(transport.sent) == 3 + FLUSH_AT and port.counters()["tx_frames"] == 3 + FLUSH_AT
     svc.stopService()
 
 
