@@ -452,10 +452,10 @@ class Pump:
     """Hands queued frames to `handle(port, frame)`, round-robin over the ports that have some, at most `budget`
     frames and about `budget_bytes` per reactor turn (then again on the next turn, `clock.callLater(0)`),
     `per_round` from one port at a time; `after_turn(idle)` (when given) once each turn has handed its frames on,
-    `idle` when no port has frames left (a VXLAN port's batched datagrams go out then). With `first_now`, a frame that finds the pump idle (no turn due) is handed
-    on at once, in the read that brought it, and the turn for what follows it is set: a lone frame (a ping, a DHCP
-    exchange) waits for no reactor turn, a burst is still taken a budget a turn. A handler that raises is logged (the
-    first time, then counted) and the pump goes on."""
+    `idle` when no port has frames left (a VXLAN port's batched datagrams go out then). With `first_now`, a frame
+    that finds the pump idle (no turn due) is handed on at once, in the read that brought it, and the turn for what
+    follows it is set: a lone frame (a ping, a DHCP exchange) waits for no reactor turn, a burst is still taken a
+    budget a turn. A handler that raises is logged (the first time, then counted) and the pump goes on."""
 
     def __init__(self, clock, handle, *, budget: int = BUDGET, per_round: int = PER_ROUND,
                  budget_bytes: int = BUDGET_BYTES, after_turn=None, first_now: bool = False):

@@ -2,12 +2,17 @@
 
 With ``--attachment vxlan`` every interface the data plane would make (the UNIs of ``--uni-interfaces``, the NNIs
 of ``--nni-interface`` and ``--nni-untagged-interface``, whose names label the attachments) is a VXLAN segment
-instead of a TAP: nothing is made on the host and nothing needs a privilege. One `VxlanSegments` (a
-DatagramProtocol on ``--vxlan-port``, 4789 by default, at ``--vxlan-listen``, all addresses by default, IPv6 and
-IPv4 on one dual-stack socket, read by the reactor as a reader of its own: up to `READ_BATCH` datagrams a turn,
-each source's plain address worked out once, each remote's socket address once) reads every datagram, checks its VXLAN header and hands the inner frame to the
-attachment of its VNI, a `VxlanPort`, which looks to the data plane's service as a `TapPort` does (key, name,
-send, counters, its `FrameQueue` and the service's `Pump`).
+instead of a TAP: nothing is made on the host and nothing needs a privilege. One `VxlanSegments` (a UDP socket on
+``--vxlan-port``, 4789 by default, at ``--vxlan-listen``, all addresses by default, IPv6 and IPv4 on one dual-stack
+socket) reads every datagram, checks its VXLAN header and hands the inner frame to the attachment of its VNI, a
+`VxlanPort`, which looks to the data plane's service as a `TapPort` does (key, name, send, counters, its
+`FrameQueue` and the service's `Pump`).
+
+The socket is the reactor's reader itself (up to READ_BATCH datagrams a readable event; each source's plain address
+worked out once, each remote's socket address and each VNI's header once). What the pipeline sends is sent when the
+pump's turns leave it idle (or FLUSH_AT datagrams wait): a run of datagrams to one remote, of one size but a shorter
+last one, in one UDP GSO send (UDP_SEGMENT: the kernel cuts it into datagrams), each remote's in the order they
+came; a kernel without UDP GSO gets one send per datagram. Each frame is counted on its attachment when it left.
 
 VNIs (`vni_of`): the NNI's 1, the untagged NNI's 2, a UNI's 1000 + its index among the OLT's Ethernet UNIs in PON,
 ONU, UNI order (whether it has an attachment or not: ``--uni-interfaces`` does not renumber), each plus
@@ -239,8 +244,8 @@ class VxlanSegments:
     `reactor` reads the socket (IReactorFDSet: this object is the reader) and tells the time; `port` and `listen`
     (an address; "" all of them: IPv6 and IPv4 on one dual-stack socket) where it listens; `remote` a fixed remote
     address for every VNI (None: learned); `hold` the seconds a learned remote is held after its last datagram;
-    `vni_base` what every attachment's VNI is offset by (`vni_of`). `sendto(datagram, address)` writes a datagram
-    (the socket's, once open)."""
+    `vni_base` what every attachment's VNI is offset by (`vni_of`). `sendto` and `sendmsg` (the socket's, once
+    open) write the datagrams."""
 
     def __init__(self, reactor, *, port: int = VXLAN_PORT, listen: str = "", remote: str | None = None,
                  hold: float = 300.0, vni_base: int = 0):
