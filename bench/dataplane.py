@@ -33,9 +33,8 @@ low end of its TAP plain-frame medians). The default, `tap`, is the bench as bef
 
 Targets: one stream each way and 8 streams in total >= 2500 Mbit/s with offloads (>= 300 without; with VXLAN
 attachments >= the TAP plain-frame figure); ping added at idle <= 0.5 ms; control-plane round trips during traffic
-within 2x of idle; RSS flat
-(<= 10 MiB growth over the runs). The numbers are printed against them whatever they are; exit 0 (a report, not a
-test), 1 if the bench could not run (not root, a tool missing: the reason is printed).
+within 2x of idle; RSS flat (<= 10 MiB growth over the runs). The numbers are printed against them whatever they
+are; exit 0 (a report, not a test), 1 if the bench could not run (not root, a tool missing: the reason is printed).
 
     sudo .venv/bin/python bench/dataplane.py [--seconds 10] [--offload both|auto|off] [--attachment tap|vxlan|both]
         [--shaped] [--repo PATH]
@@ -153,16 +152,19 @@ def ping_rtt(netns: str, target: str, count: int = 200, interval: float = 0.01) 
 ECHO = """\
 import os, select, socket, statistics, sys, time
 a, b = (socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2))
-a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
+a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0)); a.settimeout(2)
+parent = os.getpid()
 child = os.fork()
 if child == 0:
     poll = select.epoll(); poll.register(b.fileno(), select.EPOLLIN)
-    while True:
-        poll.poll()
+    while os.getppid() == parent:      # the echo ends with its parent, however that ends
+        if not poll.poll(1):
+            continue
         data, addr = b.recvfrom(64)
         if data == b"q":
-            os._exit(0)
+            break
         b.sendto(data, addr)
+    os._exit(0)
 times = []
 for _ in range(int(sys.argv[1])):
     begin = time.perf_counter(); a.sendto(b"x", b.getsockname()); a.recvfrom(64)
