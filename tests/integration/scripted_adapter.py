@@ -290,18 +290,23 @@ class ScriptedAdapter:
         self.stream = IndicationStream(self.stub)
         return self.stream
 
-    def reconnect(self, timeout: float = WAIT_TIMEOUT, retry: float = 0.2) -> IndicationStream:
+    def reconnect(self, timeout: float = WAIT_TIMEOUT, retry: float = 0.2, attempt: float = 5.0) -> IndicationStream:
         """Open EnableIndication again and again until a stream delivers its first indication (OltInd): the
-        endpoint may still be down or refuse while the OLT reboots. Returns that stream."""
+        endpoint may still be down or refuse while the OLT reboots. A stream that brings nothing within `attempt`
+        seconds (its first indication comes a second after it opens) is cancelled and another opened, as an
+        adapter's indication routine gives one up. Returns the stream that delivered."""
         deadline = time.monotonic() + timeout
         failures = []
         while time.monotonic() < deadline:
             stream = self.enable_indication()
             try:
-                stream.wait_for(lambda i: True, "a first indication", max(0.1, deadline - time.monotonic()))
+                stream.wait_for(lambda i: True, "a first indication",
+                                max(0.1, min(attempt, deadline - time.monotonic())))
             except AssertionError:
                 if not stream.ended:
-                    raise
+                    stream.cancel()
+                    failures.append(f"nothing within {attempt:g} s: cancelled")
+                    continue
                 failures.append(f"{stream.code}: {stream.details}")
                 time.sleep(retry)
                 continue
