@@ -412,10 +412,6 @@ class VxlanSegments:
             return ("::ffff:" + remote, self.port)     # an IPv4 remote through the dual-stack socket
         return (remote, self.port)
 
-    def send(self, vni: int, frame: bytes, remote: str) -> str | None:
-        """One frame to `remote` (a plain address) at the VXLAN port, now; None when sent, else the drop's reason."""
-        return self.send_to(encapsulate(vni, frame), self.destination(remote))
-
     def send_to(self, datagram: bytes, destination) -> str | None:
         """One datagram (a VXLAN header and its frame) to `destination` (`destination`'s), now; None when sent, else
         the drop's reason."""
@@ -450,17 +446,19 @@ class VxlanSegments:
         if idle or len(self.pending) >= FLUSH_AT:
             self.flush()
         else:
-            call, self._flush_call = self._flush_call, None
-            if call is not None and call.active():
-                call.cancel()
+            self._no_flush_call()
+
+    def _no_flush_call(self) -> None:
+        """Call off the next reactor turn's flush (a flush or a pump's turn will send what is pending)."""
+        call, self._flush_call = self._flush_call, None
+        if call is not None and call.active():
+            call.cancel()
 
     def flush(self) -> None:
         """Send every pending datagram, each destination's in the order they came: a run of datagrams to one
         destination, of one size but the last, in one UDP GSO send (while the kernel takes them), any other alone;
         each counted on its attachment as sent or dropped by the kernel's reason."""
-        call, self._flush_call = self._flush_call, None
-        if call is not None and call.active():
-            call.cancel()
+        self._no_flush_call()
         pending, self.pending = self.pending, []
         if len(pending) == 1 or not self.gso:
             for port, datagram, destination in pending:

@@ -313,7 +313,8 @@ def test_dual_stack_addresses_are_shown_plain_and_ipv4_is_sent_mapped():
     segments.open()
     transport = RecordingTransport()
     segments.sendto = transport.sendto
-    assert segments.send(5, frame(1), "10.0.0.1") is None and segments.send(5, frame(1), "fd00::1") is None
+    for remote in ("10.0.0.1", "fd00::1"):
+        assert segments.send_to(encapsulate(5, frame(1)), segments.destination(remote)) is None
     assert [addr for _, addr in transport.sent] == [("::ffff:10.0.0.1", segments.port), ("fd00::1", segments.port)]
     segments.close()
 
