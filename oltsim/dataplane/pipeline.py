@@ -129,24 +129,23 @@ class ToUniWithHeader(ToUni):
         _set(self, "vnet", vnet)
 
 
+def _nni_with_header(self, frame: bytes, queue: tuple | None, vnet: bytes) -> None:
+    """The `__init__` of the NNI outputs with a virtio-net header."""
+    _set(self, "frame", frame)
+    _set(self, "queue", queue)
+    _set(self, "vnet", vnet)
+
+
 class ToNniWithHeader(ToNni):
     """A `ToNni` whose frame goes with its virtio-net header `vnet` (as `ToUniWithHeader`)."""
     __slots__ = ("vnet",)
-
-    def __init__(self, frame: bytes, queue: tuple | None, vnet: bytes):
-        _set(self, "frame", frame)
-        _set(self, "queue", queue)
-        _set(self, "vnet", vnet)
+    __init__ = _nni_with_header
 
 
 class ToNniUntaggedWithHeader(ToNniUntagged):
     """A `ToNniUntagged` whose frame goes with its virtio-net header `vnet` (as `ToUniWithHeader`)."""
     __slots__ = ("vnet",)
-
-    def __init__(self, frame: bytes, queue: tuple | None, vnet: bytes):
-        _set(self, "frame", frame)
-        _set(self, "queue", queue)
-        _set(self, "vnet", vnet)
+    __init__ = _nni_with_header
 
 
 @dataclass(frozen=True, slots=True)
