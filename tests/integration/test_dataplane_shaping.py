@@ -66,23 +66,35 @@ def profile_shares(netns: str, server_ip: str, up: int, down: int) -> dict:
     }
 
 
+def leased_unis(lab, daemon, tmp_path, services_text: str, onus: int, subnet: int, *more: str):
+    """oltsim (OLT id 10, one PON, `onus` ONUs of one UNI each, every UNI bound, `services_text` its services file,
+    `more` options) and the untagged NNI in a server namespace at 10.`subnet`.0.1 with dnsmasq; once every ONU's
+    forwarding flows are in, each UNI's dhclient has its lease. (process, server namespace, server address, the UNIs'
+    namespaces in ONU order)."""
+    services = tmp_path / "services.yaml"
+    services.write_text(services_text)
+    process = daemon(*dataplane_options(lab, "--olt-id", "10", "--pon", "1", "--onu", str(onus), "--uni", "1",
+                                        "--uni-interfaces", "all", "--services", str(services), *more))
+    process.wait_serving()
+    server, server_ip = serve_dhcp(lab, subnet)
+    wanted = set(range(1, onus + 1))
+    wait_for("the ONUs' forwarding flows", lambda: {
+        f["onu_id"] for f in process.rest_get("/v1/olt/flows")[1]["flows"]
+        if f["flow_type"] == "downstream" and f.get("onu_id", -1) > 0} >= wanted)
+    unis = [f"{lab.prefix}u0-{onu}-0" for onu in range(1, onus + 1)]
+    for uni in unis:
+        lab.dhclient(uni, uni)
+    for uni in unis:
+        lab.wait_address(uni, uni, timeout=120)
+    return process, server, server_ip, unis
+
+
 def test_tcp_and_udp_each_way_get_their_profiles_rate(lab, daemon, tmp_path):
     """Upstream (the T-CONT's scheduler) and downstream (the UNI's): TCP and UDP at 1.10x reach 90-105 % of the
     profile's limit upstream, 90-105 % downstream; the shaper's counters show both schedulers' limits and what
     they carried, and the UDP excess dropped by the shaper."""
-    services = tmp_path / "services.yaml"
-    services.write_text(NO_EAPOL_SERVICES)
-    process = daemon(*dataplane_options(lab, "--olt-id", "10", "--pon", "1", "--onu", "1", "--uni", "1",
-                                        "--uni-interfaces", "all", "--services", str(services)))
-    process.wait_serving()
-    server, server_ip = serve_dhcp(lab, 207)
+    process, server, server_ip, (uni,) = leased_unis(lab, daemon, tmp_path, NO_EAPOL_SERVICES, 1, 207)
     lab.start(server, "iperf3", "-s", log="iperf3.log")
-    uni = f"{lab.prefix}u0-1-0"
-    wait_for("the ONU's forwarding flows", lambda: any(
-        f["flow_type"] == "downstream" and f.get("onu_id", -1) > 0
-        for f in process.rest_get("/v1/olt/flows")[1]["flows"]))
-    lab.dhclient(uni, uni)
-    lab.wait_address(uni, uni, timeout=120)
     shares = profile_shares(uni, server_ip, UP_LIMIT, DOWN_LIMIT)
     print(f"shaped rates, % of the profile's limit: {shares}")
     assert all(90 <= share <= 105 for share in shares.values()), shares
@@ -103,23 +115,10 @@ def test_two_tconts_over_the_pon_rate_each_get_gir_and_cir_and_the_total_holds(l
     the PON's upstream rate at 300 Mbit/s (--pon-rate-up 300M): iperf3 TCP from both at once for 10 s; each gets at
     least its GIR + CIR, both together at most 105 % of the PON's rate, and the counters show the PON shared (its
     T-CONTs' rates adding up to no more than its rate, both T-CONTs' bytes carried)."""
-    services = tmp_path / "services.yaml"
-    services.write_text(NO_EAPOL_SERVICES)
-    process = daemon(*dataplane_options(lab, "--olt-id", "10", "--pon", "1", "--onu", "2", "--uni", "1",
-                                        "--uni-interfaces", "all", "--services", str(services),
-                                        "--pon-rate-up", "300M"))
-    process.wait_serving()
-    server, server_ip = serve_dhcp(lab, 208)
+    process, server, server_ip, unis = leased_unis(lab, daemon, tmp_path, NO_EAPOL_SERVICES, 2, 208,
+                                                   "--pon-rate-up", "300M")
     lab.start(server, "iperf3", "-s", "-p", "5201", log="iperf3-a.log")
     lab.start(server, "iperf3", "-s", "-p", "5202", log="iperf3-b.log")
-    unis = [f"{lab.prefix}u0-1-0", f"{lab.prefix}u0-2-0"]
-    wait_for("both ONUs' forwarding flows", lambda: {
-        f["onu_id"] for f in process.rest_get("/v1/olt/flows")[1]["flows"]
-        if f["flow_type"] == "downstream" and f.get("onu_id", -1) > 0} >= {1, 2})
-    for uni in unis:
-        lab.dhclient(uni, uni)
-    for uni in unis:
-        lab.wait_address(uni, uni, timeout=120)
     runs = [subprocess.Popen(["ip", "netns", "exec", uni, "iperf3", "-J", "-c", server_ip, "-p", str(port),
                               "-t", str(SECONDS)], stdout=subprocess.PIPE, text=True)
             for uni, port in zip(unis, (5201, 5202))]
@@ -155,15 +154,9 @@ def test_two_unis_with_different_profiles_each_get_their_own_profiles_rate(lab, 
     UNI and Default / Default for the second (upstream_bandwidth_profile / downstream_bandwidth_profile lists, taken
     in turn): SADIS names each UNI's pair in its uniTagList; iperf3 TCP and UDP (1470 octets at 1.10x the limit), 10
     s each way, one UNI at a time: every run within 90-105 % of cir + eir + air of that UNI's own profile."""
-    services = tmp_path / "services.yaml"
-    services.write_text(TWO_PAIRS_SERVICES)
-    process = daemon(*dataplane_options(lab, "--olt-id", "10", "--pon", "1", "--onu", "2", "--uni", "1",
-                                        "--uni-interfaces", "all", "--services", str(services)))
-    process.wait_serving()
-    server, server_ip = serve_dhcp(lab, 211)
+    process, server, server_ip, (first, second) = leased_unis(lab, daemon, tmp_path, TWO_PAIRS_SERVICES, 2, 211)
     lab.start(server, "iperf3", "-s", log="iperf3.log")
-    unis = {"BBSM000a0001": (f"{lab.prefix}u0-1-0", UP_LIMIT, DOWN_LIMIT),
-            "BBSM000a0002": (f"{lab.prefix}u0-2-0", DEFAULT_LIMIT, DEFAULT_LIMIT)}
+    unis = {"BBSM000a0001": (first, UP_LIMIT, DOWN_LIMIT), "BBSM000a0002": (second, DEFAULT_LIMIT, DEFAULT_LIMIT)}
     named = {}
     for serial in unis:
         status, entry = process.rest_get(f"/v2/subscribers/{serial}-1", surface="sadis")
@@ -171,13 +164,6 @@ def test_two_unis_with_different_profiles_each_get_their_own_profiles_rate(lab, 
         named[serial] = (entry["uniTagList"][0]["upstreamBandwidthProfile"],
                          entry["uniTagList"][0]["downstreamBandwidthProfile"])
     assert named == {"BBSM000a0001": ("User_Bandwidth1", "User_Bandwidth2"), "BBSM000a0002": ("Default", "Default")}
-    wait_for("both ONUs' forwarding flows", lambda: {
-        f["onu_id"] for f in process.rest_get("/v1/olt/flows")[1]["flows"]
-        if f["flow_type"] == "downstream" and f.get("onu_id", -1) > 0} >= {1, 2})
-    for uni, _, _ in unis.values():
-        lab.dhclient(uni, uni)
-    for uni, _, _ in unis.values():
-        lab.wait_address(uni, uni, timeout=120)
     # What a sender writes waits for oltsim in its TAP's kernel queue: 10000 frames ride out a reactor stalled on a
     # loaded VM, the default 1000 (a few ms of a UDP burst) do not; what is measured here is the shaper behind it
     taps = [(uni, uni) for uni, _, _ in unis.values()] + [(server, f"{lab.prefix}nniu")]
