@@ -284,7 +284,7 @@ def servers(lab: Lab, netns: str, interface: str) -> None:
     """dnsmasq on the NNI side's `interface` and an iperf3 server per UNI."""
     lab.dnsmasq(netns, interface, "10.203.1.1", "10.203.1.254")
     for index in range(UNIS):
-        lab.start(netns, "iperf3", "-s", "-p", str(5201 + index), log=f"iperf3-{index}.log")
+        lab.iperf3_server(netns, port=5201 + index, log=f"iperf3-{index}.log")
 
 
 def bench(args, workdir: Path, attachment: str, offload: str) -> dict | None:

@@ -150,6 +150,22 @@ class Lab:
         self.processes.append(process)
         return process
 
+    def iperf3_server(self, netns: str, *more: str, port: int = 5201, log: str = "iperf3.log",
+                      timeout: float = 10.0) -> subprocess.Popen:
+        """An iperf3 server on TCP `port` in `netns` (`more`: its other options), returned once it listens (bounded:
+        a client started before that is refused)."""
+        process = self.start(netns, "iperf3", "-s", "--forceflush", "-p", str(port), *more, log=log)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            listening = run("ip", "netns", "exec", netns, "ss", "-Hltn", f"sport = :{port}", check=False)
+            if listening.stdout.strip():
+                return process
+            if process.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"iperf3 in {netns} is not listening on port {port} within {timeout:g} s:\n"
+                             f"{self.log(log)[-2000:]}")
+
     def log(self, name: str) -> str:
         path = self.tmp / name
         return path.read_text(errors="replace") if path.exists() else ""

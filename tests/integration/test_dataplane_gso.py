@@ -122,7 +122,7 @@ def test_iperf3_each_way_through_the_tagged_nni(lab, daemon, tmp_path, offload):
     process.wait_serving()
     server, server_ip = serve_dhcp(lab, 209)
     tagged = trunk(lab)
-    lab.start(server, "iperf3", "-s", log="iperf3.log")
+    lab.iperf3_server(server)
     uni = f"{p}u0-1-0"
     wait_for("the ONU's forwarding flows", lambda: any(
         f["flow_type"] == "downstream" and f.get("onu_id", -1) > 0

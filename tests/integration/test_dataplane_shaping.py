@@ -94,7 +94,7 @@ def test_tcp_and_udp_each_way_get_their_profiles_rate(lab, daemon, tmp_path):
     profile's limit upstream, 90-105 % downstream; the shaper's counters show both schedulers' limits and what
     they carried, and the UDP excess dropped by the shaper."""
     process, server, server_ip, (uni,) = leased_unis(lab, daemon, tmp_path, NO_EAPOL_SERVICES, 1, 207)
-    lab.start(server, "iperf3", "-s", log="iperf3.log")
+    lab.iperf3_server(server)
     shares = profile_shares(uni, server_ip, UP_LIMIT, DOWN_LIMIT)
     print(f"shaped rates, % of the profile's limit: {shares}")
     assert all(90 <= share <= 105 for share in shares.values()), shares
@@ -117,8 +117,8 @@ def test_two_tconts_over_the_pon_rate_each_get_gir_and_cir_and_the_total_holds(l
     T-CONTs' rates adding up to no more than its rate, both T-CONTs' bytes carried)."""
     process, server, server_ip, unis = leased_unis(lab, daemon, tmp_path, NO_EAPOL_SERVICES, 2, 208,
                                                    "--pon-rate-up", "300M")
-    lab.start(server, "iperf3", "-s", "-p", "5201", log="iperf3-a.log")
-    lab.start(server, "iperf3", "-s", "-p", "5202", log="iperf3-b.log")
+    lab.iperf3_server(server, port=5201, log="iperf3-a.log")
+    lab.iperf3_server(server, port=5202, log="iperf3-b.log")
     runs = [subprocess.Popen(["ip", "netns", "exec", uni, "iperf3", "-J", "-c", server_ip, "-p", str(port),
                               "-t", str(SECONDS)], stdout=subprocess.PIPE, text=True)
             for uni, port in zip(unis, (5201, 5202))]
@@ -155,7 +155,7 @@ def test_two_unis_with_different_profiles_each_get_their_own_profiles_rate(lab, 
     in turn): SADIS names each UNI's pair in its uniTagList; iperf3 TCP and UDP (1470 octets at 1.10x the limit), 10
     s each way, one UNI at a time: every run within 90-105 % of cir + eir + air of that UNI's own profile."""
     process, server, server_ip, (first, second) = leased_unis(lab, daemon, tmp_path, TWO_PAIRS_SERVICES, 2, 211)
-    lab.start(server, "iperf3", "-s", log="iperf3.log")
+    lab.iperf3_server(server)
     unis = {"BBSM000a0001": (first, UP_LIMIT, DOWN_LIMIT), "BBSM000a0002": (second, DEFAULT_LIMIT, DEFAULT_LIMIT)}
     named = {}
     for serial in unis:

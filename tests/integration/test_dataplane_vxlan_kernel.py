@@ -215,8 +215,7 @@ def test_an_rg_and_a_dhcp_server_on_kernel_vxlan_reach_an_unprivileged_oltsim(la
     ping = run("ip", "netns", "exec", rg_ns, "ping", "-c", "3", "-i", "0.2", "-W", "2", "10.201.0.1", check=False)
     assert ping.returncode == 0, ping.stdout + ping.stderr
     # a short TCP run through the pipeline (checksums, segments both ways)
-    lab.start(srv_ns, "iperf3", "-s", "-1", "--forceflush", "-B", "10.201.0.1", "-p", "5201", log="iperf3.log")
-    wait_for("iperf3 listening", lambda: "listening" in lab.log("iperf3.log"), 10, lambda: lab.log("iperf3.log"))
+    lab.iperf3_server(srv_ns, "-1", "-B", "10.201.0.1")
     tcp = run("ip", "netns", "exec", rg_ns, "iperf3", "-J", "-c", "10.201.0.1", "-p", "5201", "-t", "2",
               timeout=30, check=False)
     assert tcp.returncode == 0, tcp.stdout[-2000:] + tcp.stderr
