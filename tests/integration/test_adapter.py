@@ -116,6 +116,38 @@ def as_json(message) -> dict:
                                      always_print_fields_with_no_presence=True)
 
 
+#: reboots in a row of the reboot loop test: a stream opened while the old endpoint closes is the case it looks for
+REBOOTS_IN_A_ROW = 8
+
+
+@pytest_twisted.inlineCallbacks
+def test_reboots_in_a_row_each_come_back_with_indications_and_a_new_signature(tmp_path, grpc_engine):
+    """An OLT rebooted again and again, the adapter opening EnableIndication as soon as the last one ended: every
+    time, the old stream ends with UNAVAILABLE and a new one brings OltInd and both ONUs' discoveries, under a
+    signature no earlier boot had."""
+    sim = start_oltsim(tmp_path, "--pon", "1", "--onu", "2", "--delay", "0", engine=grpc_engine)
+    adapter = ScriptedAdapter(sim.openolt, reconnect_backoff_ms=100)
+    try:
+        def reboots():
+            _, onus = adapter.bring_up(2)
+            signatures = [adapter.heartbeat()]
+            ends = []
+            for _ in range(REBOOTS_IN_A_ROW):
+                adapter.reboot()
+                ends.append(adapter.stream.wait_end()[0])
+                stream = adapter.reconnect(timeout=15)
+                assert is_olt_ind("up")(stream.wait_for(lambda i: True, "a first indication"))
+                stream.wait_for_each({o.serial: is_onu_disc(o.serial) for o in onus})
+                signatures.append(adapter.heartbeat())
+            return ends, signatures
+
+        ends, signatures = yield deferToThread(reboots)
+        assert ends == [grpc.StatusCode.UNAVAILABLE] * REBOOTS_IN_A_ROW
+        assert len(set(signatures)) == REBOOTS_IN_A_ROW + 1, signatures
+    finally:
+        yield stop_oltsim(sim, adapter)
+
+
 @pytest_twisted.inlineCallbacks
 def test_bring_up_indications_flows_and_views(tmp_path, grpc_engine):
     """A fresh EnableIndication delivers OltInd, the NNI, each PON and then its ONUs' discoveries; every activated
