@@ -60,7 +60,9 @@ def check_privileges(tun_device: str = TUN_DEVICE, capabilities: int | None = No
         raise HostError(f"{tun_device} does not exist: load the tun module (modprobe tun), or give the container "
                         f"the device (docker run --device /dev/net/tun)")
     if not os.access(tun_device, os.R_OK | os.W_OK):
-        raise HostError(f"{tun_device} cannot be opened for reading and writing by this process")
+        mode = os.stat(tun_device).st_mode & 0o777
+        raise HostError(f"{tun_device} cannot be opened for reading and writing by this process (mode {mode:04o}; "
+                        f"udev's rules make it 0666)")
 
 
 def process_start(pid: int | str) -> int | None:

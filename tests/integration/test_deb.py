@@ -544,6 +544,14 @@ def test_tap_interfaces_need_the_drop_in_which_gives_the_unit_net_admin_only(pac
                      "attachment: vxlan (no privilege)"], refused.log
     drop_in = Path("/usr/share/doc/oltsim/examples/tap.conf")
     daemon = machine(*tap, drop_in=drop_in)
+    mode = os.stat("/dev/net/tun").st_mode & 0o777
+    if mode & 0o006 != 0o006:
+        # A host without udev's rule for the device (0600, root's): CAP_NET_ADMIN does not open it for another user
+        assert daemon.process.wait(START_TIMEOUT) == 2, daemon.log
+        assert (f"oltsim: /dev/net/tun cannot be opened for reading and writing by this process (mode {mode:04o}; "
+                "udev's rules make it 0666)") in daemon.log.splitlines(), daemon.log
+        pytest.skip(f"/dev/net/tun has mode {mode:04o} here: the unit's user cannot open it, said in one line; "
+                    "the TAP interfaces under the drop-in need it 0666")
     daemon.wait_serving()
     fields = status_fields(daemon.process.pid)
     assert fields["Uid"].split()[0] == str(pwd.getpwnam(USER).pw_uid)
