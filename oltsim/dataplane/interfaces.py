@@ -49,19 +49,20 @@ log = logger("oltsim.dataplane")
 #: traffic, holds NNI_QUEUE_BYTES.
 QUEUE_BYTES = 1 << 20
 NNI_QUEUE_BYTES = 4 << 20
-#: Frames one port reads per reactor turn, and bytes at most (the frame that crosses it is the last: four GSO
-#: super-frames; nine ports' readable events in one reactor turn read at most 2.3 MiB, not 9 MiB)
+#: Frames one port reads per reactor turn, and bytes at most (the frame that crosses it is the last: two GSO
+#: super-frames; nine ports' readable events in one reactor turn read at most 1.2 MiB, not 9 MiB)
 BURST = 16
-BURST_BYTES = 256 * 1024
+BURST_BYTES = 128 * 1024
 #: Frames the pump hands on per reactor turn, over all ports, and per port in one round: small, so that the control
 #: plane waits well under a millisecond behind a turn (bench/dataplane.py under iperf3: 128 a turn made
 #: HeartbeatCheck 3x slower than idle, 32 about 2x, 16 about 1.2-2x, one TCP stream above 500 Mbit/s throughout).
 BUDGET = 16
 PER_ROUND = 8
-#: Bytes the pump hands on per reactor turn at most (the frame that crosses it is the turn's last): four GSO
-#: super-frames of 64 KiB (bench/dataplane.py with offloads: sixteen a turn, 1 MiB, made HeartbeatCheck 2-2.7x
-#: slower than idle under iperf3)
-BUDGET_BYTES = 256 * 1024
+#: Bytes the pump hands on per reactor turn at most (the frame that crosses it is the turn's last): two GSO
+#: super-frames of 64 KiB. bench/dataplane.py with offloads, the control plane's worst round trip against idle:
+#: sixteen a turn (1 MiB) 2-2.7x; four (256 KiB) 1.9-2.5x; three 1.7-2.0x; two 1.4-1.8x, one stream 5-10 % and 8
+#: streams 10-20 % slower than with four; one 1.3-1.4x, but 8 streams 25 % slower again.
+BUDGET_BYTES = 128 * 1024
 #: The largest frame read (jumbo frames with two tags fit).
 MAX_FRAME = 16384
 #: The largest read of a TAP with offloads: a 64 KiB GSO super-frame (GSO_MAX_SIZE), its virtio-net header, tags
