@@ -1,7 +1,7 @@
-"""The container image and Helm chart under deploy/, checked without Docker or Helm (neither runs here): the chart's
-YAML parses, its templates are balanced and reference only values that exist, the oltsim.yaml its ConfigMap renders
-loads in oltsim without a warning, and the Dockerfile is multi-stage, non-root and exposes the five ports and
-SADIS."""
+"""The container image and Helm chart under deploy/, checked without a container engine or Helm (the integration
+tests test_helm_dataplane.py and test_container_image.py run the real ones where they can): the chart's YAML
+parses, its templates are balanced and reference only values that exist, the oltsim.yaml its ConfigMap renders loads
+in oltsim without a warning, and the Dockerfile is multi-stage, non-root and exposes the five ports and SADIS."""
 
 from __future__ import annotations
 
@@ -324,6 +324,24 @@ def test_dockerfile_is_multi_stage_on_python_311_slim():
     assert ("COPY", "--from=builder /opt/oltsim /opt/oltsim") in final_stage()
     builder = instructions[:instructions.index(final_stage()[0])]
     assert any(word == "RUN" and "python -m venv /opt/oltsim" in args for word, args in builder)
+
+
+def test_dockerfile_installs_the_pins_as_the_package_build_does():
+    """The builder installs packaging/requirements.txt hash-checked, wheels only but for the distributions
+    packaging/build-deb builds from their checked sdist (PyPI has no wheel of them: without the exception the build
+    finds no version at all)."""
+    build_deb = (REPO / "packaging" / "build-deb").read_text()
+    source_only = re.search(r"^SOURCE_ONLY = \(([^)]*)\)", build_deb, re.M).group(1)
+    names = sorted(name.strip().strip("'\"") for name in source_only.split(",") if name.strip())
+    assert names, source_only
+    installs = [args for word, args in dockerfile_instructions() if word == "RUN" and "requirements.txt" in args]
+    (command,) = [part for args in installs for part in args.split("&&")
+                  if Path(next(iter(part.split(" -r ")[1:]), " ").split()[0]).name == "requirements.txt"]
+    flags = command.split()
+    assert "--require-hashes" in flags and "--only-binary=:all:" in flags, command
+    (no_binary,) = [flag for flag in flags if flag.startswith("--no-binary=")]
+    assert sorted(no_binary.split("=", 1)[1].split(",")) == names, command
+    assert flags.index("--only-binary=:all:") < flags.index(no_binary), command
 
 
 def test_dockerfile_runs_as_a_non_root_user():
