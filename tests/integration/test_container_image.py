@@ -1,0 +1,359 @@
+"""deploy/Dockerfile built into an image by podman, and the image run the way deploy/helm/oltsim's Deployment runs it
+(its rendered args, securityContext and mounts: read-only root, no capability, no new privileges, the ConfigMap's
+oltsim.yaml at /etc/oltsim, /tmp writable) and the way VOLTHA's bbsim chart runs BBSim (`/app/bbsim -olt_id ...`):
+each in a network namespace of the test's own, which holds the container's listeners (the chart's ports on every
+address) and the test's clients.
+
+Needs root, podman (it builds and runs OCI images with no daemon), runc and mmdebstrap: installed with apt-get when
+OLTSIM_TEST_INSTALL=1 (CI), else the tests skip with the reason; `-m "not image"` leaves them out. The Dockerfile's
+base, python:3.11-slim-bookworm, is on Docker Hub, which a test machine may not reach: the build is given a
+stand-in (its PYTHON_IMAGE argument), Debian bookworm with Debian's Python 3.11 made by mmdebstrap from Debian's
+archive, which trusts the host's CA bundle so that pip in the build reaches the package index as the host does.
+OLTSIM_TEST_BASE_IMAGE names another base to build from instead (python:3.11-slim-bookworm where it can be pulled).
+Podman keeps its images under the test's temporary directory (vfs storage), removed at the end.
+"""
+from __future__ import annotations
+
+import ctypes
+import http.client
+import json
+import os
+import resource
+import shutil
+import socket
+import struct
+import subprocess
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+
+from test_helm_dataplane import documents, helm, of_kind  # noqa: F401 (helm: the fixture)
+
+pytestmark = pytest.mark.image
+
+REPO = Path(__file__).resolve().parents[2]
+DOCKERFILE = REPO / "deploy" / "Dockerfile"
+IMAGE = "localhost/oltsim:image-test"
+BASE = "localhost/oltsim-image-test-base:python3.11-bookworm"
+#: what the stand-in base holds: Python 3.11 with venv (ensurepip) and `python`, as python:3.11-slim has them
+BASE_PACKAGES = "python3.11,python3-venv,python-is-python3,ca-certificates"
+DEBIAN_MIRROR = os.environ.get("OLTSIM_TEST_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+CA_BUNDLE = Path(os.environ.get("SSL_CERT_FILE") or "/etc/ssl/certs/ca-certificates.crt")
+TOOLS = {"podman": "podman", "runc": "runc", "mmdebstrap": "mmdebstrap"}
+INSTALL_VARIABLE = "OLTSIM_TEST_INSTALL"
+BASE_TIMEOUT = 600.0
+BUILD_TIMEOUT = 1500.0     # pip downloads on a cold cache, vfs copies of every layer
+START_TIMEOUT = 90.0
+RG_TIMEOUT = 60.0
+#: The image's user (deploy/Dockerfile: numeric, for Kubernetes' runAsNonRoot)
+IMAGE_UID = 10001
+REST_PORT = 50071          # the chart's and BBSim's v1 REST port
+VXLAN_PORT = 4789
+#: The RG's side of the VXLAN segment: another loopback address of the namespace, where oltsim sends
+RG_ADDRESS = "127.0.0.2"
+VXLAN_FLAGS = 0x08000000   # RFC 7348: the I flag
+EAPOL_GROUP = bytes.fromhex("0180c2000003")
+ETH_EAPOL = 0x888E
+CLONE_NEWNET = 0x40000000
+
+
+def _skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root (podman's rootful storage, network namespaces)"
+    missing = [package for tool, package in TOOLS.items() if shutil.which(tool) is None]
+    if not missing:
+        return None
+    if os.environ.get(INSTALL_VARIABLE) != "1":
+        return f"needs {', '.join(missing)} (apt-get install, or {INSTALL_VARIABLE}=1 to let the tests install them)"
+    done = subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
+                          capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+    if done.returncode != 0:
+        return f"apt-get install {' '.join(missing)} failed: {done.stderr.strip()[-300:]}"
+    return None
+
+
+class Podman:
+    """podman with its storage under `root`: vfs (no overlay mount needed), cgroupfs, runc (crun refuses the hybrid
+    cgroup hierarchies some VMs have), events in a file (no journald)."""
+
+    def __init__(self, root: Path):
+        self.command = ["podman", "--root", str(root / "storage"), "--runroot", str(root / "run"),
+                        "--storage-driver", "vfs", "--cgroup-manager", "cgroupfs", "--events-backend", "file",
+                        "--runtime", "runc"]
+
+    def __call__(self, *arguments: str, timeout: float = 120.0, check: bool = True,
+                 log: Path | None = None) -> subprocess.CompletedProcess:
+        if log is not None:
+            with log.open("w") as out:
+                done = subprocess.run([*self.command, *arguments], stdout=out, stderr=subprocess.STDOUT,
+                                      text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+            if check and done.returncode != 0:
+                tail = "\n".join(log.read_text().splitlines()[-40:])
+                raise AssertionError(f"podman {arguments[0]} exited {done.returncode}:\n{tail}")
+            return done
+        done = subprocess.run([*self.command, *arguments], capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+        if check and done.returncode != 0:
+            raise AssertionError(f"podman {' '.join(arguments[:2])} exited {done.returncode}: {done.stderr[-2000:]}")
+        return done
+
+    def run_options(self) -> list[str]:
+        """What every container is run with: limits no higher than this process's (podman's own defaults raise
+        them, which a host without CAP_SYS_RESOURCE refuses)."""
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        files = min(soft, 65536)
+        return ["--ulimit", f"nofile={files}:{files}", "--ulimit", "nproc=4096:4096"]
+
+
+@pytest.fixture(scope="module")
+def podman(tmp_path_factory):
+    reason = _skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    root = tmp_path_factory.mktemp("podman")
+    tool = Podman(root)
+    yield tool
+    tool("rm", "--all", "--force", "--time", "0", check=False)
+    tool("rmi", "--all", "--force", check=False)
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def _stand_in_base(podman: Podman, work: Path) -> str:
+    """Debian bookworm with Python 3.11, the host's CA bundle and PIP_CERT naming it, imported as BASE."""
+    if not CA_BUNDLE.exists():
+        pytest.skip(f"no CA bundle at {CA_BUNDLE} to give the image's pip (SSL_CERT_FILE names another)")
+    rootfs = work / "base.tar"
+    log = work / "mmdebstrap.log"
+    with log.open("w") as out:
+        done = subprocess.run(["mmdebstrap", "--variant=minbase", f"--include={BASE_PACKAGES}",
+                               f"--customize-hook=upload {CA_BUNDLE} /etc/ssl/certs/ca-certificates.crt",
+                               "--format=tar", "bookworm", str(rootfs), DEBIAN_MIRROR],
+                              stdout=out, stderr=subprocess.STDOUT, timeout=BASE_TIMEOUT, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, "mmdebstrap failed:\n" + "\n".join(log.read_text().splitlines()[-30:])
+    podman("import", "--change", "ENV PIP_CERT=/etc/ssl/certs/ca-certificates.crt",
+           "--change", "ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt", str(rootfs), BASE, timeout=300)
+    rootfs.unlink()
+    return BASE
+
+
+@pytest.fixture(scope="module")
+def image(podman, tmp_path_factory) -> str:
+    """deploy/Dockerfile built from the repository (its .dockerignore's context), tagged IMAGE."""
+    work = tmp_path_factory.mktemp("image")
+    base = os.environ.get("OLTSIM_TEST_BASE_IMAGE") or _stand_in_base(podman, work)
+    podman("build", "--network", "host", "--isolation", "chroot", "--build-arg", f"PYTHON_IMAGE={base}",
+           "--file", str(DOCKERFILE), "--tag", IMAGE, str(REPO), timeout=BUILD_TIMEOUT, log=work / "build.log")
+    return IMAGE
+
+
+@pytest.fixture
+def netns():
+    """A network namespace of the test's own with its loopback up: its path, for podman's `--network ns:`."""
+    name = f"oltimg{uuid.uuid4().hex[:8]}"
+    subprocess.run(["ip", "netns", "add", name], check=True, timeout=30)
+    try:
+        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True, timeout=30)
+        yield Path("/run/netns") / name
+    finally:
+        subprocess.run(["ip", "netns", "delete", name], timeout=30)
+
+
+def in_netns(path: Path, call):
+    """`call()` on a thread moved into the network namespace at `path` (setns: the sockets it makes are the
+    namespace's); its result, or its exception raised here."""
+    outcome = {}
+
+    def moved():
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            with open(path) as namespace:
+                if libc.setns(namespace.fileno(), CLONE_NEWNET) != 0:
+                    raise OSError(ctypes.get_errno(), f"setns {path}")
+            outcome["value"] = call()
+        except BaseException as exc:  # handed to the caller
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=moved)
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def rest_get(path: Path, url: str, port: int = REST_PORT):
+    """GET `url` on 127.0.0.1:`port` in the namespace: (status, JSON)."""
+    def get():
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        try:
+            connection.request("GET", url)
+            answer = connection.getresponse()
+            return answer.status, json.loads(answer.read() or b"null")
+        finally:
+            connection.close()
+    return in_netns(path, get)
+
+
+def wait_serving(podman: Podman, container: str, path: Path, url: str) -> dict:
+    """Until GET `url` answers 200 in the namespace (bounded); its JSON. The container's log in the error."""
+    deadline = time.monotonic() + START_TIMEOUT
+    last = None
+    while time.monotonic() < deadline:
+        state = podman("inspect", "--format", "{{.State.Status}}", container).stdout.strip()
+        if state not in ("running", "created", "configured"):
+            break
+        try:
+            status, body = rest_get(path, url)
+            if status == 200:
+                return body
+            last = (status, body)
+        except OSError as exc:
+            last = exc
+        time.sleep(0.5)
+    logs = podman("logs", container, check=False)
+    pytest.fail(f"GET {url} did not answer 200 within {START_TIMEOUT:g} s (last: {last!r}); container "
+                f"{state}:\n{(logs.stdout + logs.stderr)[-4000:]}")
+
+
+def process_status(podman: Podman, container: str) -> dict[str, str]:
+    """/proc/PID/status of the container's first process, as the host sees it."""
+    pid = podman("inspect", "--format", "{{.State.Pid}}", container).stdout.strip()
+    with open(f"/proc/{pid}/status", encoding="ascii") as status:
+        return dict(line.rstrip("\n").split(":\t", 1) for line in status if ":\t" in line)
+
+
+def stop(podman: Podman, container: str) -> int:
+    """`podman stop` (SIGTERM, SIGKILL after 10 s) and the exit code: 0 only if the process ended on SIGTERM."""
+    podman("stop", "--time", "10", container, timeout=60)
+    return int(podman("inspect", "--format", "{{.State.ExitCode}}", container).stdout.strip())
+
+
+def chart_run_options(helm_path: str, config_dir: Path, *values: str) -> tuple[list[str], list[str], int]:
+    """`helm template` of deploy/helm/oltsim with `values`: the first OLT's ConfigMap files written to `config_dir`,
+    and its Deployment's container as podman options and arguments (securityContext, the config mount read-only,
+    /tmp writable), with the OLT's id."""
+    docs = documents(helm_path, *values)
+    (deployment,) = of_kind(docs, "Deployment")[:1]
+    (config,) = of_kind(docs, "ConfigMap")[:1]
+    for name, text in config["data"].items():
+        (config_dir / name).write_text(text)
+    olt_id = yaml.safe_load(config["data"]["oltsim.yaml"])["olt"]["id"]
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    security = container["securityContext"]
+    options = []
+    if security.get("readOnlyRootFilesystem"):
+        options.append("--read-only")
+    for capability in security.get("capabilities", {}).get("drop", []):
+        options += ["--cap-drop", capability]
+    if security.get("allowPrivilegeEscalation") is False:
+        options += ["--security-opt", "no-new-privileges"]
+    user = pod.get("securityContext", {})
+    if user.get("runAsUser") is not None:
+        group = user.get("runAsGroup")
+        options += ["--user", f"{user['runAsUser']}" + ("" if group is None else f":{group}")]
+    volumes = {volume["name"]: volume for volume in pod["volumes"]}
+    for mount in container["volumeMounts"]:
+        volume = volumes[mount["name"]]
+        if "configMap" in volume:
+            options += ["--volume", f"{config_dir}:{mount['mountPath']}:ro"]
+        elif "emptyDir" in volume:
+            options += ["--tmpfs", mount["mountPath"]]
+        else:
+            raise AssertionError(f"a volume this test does not stand in for: {volume}")
+    return options, list(container.get("args", [])), olt_id
+
+
+def eapol_start(mac: bytes) -> bytes:
+    """An RG's EAPOL-Start, untagged, padded to 60 octets."""
+    return (EAPOL_GROUP + mac + ETH_EAPOL.to_bytes(2, "big") + bytes([1, 1, 0, 0])).ljust(60, b"\0")
+
+
+def rg_exchange(vni: int, mac: bytes) -> bytes | None:
+    """(in the namespace) An RG at RG_ADDRESS sends EAPOL-Starts on `vni` to oltsim's VXLAN port until the
+    EAP-Request comes back over VXLAN (bounded; the built-in adapter brings the ONU up first); then a datagram whose
+    VXLAN header lacks the I flag. The EAP frame, None if none came."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rg:
+        rg.bind((RG_ADDRESS, VXLAN_PORT))
+        rg.settimeout(0.5)
+        header = struct.pack("!II", VXLAN_FLAGS, vni << 8)
+        answer, deadline = None, time.monotonic() + RG_TIMEOUT
+        while answer is None and time.monotonic() < deadline:
+            rg.sendto(header + eapol_start(mac), ("127.0.0.1", VXLAN_PORT))
+            try:
+                while answer is None:
+                    datagram, source = rg.recvfrom(65535)
+                    frame = datagram[8:]
+                    if (datagram[:8] == header and source[0] == "127.0.0.1" and frame[:6] == mac
+                            and frame[12:14] == ETH_EAPOL.to_bytes(2, "big") and frame[15] == 0):
+                        answer = frame
+            except socket.timeout:
+                continue
+        rg.sendto(struct.pack("!II", 0, vni << 8) + eapol_start(mac), ("127.0.0.1", VXLAN_PORT))
+    return answer
+
+
+def test_the_image_runs_as_the_charts_deployment_runs_it_with_the_data_plane_over_vxlan(
+        podman, image, helm, netns, tmp_path):
+    """The chart rendered with the data plane on (OLT id 10, 16 ONUs, the built-in adapter, VXLAN listening on
+    loopback): the image run with the Deployment's args, securityContext and mounts serves REST as that OLT, as its
+    numeric non-root user with no capability and no new privileges on a read-only root; an RG's EAPOL-Start on its
+    UNI's VNI is answered over VXLAN with the EAP-Request/Identity, a datagram without the VXLAN I flag is counted
+    and dropped; SIGTERM stops it with exit status 0."""
+    config_dir = tmp_path / "config"
+    config_dir.mkdir()
+    options, arguments, olt_id = chart_run_options(
+        helm, config_dir, "--set", "firstOltId=10", "--set", "olt.onu=16", "--set", "olt.adapter=builtin",
+        "--set", "dataplane.enabled=true", "--set", "dataplane.vxlanListen=127.0.0.1")
+    assert olt_id == 10
+    assert "--read-only" in options and ["--cap-drop", "ALL"] == options[options.index("--cap-drop"):][:2]
+    name = f"olt-{uuid.uuid4().hex[:8]}"
+    podman("run", "--detach", "--name", name, "--network", f"ns:{netns}", *podman.run_options(), *options, image,
+           *arguments)
+    olt = wait_serving(podman, name, netns, "/v1/olt")
+    assert (olt["ID"], olt["SerialNumber"]) == (10, "BBSIM_OLT_10"), olt
+    fields = process_status(podman, name)
+    assert fields["Uid"].split()[0] == str(IMAGE_UID), fields["Uid"]
+    assert int(fields["CapEff"], 16) == 0 and int(fields["CapBnd"], 16) == 0 and fields["NoNewPrivs"] == "1"
+    status, onus = rest_get(netns, "/v1/olt/onus")
+    serials = [onu["SerialNumber"] for onu in onus["items"]]
+    assert status == 200 and serials == [f"BBSM000a00{n:02x}" for n in range(1, 17)], serials
+    status, counters = rest_get(netns, "/v1/dataplane")
+    assert status == 200, counters
+    (uni,) = [entry for entry in counters["interfaces"].values() if "serial" in entry]
+    assert (uni["kind"], uni["vni"], uni["serial"]) == ("vxlan", 1000, "BBSM000a0001"), uni
+    answer = in_netns(netns, lambda: rg_exchange(uni["vni"], bytes.fromhex(uni["mac"].replace(":", ""))))
+    logs = podman("logs", name, check=False)
+    assert answer is not None, f"no EAP-Request over VXLAN within {RG_TIMEOUT:g} s:\n{logs.stdout[-4000:]}"
+    assert (answer[18], answer[22]) == (1, 1)          # EAP code Request, type Identity
+    deadline = time.monotonic() + 10
+    while True:
+        status, counters = rest_get(netns, "/v1/dataplane")
+        if counters["vxlan"]["dropped"].get("vxlan-bad-header") or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert counters["vxlan"]["dropped"].get("vxlan-bad-header") == 1, counters["vxlan"]
+    uni = counters["interfaces"][next(n for n, e in counters["interfaces"].items() if "serial" in e)]
+    assert (uni["remote"], uni["remote_learned"]) == (RG_ADDRESS, True), uni
+    assert stop(podman, name) == 0, podman("logs", name, check=False).stdout[-4000:]
+
+
+def test_the_image_runs_bbsims_command_line_as_voltha_s_bbsim_chart_does(podman, image, netns):
+    """`/app/bbsim -olt_id 10 -pon 2 -onu 16 -services configs/services.yaml` from the image's working directory, as
+    VOLTHA's bbsim chart starts BBSim: the OLT on BBSim's ports with its 32 ONUs under BBSim's serials; SIGTERM
+    stops it with exit status 0."""
+    name = f"bbsim-{uuid.uuid4().hex[:8]}"
+    podman("run", "--detach", "--name", name, "--network", f"ns:{netns}", *podman.run_options(), "--read-only",
+           "--tmpfs", "/tmp", "--cap-drop", "ALL", "--entrypoint", "/app/bbsim", image,
+           "-olt_id", "10", "-pon", "2", "-onu", "16", "-services", "configs/services.yaml")
+    olt = wait_serving(podman, name, netns, "/v1/olt")
+    assert (olt["ID"], olt["SerialNumber"]) == (10, "BBSIM_OLT_10"), olt
+    status, onus = rest_get(netns, "/v1/olt/onus")
+    serials = sorted(onu["SerialNumber"] for onu in onus["items"])
+    assert status == 200 and serials == sorted(f"BBSM000a{pon:02x}{n:02x}" for pon in (0, 1) for n in range(1, 17))
+    assert stop(podman, name) == 0, podman("logs", name, check=False).stdout[-4000:]
