@@ -2,7 +2,7 @@
 (its rendered args, securityContext and mounts: read-only root, no capability, no new privileges, the ConfigMap's
 oltsim.yaml at /etc/oltsim, /tmp writable) and the way VOLTHA's bbsim chart runs BBSim (`/app/bbsim -olt_id ...`):
 each in a network namespace of the test's own, which holds the container's listeners (the chart's ports on every
-address) and the test's clients.
+address) and the test's clients. Then docs/dataplane.md's RG pod, its container run beside such an OLT.
 
 Needs root, podman (it builds and runs OCI images with no daemon), runc and mmdebstrap: installed with apt-get when
 OLTSIM_TEST_INSTALL=1 (CI), else the tests skip with the reason; `-m "not image"` leaves them out. The Dockerfile's
@@ -142,10 +142,15 @@ def _stand_in_base(podman: Podman, work: Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def image(podman, tmp_path_factory) -> str:
+def base(podman, tmp_path_factory) -> str:
+    """What the image is built from: OLTSIM_TEST_BASE_IMAGE, or the stand-in made here."""
+    return os.environ.get("OLTSIM_TEST_BASE_IMAGE") or _stand_in_base(podman, tmp_path_factory.mktemp("base"))
+
+
+@pytest.fixture(scope="module")
+def image(podman, base, tmp_path_factory) -> str:
     """deploy/Dockerfile built from the repository (its .dockerignore's context), tagged IMAGE."""
     work = tmp_path_factory.mktemp("image")
-    base = os.environ.get("OLTSIM_TEST_BASE_IMAGE") or _stand_in_base(podman, work)
     podman("build", "--network", "host", "--isolation", "chroot", "--build-arg", f"PYTHON_IMAGE={base}",
            "--file", str(DOCKERFILE), "--tag", IMAGE, str(REPO), timeout=BUILD_TIMEOUT, log=work / "build.log")
     return IMAGE
@@ -357,3 +362,105 @@ def test_the_image_runs_bbsims_command_line_as_voltha_s_bbsim_chart_does(podman,
     serials = sorted(onu["SerialNumber"] for onu in onus["items"])
     assert status == 200 and serials == sorted(f"BBSM000a{pon:02x}{n:02x}" for pon in (0, 1) for n in range(1, 17))
     assert stop(podman, name) == 0, podman("logs", name, check=False).stdout[-4000:]
+
+
+# ---- the RG pod of docs/dataplane.md -----------------------------------------------------------------------------
+
+DOCS = REPO / "docs" / "dataplane.md"
+RG_IMAGE = "localhost/oltsim-image-test-rg:bookworm"
+#: what the chart's OLT Service name resolves to in the RG's container: the OLT's namespace's end of their veth
+OLT_ADDRESS, RG_POD_ADDRESS = "10.77.1.1", "10.77.1.2"
+BNG_SIDE, BNG_ADDRESS = "10.77.2.1", "10.77.2.2"
+SERVER = "10.201.0.1"
+LEASE_TIMEOUT = 120.0
+
+
+def rg_pod() -> dict:
+    """The RG pod manifest of docs/dataplane.md ("As a Kubernetes pod"), as written there."""
+    text = DOCS.read_text()
+    blocks = [block.split("\n", 1)[1] for block in text.split("```yaml")[1:]]
+    (pod,) = [yaml.safe_load(block.split("```")[0]) for block in blocks if "kind: Pod" in block]
+    return pod
+
+
+def test_the_rg_pod_of_the_docs_authenticates_and_takes_a_lease_through_the_charts_oltsim(
+        podman, base, image, helm, tmp_path):
+    """docs/dataplane.md's RG pod, its container run by podman with the manifest's command, script and
+    securityContext, next to the image run as the chart runs it (dataplane.enabled, olt.adapter=builtin, as the
+    docs say) and a DHCP server on the untagged NNI's VNI: the RG's vx0 towards the OLT's Service name
+    authenticates (EAP-MD5) and gets a lease, and pings the server. The pod and the OLT are two network namespaces
+    joined by a veth only; the manifest's first line (apt-get) runs when its stand-in image is built, the rest in
+    the container. podman's default capabilities lack NET_RAW, which containerd's (Kubernetes') hold: it is added."""
+    from netlab import Lab, LabUnavailable, require
+    from test_dataplane import DHCP_OK, EAP_OK
+    from test_dataplane_vxlan_kernel import kernel_vxlan, quiet_netns, veth
+
+    try:
+        require("dnsmasq", "ping")
+    except LabUnavailable as exc:
+        pytest.skip(str(exc))
+    pod = rg_pod()
+    (container,) = pod["spec"]["containers"]
+    script = container["args"][0]
+    install, rest = script.split("\n", 1)
+    assert install.startswith("apt-get "), install
+    service_host = next(line.split("getent hosts ")[1].split()[0] for line in rest.splitlines() if "getent" in line)
+    work = tmp_path / "rg-image"
+    work.mkdir()
+    # the manifest's debian:bookworm-slim stood in for by the image's bookworm base, as the image's base is
+    (work / "Containerfile").write_text(f"FROM {base}\nRUN {install}\n")
+    podman("build", "--network", "host", "--isolation", "chroot", "--tag", RG_IMAGE, str(work),
+           timeout=BUILD_TIMEOUT, log=work / "build.log")
+
+    lab = Lab(tmp_path)
+    p = lab.prefix
+    olt_name, rg_name = f"olt-{p}", f"rg-{p}"
+    try:
+        olt_ns, rg_ns, bng_ns = (quiet_netns(lab, f"{p}{n}") for n in ("olt", "rg", "bng"))
+        veth(olt_ns, f"{p}o1", f"{OLT_ADDRESS}/24", rg_ns, "eth0", f"{RG_POD_ADDRESS}/24")
+        veth(olt_ns, f"{p}o2", f"{BNG_SIDE}/24", bng_ns, f"{p}b", f"{BNG_ADDRESS}/24")
+        config_dir = tmp_path / "config"
+        config_dir.mkdir()
+        options, arguments, _ = chart_run_options(helm, config_dir, "--set", "dataplane.enabled=true",
+                                                  "--set", "olt.adapter=builtin")
+        olt_path = Path("/run/netns") / olt_ns
+        podman("run", "--detach", "--name", olt_name, "--network", f"ns:{olt_path}", *podman.run_options(),
+               *options, image, *arguments)
+        wait_serving(podman, olt_name, olt_path, "/v1/olt")
+        # the BNG's stand-in: a DHCP server on the untagged NNI's VNI, sending once so that oltsim learns it
+        kernel_vxlan(bng_ns, f"{p}vx", 2, BNG_SIDE, VXLAN_PORT, f"{SERVER}/16")
+        lab.dnsmasq(bng_ns, f"{p}vx", "10.201.1.1", "10.201.1.254")
+        subprocess.run(["ip", "netns", "exec", bng_ns, "ping", "-b", "-c", "1", "-W", "1", "10.201.255.255"],
+                       capture_output=True, timeout=30)
+        security = container.get("securityContext", {})
+        rg_options = [f"--cap-add={cap}" for cap in security.get("capabilities", {}).get("add", [])]
+        if security.get("allowPrivilegeEscalation") is False:
+            rg_options += ["--security-opt", "no-new-privileges"]
+        podman("run", "--detach", "--name", rg_name, "--network", f"ns:/run/netns/{rg_ns}", *podman.run_options(),
+               "--cap-add=NET_RAW", *rg_options, "--add-host", f"{service_host}:{OLT_ADDRESS}",
+               "--entrypoint", container["command"][0], RG_IMAGE, *container["command"][1:], rest)
+        address = None
+        deadline = time.monotonic() + LEASE_TIMEOUT
+        while address is None and time.monotonic() < deadline:
+            state = podman("inspect", "--format", "{{.State.Status}}", rg_name).stdout.strip()
+            if state != "running":
+                break
+            address = lab.address(rg_ns, "vx0")
+            time.sleep(0.5)
+        logs = podman("logs", rg_name, check=False)
+        assert address is not None and address.startswith("10.201.1."), \
+            f"the RG's vx0 got no lease (container {state}):\n{(logs.stdout + logs.stderr)[-3000:]}"
+        pinged = subprocess.run(["ip", "netns", "exec", rg_ns, "ping", "-c", "3", "-W", "2", SERVER],
+                                capture_output=True, text=True, timeout=30)
+        assert pinged.returncode == 0, pinged.stdout + pinged.stderr
+        status, onus = rest_get(olt_path, "/v1/olt/onus")
+        states = [(s["EapolState"], s["DhcpState"]) for onu in onus["items"] for uni in onu.get("unis", ())
+                  for s in uni.get("services", ())]
+        assert states and states[0] == (EAP_OK, DHCP_OK), states
+        status, counters = rest_get(olt_path, "/v1/dataplane")
+        (uni,) = [entry for entry in counters["interfaces"].values() if "serial" in entry]
+        assert (uni["remote"], uni["remote_learned"]) == (RG_POD_ADDRESS, True), uni
+    finally:
+        for name in (rg_name, olt_name):
+            podman("rm", "--force", "--time", "2", name, check=False)
+        lab.close()
