@@ -15,8 +15,6 @@ Podman keeps its images under the test's temporary directory (vfs storage), remo
 from __future__ import annotations
 
 import ctypes
-import http.client
-import json
 import os
 import resource
 import shutil
@@ -31,6 +29,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from test_daemon import rest_get_json
+from test_deb import eap_over_vxlan, eapol_start
 from test_helm_dataplane import documents, helm, of_kind  # noqa: F401 (helm: the fixture)
 
 pytestmark = pytest.mark.image
@@ -55,9 +55,6 @@ REST_PORT = 50071          # the chart's and BBSim's v1 REST port
 VXLAN_PORT = 4789
 #: The RG's side of the VXLAN segment: another loopback address of the namespace, where oltsim sends
 RG_ADDRESS = "127.0.0.2"
-VXLAN_FLAGS = 0x08000000   # RFC 7348: the I flag
-EAPOL_GROUP = bytes.fromhex("0180c2000003")
-ETH_EAPOL = 0x888E
 CLONE_NEWNET = 0x40000000
 
 
@@ -193,15 +190,7 @@ def in_netns(path: Path, call):
 
 def rest_get(path: Path, url: str, port: int = REST_PORT):
     """GET `url` on 127.0.0.1:`port` in the namespace: (status, JSON)."""
-    def get():
-        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
-        try:
-            connection.request("GET", url)
-            answer = connection.getresponse()
-            return answer.status, json.loads(answer.read() or b"null")
-        finally:
-            connection.close()
-    return in_netns(path, get)
+    return in_netns(path, lambda: rest_get_json(port, url))
 
 
 def wait_serving(podman: Podman, container: str, path: Path, url: str) -> dict:
@@ -274,31 +263,13 @@ def chart_run_options(helm_path: str, config_dir: Path, *values: str) -> tuple[l
     return options, list(container.get("args", [])), olt_id
 
 
-def eapol_start(mac: bytes) -> bytes:
-    """An RG's EAPOL-Start, untagged, padded to 60 octets."""
-    return (EAPOL_GROUP + mac + ETH_EAPOL.to_bytes(2, "big") + bytes([1, 1, 0, 0])).ljust(60, b"\0")
-
-
 def rg_exchange(vni: int, mac: bytes) -> bytes | None:
     """(in the namespace) An RG at RG_ADDRESS sends EAPOL-Starts on `vni` to oltsim's VXLAN port until the
-    EAP-Request comes back over VXLAN (bounded; the built-in adapter brings the ONU up first); then a datagram whose
-    VXLAN header lacks the I flag. The EAP frame, None if none came."""
+    EAP-Request comes back over VXLAN (test_deb.eap_over_vxlan), then a datagram whose VXLAN header lacks the I
+    flag. The EAP frame, None if none came."""
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rg:
         rg.bind((RG_ADDRESS, VXLAN_PORT))
-        rg.settimeout(0.5)
-        header = struct.pack("!II", VXLAN_FLAGS, vni << 8)
-        answer, deadline = None, time.monotonic() + RG_TIMEOUT
-        while answer is None and time.monotonic() < deadline:
-            rg.sendto(header + eapol_start(mac), ("127.0.0.1", VXLAN_PORT))
-            try:
-                while answer is None:
-                    datagram, source = rg.recvfrom(65535)
-                    frame = datagram[8:]
-                    if (datagram[:8] == header and source[0] == "127.0.0.1" and frame[:6] == mac
-                            and frame[12:14] == ETH_EAPOL.to_bytes(2, "big") and frame[15] == 0):
-                        answer = frame
-            except socket.timeout:
-                continue
+        answer = eap_over_vxlan(rg, vni, mac, ("127.0.0.1", VXLAN_PORT), RG_TIMEOUT)
         rg.sendto(struct.pack("!II", 0, vni << 8) + eapol_start(mac), ("127.0.0.1", VXLAN_PORT))
     return answer
 

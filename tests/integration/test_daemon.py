@@ -55,6 +55,17 @@ def listening(port: int) -> bool:
     return True
 
 
+def rest_get_json(port: int, path: str, timeout: float = 5.0) -> tuple[int, dict]:
+    """GET ``path`` on 127.0.0.1:``port``: status and JSON body."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        return response.status, json.loads(response.read() or b"null")
+    finally:
+        connection.close()
+
+
 class DaemonProcess:
     """A started oltsim process on loopback ports: its log, REST reads and the wait until it serves. Subclasses
     start the process (`self.process`, `self.ports`, `self.log_path`, `self._log`)."""
@@ -69,13 +80,7 @@ class DaemonProcess:
 
     def rest_get(self, path: str, timeout: float = 5.0, surface: str = "rest-v1") -> tuple[int, dict]:
         """GET ``path`` on the REST listener ``surface`` (rest-v1, rest-v0, sadis): status and JSON body."""
-        connection = http.client.HTTPConnection("127.0.0.1", self.ports[surface], timeout=timeout)
-        try:
-            connection.request("GET", path)
-            response = connection.getresponse()
-            return response.status, json.loads(response.read() or b"null")
-        finally:
-            connection.close()
+        return rest_get_json(self.ports[surface], path, timeout)
 
     def engine(self, server: str) -> str | None:
         """The engine the gRPC server `server` said it started on (its grpc-server-started line), or None."""

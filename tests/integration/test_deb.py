@@ -471,6 +471,31 @@ def eapol_start(mac: bytes) -> bytes:
     return (EAPOL_GROUP + mac + ETH_EAPOL.to_bytes(2, "big") + bytes([1, 1, 0, 0])).ljust(60, b"\0")
 
 
+def eap_over_vxlan(rg, vni: int, mac: bytes, oltsim: tuple[str, int], timeout: float = RG_TIMEOUT) -> bytes | None:
+    """EAPOL-Starts from the RG's bound UDP socket `rg` on `vni` to `oltsim` (address, port) until the
+    authenticator's EAP frame to `mac` comes back from that address with the same VXLAN header (bounded: the
+    built-in adapter brings the ONU up and installs the EAPOL trap first); the frame, None if none came."""
+    import socket
+    import struct
+    import time
+
+    rg.settimeout(0.5)
+    header = struct.pack("!II", VXLAN_FLAGS, vni << 8)
+    answer, deadline = None, time.monotonic() + timeout
+    while answer is None and time.monotonic() < deadline:
+        rg.sendto(header + eapol_start(mac), oltsim)
+        try:
+            while answer is None:
+                datagram, source = rg.recvfrom(65535)
+                frame = datagram[8:]
+                if (datagram[:8] == header and source[0] == oltsim[0] and frame[:6] == mac
+                        and frame[12:14] == ETH_EAPOL.to_bytes(2, "big") and frame[15] == 0):
+                    answer = frame
+        except socket.timeout:
+            continue
+    return answer
+
+
 @pytest.mark.deb
 @pytest.mark.skipif(SKIP_REASON is not None, reason=str(SKIP_REASON))
 def test_the_packaged_unit_runs_the_data_plane_over_vxlan_without_privilege(packages, machine):
@@ -479,8 +504,6 @@ def test_the_packaged_unit_runs_the_data_plane_over_vxlan_without_privilege(pack
     port on the UNI's VNI is answered, over VXLAN, by the authenticator's EAP-Request/Identity to the RG's address,
     which GET /v1/dataplane shows as the UNI's learned remote."""
     import socket
-    import struct
-    import time
 
     run("dpkg", "--install", packages["first"], timeout=DPKG_TIMEOUT)
     port = free_udp_port()
@@ -497,21 +520,7 @@ def test_the_packaged_unit_runs_the_data_plane_over_vxlan_without_privilege(pack
     mac = bytes.fromhex(uni["mac"].replace(":", ""))
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as rg:
         rg.bind((RG_ADDRESS, port))
-        rg.settimeout(0.5)
-        header = struct.pack("!II", VXLAN_FLAGS, uni["vni"] << 8)
-        answer, deadline = None, time.monotonic() + RG_TIMEOUT
-        while answer is None and time.monotonic() < deadline:
-            # until the built-in adapter has brought the ONU up and installed the EAPOL trap flow
-            rg.sendto(header + eapol_start(mac), ("127.0.0.1", port))
-            try:
-                while answer is None:
-                    datagram, source = rg.recvfrom(65535)
-                    frame = datagram[8:]
-                    if (datagram[:8] == header and source[0] == "127.0.0.1" and frame[:6] == mac
-                            and frame[12:14] == ETH_EAPOL.to_bytes(2, "big") and frame[15] == 0):
-                        answer = frame
-            except socket.timeout:
-                continue
+        answer = eap_over_vxlan(rg, uni["vni"], mac, ("127.0.0.1", port))
     assert answer is not None, f"no EAP-Request over VXLAN within {RG_TIMEOUT:g} s:\n{daemon.log}"
     assert (answer[18], answer[22]) == (1, 1)          # EAP code Request, type Identity
     status, counters = daemon.rest_get("/v1/dataplane")
