@@ -29,6 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from headless import APT_TIMEOUT, INSTALL_VARIABLE, _apt, install_allowed
 from test_daemon import rest_get_json
 from test_deb import eap_over_vxlan, eapol_start
 from test_helm_dataplane import documents, helm, of_kind  # noqa: F401 (helm: the fixture)
@@ -44,7 +45,6 @@ BASE_PACKAGES = "python3.11,python3-venv,python-is-python3,ca-certificates"
 DEBIAN_MIRROR = os.environ.get("OLTSIM_TEST_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 CA_BUNDLE = Path(os.environ.get("SSL_CERT_FILE") or "/etc/ssl/certs/ca-certificates.crt")
 TOOLS = {"podman": "podman", "runc": "runc", "mmdebstrap": "mmdebstrap"}
-INSTALL_VARIABLE = "OLTSIM_TEST_INSTALL"
 BASE_TIMEOUT = 600.0
 BUILD_TIMEOUT = 1500.0     # pip downloads on a cold cache, vfs copies of every layer
 START_TIMEOUT = 90.0
@@ -64,14 +64,13 @@ def _skip_reason() -> str | None:
     missing = [package for tool, package in TOOLS.items() if shutil.which(tool) is None]
     if not missing:
         return None
-    if os.environ.get(INSTALL_VARIABLE) != "1":
+    if not install_allowed():
         return f"needs {', '.join(missing)} (apt-get install, or {INSTALL_VARIABLE}=1 to let the tests install them)"
-    done = subprocess.run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *missing],
-                          capture_output=True, text=True, timeout=900,
-                          env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
-    if done.returncode != 0:
-        return f"apt-get install {' '.join(missing)} failed: {done.stderr.strip()[-300:]}"
-    return None
+    install = ["install", "-y", "--no-install-recommends", *missing]
+    failure = _apt(install, APT_TIMEOUT) and (_apt(["update"], APT_TIMEOUT) or _apt(install, APT_TIMEOUT))
+    still = [tool for tool in TOOLS if shutil.which(tool) is None]
+    return failure or (f"apt-get installed {', '.join(missing)}, yet {', '.join(still)} is not on PATH"
+                       if still else None)
 
 
 class Podman:
