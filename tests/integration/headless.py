@@ -52,6 +52,13 @@ def _apt(arguments: list[str], timeout: float) -> str | None:
     return None
 
 
+def apt_install(packages, timeout: float = APT_TIMEOUT) -> str | None:
+    """`apt-get install -y --no-install-recommends packages`, again after `apt-get update` if the first try fails;
+    None on success, else why it failed."""
+    install = ["install", "-y", "--no-install-recommends", *packages]
+    return _apt(install, timeout) and (_apt(["update"], timeout) or _apt(install, timeout))
+
+
 def install_allowed() -> bool:
     """Whether the person running the tests allowed them to install system packages (OLTSIM_TEST_INSTALL=1)."""
     return os.environ.get(INSTALL_VARIABLE) == "1"
@@ -70,10 +77,7 @@ def install_chromium(timeout: float = APT_TIMEOUT) -> None:
                                  "(apt-get install -y chromium chromium-driver)")
     if shutil.which("apt-get") is None:
         raise BrowserUnavailable("chromium and chromium-driver are not installed and apt-get is not available")
-    install = ["install", "-y", "--no-install-recommends", *PACKAGES]
-    if _apt(install, timeout) is None:
-        return
-    failure = _apt(["update"], timeout) or _apt(install, timeout)
+    failure = apt_install(PACKAGES, timeout)
     if failure is not None:
         raise BrowserUnavailable(f"cannot install chromium: {failure}")
 

@@ -18,7 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from headless import _apt, install_allowed, INSTALL_VARIABLE, APT_TIMEOUT
+from headless import apt_install, install_allowed, INSTALL_VARIABLE
 
 #: program -> the Debian package that has it
 #: (dnsmasq-base: the program without the system service, which would take port 53 on a machine with systemd)
@@ -59,8 +59,7 @@ def require(*programs: str) -> None:
                              f"{INSTALL_VARIABLE}=1 to let the tests install them as root)")
     if shutil.which("apt-get") is None:
         raise LabUnavailable(f"{', '.join(missing)} not installed and apt-get is not available")
-    install = ["install", "-y", "--no-install-recommends", *missing]
-    failure = _apt(install, APT_TIMEOUT) and (_apt(["update"], APT_TIMEOUT) or _apt(install, APT_TIMEOUT))
+    failure = apt_install(missing)
     if failure:
         raise LabUnavailable(f"cannot install {', '.join(missing)}: {failure}")
     still = [p for p in programs if _which(p) is None]

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from headless import APT_TIMEOUT, INSTALL_VARIABLE, _apt, install_allowed
+from headless import INSTALL_VARIABLE, apt_install, install_allowed
 from test_daemon import rest_get_json
 from test_deb import eap_over_vxlan, eapol_start
 from test_helm_dataplane import documents, helm, of_kind  # noqa: F401 (helm: the fixture)
@@ -66,8 +66,7 @@ def _skip_reason() -> str | None:
         return None
     if not install_allowed():
         return f"needs {', '.join(missing)} (apt-get install, or {INSTALL_VARIABLE}=1 to let the tests install them)"
-    install = ["install", "-y", "--no-install-recommends", *missing]
-    failure = _apt(install, APT_TIMEOUT) and (_apt(["update"], APT_TIMEOUT) or _apt(install, APT_TIMEOUT))
+    failure = apt_install(missing)
     still = [tool for tool in TOOLS if shutil.which(tool) is None]
     return failure or (f"apt-get installed {', '.join(missing)}, yet {', '.join(still)} is not on PATH"
                        if still else None)

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from headless import APT_TIMEOUT, INSTALL_VARIABLE, _apt, install_allowed
+from headless import INSTALL_VARIABLE, apt_install, install_allowed
 
 PACKAGE = "tshark"
 #: Seconds one tshark run may take (a capture of a 2x16 bring-up is about 40,000 packets).
@@ -26,8 +26,7 @@ def ensure_tshark() -> str:
                     f"tests install it as root)")
     if not hasattr(os, "geteuid") or os.geteuid() != 0 or shutil.which("apt-get") is None:
         pytest.skip("tshark is not installed and this process cannot install it (not root, or no apt-get)")
-    install = ["install", "-y", "--no-install-recommends", PACKAGE]
-    failure = _apt(install, APT_TIMEOUT) and (_apt(["update"], APT_TIMEOUT) or _apt(install, APT_TIMEOUT))
+    failure = apt_install([PACKAGE])
     if failure:
         pytest.fail(f"cannot install tshark: {failure}")
     found = shutil.which("tshark")
