@@ -30,8 +30,9 @@ import pytest
 import yaml
 
 from headless import INSTALL_VARIABLE, apt_install, install_allowed
+from netlab import Lab, LabUnavailable, require
 from test_daemon import rest_get_json
-from test_deb import eap_over_vxlan, eapol_start
+from test_deb import eap_over_vxlan, eapol_start, status_fields
 from test_helm_dataplane import documents, helm, of_kind  # noqa: F401 (helm: the fixture)
 
 pytestmark = pytest.mark.image
@@ -97,6 +98,16 @@ class Podman:
             raise AssertionError(f"podman {' '.join(arguments[:2])} exited {done.returncode}: {done.stderr[-2000:]}")
         return done
 
+    def build(self, context: Path, tag: str, *arguments: str, log: Path) -> None:
+        """`podman build` of `context` tagged `tag`, its RUN steps on the host's network (for the package indexes);
+        its output in `log`, whose tail a failure shows."""
+        self("build", "--network", "host", "--isolation", "chroot", *arguments, "--tag", tag, str(context),
+             timeout=BUILD_TIMEOUT, log=log)
+
+    def state(self, container: str, field: str) -> str:
+        """`podman inspect`'s .State.`field` of `container`."""
+        return self("inspect", "--format", f"{{{{.State.{field}}}}}", container).stdout.strip()
+
     def run_options(self) -> list[str]:
         """What every container is run with: limits no higher than this process's (podman's own defaults raise
         them, which a host without CAP_SYS_RESOURCE refuses)."""
@@ -146,21 +157,20 @@ def base(podman, tmp_path_factory) -> str:
 def image(podman, base, tmp_path_factory) -> str:
     """deploy/Dockerfile built from the repository (its .dockerignore's context), tagged IMAGE."""
     work = tmp_path_factory.mktemp("image")
-    podman("build", "--network", "host", "--isolation", "chroot", "--build-arg", f"PYTHON_IMAGE={base}",
-           "--file", str(DOCKERFILE), "--tag", IMAGE, str(REPO), timeout=BUILD_TIMEOUT, log=work / "build.log")
+    podman.build(REPO, IMAGE, "--build-arg", f"PYTHON_IMAGE={base}", "--file", str(DOCKERFILE),
+                 log=work / "build.log")
     return IMAGE
 
 
 @pytest.fixture
-def netns():
-    """A network namespace of the test's own with its loopback up: its path, for podman's `--network ns:`."""
-    name = f"oltimg{uuid.uuid4().hex[:8]}"
-    subprocess.run(["ip", "netns", "add", name], check=True, timeout=30)
+def netns(tmp_path):
+    """A network namespace of the test's own (netlab.Lab's, loopback up, deleted after the test): its path, for
+    podman's `--network ns:`."""
+    lab = Lab(tmp_path)
     try:
-        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True, timeout=30)
-        yield Path("/run/netns") / name
+        yield Path("/run/netns") / lab.netns(f"{lab.prefix}img")
     finally:
-        subprocess.run(["ip", "netns", "delete", name], timeout=30)
+        lab.close()
 
 
 def in_netns(path: Path, call):
@@ -196,7 +206,7 @@ def wait_serving(podman: Podman, container: str, path: Path, url: str) -> dict:
     deadline = time.monotonic() + START_TIMEOUT
     last = None
     while time.monotonic() < deadline:
-        state = podman("inspect", "--format", "{{.State.Status}}", container).stdout.strip()
+        state = podman.state(container, "Status")
         if state not in ("running", "created", "configured"):
             break
         try:
@@ -212,17 +222,10 @@ def wait_serving(podman: Podman, container: str, path: Path, url: str) -> dict:
                 f"{state}:\n{(logs.stdout + logs.stderr)[-4000:]}")
 
 
-def process_status(podman: Podman, container: str) -> dict[str, str]:
-    """/proc/PID/status of the container's first process, as the host sees it."""
-    pid = podman("inspect", "--format", "{{.State.Pid}}", container).stdout.strip()
-    with open(f"/proc/{pid}/status", encoding="ascii") as status:
-        return dict(line.rstrip("\n").split(":\t", 1) for line in status if ":\t" in line)
-
-
 def stop(podman: Podman, container: str) -> int:
     """`podman stop` (SIGTERM, SIGKILL after 10 s) and the exit code: 0 only if the process ended on SIGTERM."""
     podman("stop", "--time", "10", container, timeout=60)
-    return int(podman("inspect", "--format", "{{.State.ExitCode}}", container).stdout.strip())
+    return int(podman.state(container, "ExitCode"))
 
 
 def chart_run_options(helm_path: str, config_dir: Path, *values: str) -> tuple[list[str], list[str], int]:
@@ -291,7 +294,7 @@ def test_the_image_runs_as_the_charts_deployment_runs_it_with_the_data_plane_ove
            *arguments)
     olt = wait_serving(podman, name, netns, "/v1/olt")
     assert (olt["ID"], olt["SerialNumber"]) == (10, "BBSIM_OLT_10"), olt
-    fields = process_status(podman, name)
+    fields = status_fields(int(podman.state(name, "Pid")))   # the container's first process, as the host sees it
     assert fields["Uid"].split()[0] == str(IMAGE_UID), fields["Uid"]
     assert int(fields["CapEff"], 16) == 0 and int(fields["CapBnd"], 16) == 0 and fields["NoNewPrivs"] == "1"
     status, onus = rest_get(netns, "/v1/olt/onus")
@@ -360,7 +363,6 @@ def test_the_rg_pod_of_the_docs_authenticates_and_takes_a_lease_through_the_char
     authenticates (EAP-MD5) and gets a lease, and pings the server. The pod and the OLT are two network namespaces
     joined by a veth only; the manifest's first line (apt-get) runs when its stand-in image is built, the rest in
     the container. podman's default capabilities lack NET_RAW, which containerd's (Kubernetes') hold: it is added."""
-    from netlab import Lab, LabUnavailable, require
     from test_dataplane import DHCP_OK, EAP_OK
     from test_dataplane_vxlan_kernel import kernel_vxlan, quiet_netns, veth
 
@@ -378,8 +380,7 @@ def test_the_rg_pod_of_the_docs_authenticates_and_takes_a_lease_through_the_char
     work.mkdir()
     # the manifest's debian:bookworm-slim stood in for by the image's bookworm base, as the image's base is
     (work / "Containerfile").write_text(f"FROM {base}\nRUN {install}\n")
-    podman("build", "--network", "host", "--isolation", "chroot", "--tag", RG_IMAGE, str(work),
-           timeout=BUILD_TIMEOUT, log=work / "build.log")
+    podman.build(work, RG_IMAGE, log=work / "build.log")
 
     lab = Lab(tmp_path)
     p = lab.prefix
@@ -411,7 +412,7 @@ def test_the_rg_pod_of_the_docs_authenticates_and_takes_a_lease_through_the_char
         address = None
         deadline = time.monotonic() + LEASE_TIMEOUT
         while address is None and time.monotonic() < deadline:
-            state = podman("inspect", "--format", "{{.State.Status}}", rg_name).stdout.strip()
+            state = podman.state(rg_name, "Status")
             if state != "running":
                 break
             address = lab.address(rg_ns, "vx0")

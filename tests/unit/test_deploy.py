@@ -335,9 +335,9 @@ def test_dockerfile_installs_the_pins_as_the_package_build_does():
     names = sorted(name.strip().strip("'\"") for name in source_only.split(",") if name.strip())
     assert names, source_only
     installs = [args for word, args in dockerfile_instructions() if word == "RUN" and "requirements.txt" in args]
-    (command,) = [part for args in installs for part in args.split("&&")
-                  if Path(next(iter(part.split(" -r ")[1:]), " ").split()[0]).name == "requirements.txt"]
-    flags = command.split()
+    commands = [part.split() for args in installs for part in args.split("&&") if " -r " in part]
+    (flags,) = [words for words in commands if Path(words[words.index("-r") + 1]).name == "requirements.txt"]
+    command = " ".join(flags)
     assert "--require-hashes" in flags and "--only-binary=:all:" in flags, command
     (no_binary,) = [flag for flag in flags if flag.startswith("--no-binary=")]
     assert sorted(no_binary.split("=", 1)[1].split(",")) == names, command
